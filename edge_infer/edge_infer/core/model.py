@@ -1,0 +1,81 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""A model ready to run: registry entry + backend session + pre/post-processing."""
+
+from dataclasses import dataclass
+import hashlib
+import pathlib
+import time
+from typing import Optional, Union
+
+from .backend import Backend, BackendError
+from .image import Frame
+from .postprocess import Classes, Detections
+from .preprocess import Preprocessor
+from .registry import ModelSpec
+
+
+@dataclass
+class Result:
+    """What one frame produced, with the time each stage took (milliseconds)."""
+
+    output: Union[Detections, Classes]
+    preprocess_ms: float
+    inference_ms: float
+    postprocess_ms: float
+
+
+def sha256_file(path: pathlib.Path) -> str:
+    """Return the hex sha256 of a file."""
+    h = hashlib.sha256()
+    with open(path, 'rb') as f:
+        for chunk in iter(lambda: f.read(1 << 20), b''):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+class Model:
+    """Runs one registry model on one backend, frame by frame (not thread-safe)."""
+
+    def __init__(self, spec: ModelSpec, backend: Backend, models_dir: pathlib.Path,
+                 verify_checksum: bool = True, **decoder_overrides):
+        self.spec = spec
+        path = pathlib.Path(models_dir) / spec.file
+        if not path.is_file():
+            raise BackendError(f"model '{spec.name}': file {path} not found "
+                               f'(run the set-up: python -m edge_infer.data prepare)')
+        if verify_checksum and spec.sha256:
+            actual = sha256_file(path)
+            if actual != spec.sha256:
+                raise BackendError(f"model '{spec.name}': {path} has sha256 {actual[:12]}..., "
+                                   f'registry expects {spec.sha256[:12]}... '
+                                   f'(file replaced or corrupt)')
+        self.session = backend.open(path)
+        self.backend_name = self.session.backend_name
+        self.preprocess = Preprocessor(spec.input)
+        self.decode = spec.make_decoder(**decoder_overrides)
+
+    def infer(self, frame: Frame) -> Result:
+        """Preprocess, run and decode one frame."""
+        t0 = time.perf_counter()
+        tensor, tf = self.preprocess(frame)
+        t1 = time.perf_counter()
+        outputs = self.session.run(tensor)
+        t2 = time.perf_counter()
+        out = self.decode(outputs, tf)
+        t3 = time.perf_counter()
+        return Result(out, (t1 - t0) * 1e3, (t2 - t1) * 1e3, (t3 - t2) * 1e3)
+
+    def close(self) -> None:
+        """Free the backend session."""
+        if self.session is not None:
+            self.session.close()
+            self.session = None
+
+
+def open_model(spec: ModelSpec, backend: Backend, models_dir: Optional[pathlib.Path] = None,
+               **kw) -> Model:
+    """Open ``spec`` from ``models_dir`` (default: the data home's models/)."""
+    if models_dir is None:
+        from ..paths import models_dir as default_dir
+        models_dir = default_dir()
+    return Model(spec, backend, models_dir, **kw)

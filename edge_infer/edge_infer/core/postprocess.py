@@ -1,0 +1,139 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""Model outputs -> detections or classes, in source-image pixels.
+
+Decoders are looked up by the registry's ``decoder`` name. Non-finite model
+outputs (NaN/Inf from a broken backend) raise :class:`OutputError` rather than
+publishing garbage.
+"""
+
+from dataclasses import dataclass
+from typing import List, Sequence
+
+import cv2
+import numpy as np
+
+from .preprocess import Transform
+
+
+class OutputError(ValueError):
+    """Model outputs that cannot be decoded (wrong shape, NaN/Inf)."""
+
+
+@dataclass
+class Detections:
+    """N detections: boxes (N x 4, x1 y1 x2 y2, source pixels), scores, class ids."""
+
+    boxes: np.ndarray
+    scores: np.ndarray
+    class_ids: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.scores.shape[0])
+
+
+@dataclass
+class Classes:
+    """Top-k classes: ids and probabilities, best first."""
+
+    class_ids: np.ndarray
+    scores: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.scores.shape[0])
+
+
+def _check_finite(name: str, arr: np.ndarray) -> None:
+    if not np.isfinite(arr).all():
+        raise OutputError(f'model output {name} holds NaN or Inf')
+
+
+def nms(boxes: np.ndarray, scores: np.ndarray, class_ids: np.ndarray,
+        iou_threshold: float, max_detections: int) -> np.ndarray:
+    """Class-aware non-maximum suppression; returns kept indices, best first."""
+    if len(scores) == 0:
+        return np.zeros(0, np.int64)
+    xywh = np.empty_like(boxes)
+    xywh[:, :2] = boxes[:, :2]
+    xywh[:, 2:] = boxes[:, 2:] - boxes[:, :2]
+    keep = cv2.dnn.NMSBoxesBatched(xywh.tolist(), scores.tolist(), class_ids.tolist(),
+                                   0.0, float(iou_threshold))
+    keep = np.asarray(keep, np.int64).reshape(-1)
+    keep = keep[np.argsort(-scores[keep], kind='stable')]
+    return keep[:max_detections]
+
+
+class NanoDetDecoder:
+    """Decode NanoDet-Plus heads: per stride, class scores and GFL box distributions.
+
+    Outputs are (1, N, num_classes) scores (already sigmoid) and (1, N, 4 * bins)
+    distances, for strides in order; cell centre = (i + 0.5) * stride.
+    """
+
+    def __init__(self, input_w: int, input_h: int, strides: Sequence[int], bins: int,
+                 num_classes: int, score_threshold: float, nms_iou: float,
+                 max_detections: int):
+        self.strides = list(strides)
+        self.bins = int(bins)
+        self.num_classes = int(num_classes)
+        self.score_threshold = float(score_threshold)
+        self.nms_iou = float(nms_iou)
+        self.max_detections = int(max_detections)
+        centres, cell_stride = [], []
+        for s in self.strides:
+            gw, gh = -(-input_w // s), -(-input_h // s)
+            ys, xs = np.meshgrid(np.arange(gh), np.arange(gw), indexing='ij')
+            centres.append(np.stack([(xs.ravel() + 0.5) * s, (ys.ravel() + 0.5) * s], 1))
+            cell_stride.append(np.full(gw * gh, s, np.float32))
+        self.centres = np.concatenate(centres).astype(np.float32)
+        self.cell_stride = np.concatenate(cell_stride)
+        self.project = np.arange(self.bins, dtype=np.float32)
+
+    def __call__(self, outputs: List[np.ndarray], tf: Transform) -> Detections:
+        """Decode outputs ordered as [cls per stride..., reg per stride...]."""
+        n = len(self.strides)
+        if len(outputs) != 2 * n:
+            raise OutputError(f'expected {2 * n} outputs, got {len(outputs)}')
+        cls = np.concatenate([o.reshape(-1, o.shape[-1]) for o in outputs[:n]])
+        reg = np.concatenate([o.reshape(-1, o.shape[-1]) for o in outputs[n:]])
+        if cls.shape != (len(self.centres), self.num_classes) or \
+                reg.shape != (len(self.centres), 4 * self.bins):
+            raise OutputError(f'output shapes {cls.shape} / {reg.shape} do not match '
+                              f'{len(self.centres)} cells x {self.num_classes} classes '
+                              f'/ 4 x {self.bins} bins')
+        class_ids = cls.argmax(1)
+        scores = cls[np.arange(len(cls)), class_ids]
+        _check_finite('scores', scores)
+        idx = np.nonzero(scores > self.score_threshold)[0]
+        scores, class_ids = scores[idx], class_ids[idx]
+        dist = reg[idx].reshape(-1, 4, self.bins)
+        _check_finite('box distributions', dist)
+        dist = np.exp(dist - dist.max(2, keepdims=True))
+        dist /= dist.sum(2, keepdims=True)
+        ltrb = (dist @ self.project) * self.cell_stride[idx, None]
+        c = self.centres[idx]
+        boxes = np.concatenate([c - ltrb[:, :2], c + ltrb[:, 2:]], 1)
+        keep = nms(boxes, scores, class_ids, self.nms_iou, self.max_detections)
+        boxes = tf.to_source(boxes[keep])
+        return Detections(boxes, scores[keep].astype(np.float32), class_ids[keep])
+
+
+class TopKDecoder:
+    """Softmax (unless the model already outputs probabilities) and top-k."""
+
+    def __init__(self, k: int, softmax: bool = True):
+        self.k = int(k)
+        self.softmax = softmax
+
+    def __call__(self, outputs: List[np.ndarray], tf: Transform = None) -> Classes:
+        """Decode the first output (1 x num_classes logits or probabilities)."""
+        logits = outputs[0].reshape(-1)
+        _check_finite('logits', logits)
+        if self.softmax:
+            p = np.exp(logits - logits.max())
+            p /= p.sum()
+        else:
+            p = logits
+        k = min(self.k, p.size)
+        top = np.argpartition(-p, k - 1)[:k]
+        top = top[np.argsort(-p[top], kind='stable')]
+        return Classes(top, p[top].astype(np.float32))

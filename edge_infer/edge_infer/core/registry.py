@@ -1,0 +1,128 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""The model registry (config/models.yaml): what each model is and how to feed it.
+
+One entry per model: file, task, input (size, layout, colour order, resize,
+normalisation), output decoding, labels, and where the weights came from.
+:func:`load_registry` validates everything up front so that a node's
+configure step fails with one clear message instead of a traceback mid-stream.
+"""
+
+from dataclasses import dataclass, field
+import pathlib
+from typing import Dict, List, Optional
+
+import yaml
+
+from .postprocess import NanoDetDecoder, TopKDecoder
+from .preprocess import InputSpec
+
+TASKS = ('detection', 'classification')
+DECODERS = {'nanodet': 'detection', 'topk': 'classification'}
+
+
+class RegistryError(ValueError):
+    """The registry file or one of its entries is invalid; the message says where."""
+
+
+@dataclass
+class ModelSpec:
+    """One validated registry entry."""
+
+    name: str
+    file: str
+    task: str
+    input: InputSpec
+    decoder: str
+    decoder_args: Dict
+    labels: List[str]
+    sha256: Optional[str] = None
+    source: Dict = field(default_factory=dict)
+
+    def label(self, class_id: int) -> str:
+        """Return the label of ``class_id`` (or its number when out of range)."""
+        if 0 <= class_id < len(self.labels):
+            return self.labels[class_id]
+        return str(class_id)
+
+    def make_decoder(self, **overrides):
+        """Build the output decoder; ``overrides`` replace registry values (e.g. thresholds)."""
+        args = dict(self.decoder_args)
+        args.update({k: v for k, v in overrides.items() if v is not None})
+        try:
+            if self.decoder == 'nanodet':
+                return NanoDetDecoder(self.input.width, self.input.height,
+                                      strides=args['strides'], bins=args['bins'],
+                                      num_classes=len(self.labels),
+                                      score_threshold=args['score_threshold'],
+                                      nms_iou=args['nms_iou'],
+                                      max_detections=args.get('max_detections', 100))
+            return TopKDecoder(k=args.get('top_k', 5), softmax=args.get('softmax', True))
+        except KeyError as exc:
+            raise RegistryError(f"model '{self.name}': output needs key {exc}") from None
+
+
+def _need(entry: dict, key: str, where: str):
+    if key not in entry:
+        raise RegistryError(f"{where}: missing key '{key}'")
+    return entry[key]
+
+
+def _parse(name: str, entry: dict, base: pathlib.Path) -> ModelSpec:
+    where = f"model '{name}'"
+    if not isinstance(entry, dict):
+        raise RegistryError(f'{where}: entry must be a mapping')
+    task = _need(entry, 'task', where)
+    if task not in TASKS:
+        raise RegistryError(f"{where}: task '{task}' unknown (one of {', '.join(TASKS)})")
+    inp = _need(entry, 'input', where)
+    norm = inp.get('normalize', {})
+    try:
+        spec = InputSpec(width=int(_need(inp, 'width', where + ' input')),
+                         height=int(_need(inp, 'height', where + ' input')),
+                         color=str(inp.get('color', 'rgb')).lower(),
+                         layout=str(inp.get('layout', 'NCHW')).upper(),
+                         resize=str(inp.get('resize', 'letterbox')),
+                         crop_fraction=float(inp.get('crop_fraction', 0.875)),
+                         pad_value=int(inp.get('pad_value', 0)),
+                         mean=tuple(float(v) for v in norm.get('mean', (0, 0, 0))),
+                         std=tuple(float(v) for v in norm.get('std', (1, 1, 1))))
+    except (TypeError, ValueError) as exc:
+        raise RegistryError(f'{where}: bad input value: {exc}') from None
+    if spec.width <= 0 or spec.height <= 0:
+        raise RegistryError(f'{where}: input size must be positive')
+    out = dict(_need(entry, 'output', where))
+    decoder = out.pop('decoder', None)
+    if decoder not in DECODERS:
+        raise RegistryError(f"{where}: output decoder '{decoder}' unknown "
+                            f"(one of {', '.join(DECODERS)})")
+    if DECODERS[decoder] != task:
+        raise RegistryError(f"{where}: decoder '{decoder}' does not fit task '{task}'")
+    labels_file = _need(entry, 'labels', where)
+    labels_path = (base / labels_file)
+    if not labels_path.is_file():
+        raise RegistryError(f'{where}: labels file {labels_path} not found')
+    labels = [ln.strip() for ln in labels_path.read_text().splitlines() if ln.strip()]
+    model = ModelSpec(name=name, file=str(_need(entry, 'file', where)), task=task,
+                      input=spec, decoder=decoder, decoder_args=out, labels=labels,
+                      sha256=entry.get('sha256'), source=dict(entry.get('source', {})))
+    try:
+        from .preprocess import Preprocessor
+        Preprocessor(spec)      # validates colour/layout/resize/normalisation
+        model.make_decoder()    # validates decoder arguments
+    except ValueError as exc:
+        raise RegistryError(f'{where}: {exc}') from None
+    return model
+
+
+def load_registry(path) -> Dict[str, ModelSpec]:
+    """Read and validate a registry file; labels paths are relative to it."""
+    path = pathlib.Path(path)
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise RegistryError(f'cannot read model registry {path}: {exc}') from None
+    except yaml.YAMLError as exc:
+        raise RegistryError(f'model registry {path} is not valid YAML: {exc}') from None
+    if not isinstance(doc, dict) or not isinstance(doc.get('models'), dict):
+        raise RegistryError(f"model registry {path}: top level needs a 'models' mapping")
+    return {name: _parse(name, entry, path.parent) for name, entry in doc['models'].items()}

@@ -1,0 +1,105 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""Newest-frame hand-off and per-stream counters (no ROS).
+
+Cameras run faster than models. :class:`LatestSlot` holds at most one pending
+frame: a new frame replaces an unconsumed one, which is counted as dropped.
+Memory is bounded by one frame per stream whatever the camera rate.
+"""
+
+from collections import deque
+import threading
+from typing import Any, Optional
+
+import numpy as np
+
+
+class LatestSlot:
+    """A one-element mailbox between the subscription and the inference worker."""
+
+    def __init__(self):
+        self._cond = threading.Condition()
+        self._item: Any = None
+        self._has = False
+        self._closed = False
+
+    def put(self, item: Any) -> bool:
+        """Store ``item``; return True when it replaced a frame nobody took (a drop)."""
+        with self._cond:
+            dropped = self._has
+            self._item, self._has = item, True
+            self._cond.notify()
+            return dropped
+
+    def take(self, timeout: Optional[float] = None) -> Any:
+        """Return the newest item, waiting up to ``timeout`` s; None if none or closed."""
+        with self._cond:
+            if not self._has and not self._closed:
+                self._cond.wait(timeout)
+            if not self._has:
+                return None
+            item, self._item, self._has = self._item, None, False
+            return item
+
+    def clear(self) -> bool:
+        """Discard a pending item; return True if there was one."""
+        with self._cond:
+            had, self._item, self._has = self._has, None, False
+            return had
+
+    def close(self) -> None:
+        """Wake a waiting taker for good (it then gets None)."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    def reopen(self) -> None:
+        """Allow waiting again after :meth:`close`."""
+        with self._cond:
+            self._closed = False
+
+
+class StreamStats:
+    """Counters and a bounded latency window for one input stream.
+
+    received = processed + dropped + rejected + (at most one in flight).
+    """
+
+    def __init__(self, window: int = 1000):
+        self._lock = threading.Lock()
+        self.received = 0
+        self.processed = 0
+        self.dropped = 0
+        self.rejected = 0
+        self.last_error = ''
+        self._latency = deque(maxlen=window)
+
+    def count(self, what: str, n: int = 1) -> None:
+        """Add ``n`` to one counter ('received', 'processed', 'dropped', 'rejected')."""
+        with self._lock:
+            setattr(self, what, getattr(self, what) + n)
+
+    def reject(self, reason: str) -> None:
+        """Count a rejected frame and remember why."""
+        with self._lock:
+            self.rejected += 1
+            self.last_error = reason
+
+    def add_latency(self, ms: float) -> None:
+        """Record one frame's processing time in milliseconds."""
+        with self._lock:
+            self._latency.append(ms)
+
+    def percentiles(self, *qs: float) -> list:
+        """Latency percentiles (ms) over the window; NaN when empty."""
+        with self._lock:
+            data = np.fromiter(self._latency, float, len(self._latency))
+        if data.size == 0:
+            return [float('nan')] * len(qs)
+        return [float(v) for v in np.percentile(data, qs)]
+
+    def snapshot(self) -> dict:
+        """Return the counters as a dict (for diagnostics)."""
+        with self._lock:
+            return {'received': self.received, 'processed': self.processed,
+                    'dropped': self.dropped, 'rejected': self.rejected,
+                    'last_error': self.last_error}

