@@ -24,7 +24,7 @@ DEMO_VIDEO_FRAMES = 200
 
 
 def _demo_bag_key(footage: dict) -> dict:
-    from .core.model import sha256_file
+    from .checksums import sha256_file
     return {'video': sha256_file(footage['video']),
             'photos': [sha256_file(p) for p in footage['photos']],
             'video_frames': DEMO_VIDEO_FRAMES, 'format': 1}

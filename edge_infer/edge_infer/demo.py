@@ -72,11 +72,13 @@ def run_demo(bag: pathlib.Path, out: pathlib.Path, rate: float = 1.0, log=print)
     info = bag_info(bag)
     domain = procs.free_domain_id()
     env = procs.ros_env(domain)
-    log(f'[demo] bag {bag}: {info}')
+    log(f"[demo] bag {bag}: {info['messages']} messages, {info['duration_s']:.1f} s, "
+        f"topics {', '.join(info['topics'])}")
     log(f'[demo] ROS_DOMAIN_ID={domain}; logs in {out}')
     t_start = time.monotonic()
     container = procs.start_container(env, log_path=out / 'container.log')
     player = None
+    procs.use_ros_env_here()
     rclpy.init(args=['--ros-args'], domain_id=domain)
     try:
         node = rclpy.create_node('edge_infer_demo')
@@ -136,7 +138,7 @@ def _summarize(collector: Collector, info: dict, player_line: str) -> dict:
         }
     for m in collector.results['detector']:
         s['classes'].update(d.label for d in m.detections)
-    s['published'] = {t: v for t, v in info.get('counts', {}).items()}
+    s['published'] = {t: v['count'] for t, v in info['topics'].items()}
     return s
 
 
@@ -207,7 +209,7 @@ def _write_outputs(bag, out: pathlib.Path, collector: Collector, summary: dict, 
         log(f'  #{i:<4} {msg.width}x{msg.height}: {dets or "nothing"}{more} | {top}')
         frame = from_raw(msg.encoding, msg.height, msg.width, msg.step, msg.data)
         img = cv2.cvtColor(frame.pixels, cv2.COLOR_RGB2BGR)
-        cv2.imwrite(str(out / f'frame_{i:04d}.jpg'), _annotate(img, d, c))
+        cv2.imwrite(str(out / f'frame_{i:04d}.png'), _annotate(img, d, c))
     _plot_latency(out / 'latency.png', collector)
     log('')
     log(f'[demo] wrote {len(examples)} annotated images and latency.png to {out.resolve()}')

@@ -28,6 +28,11 @@ def config_dir() -> pathlib.Path:
             f'nor in the ament index: {exc}') from exc
 
 
+def fastdds_profile() -> pathlib.Path:
+    """Return the Fast DDS profile that carries camera-sized samples (see the file)."""
+    return config_dir() / 'fastdds_large_frames.xml'
+
+
 def data_home() -> pathlib.Path:
     """Return the root of edge_infer's data (models, bags, caches)."""
     env = os.environ.get('EDGE_INFER_HOME')

@@ -4,7 +4,8 @@
 Children get the venv's Python and an environment without the ROS wheels'
 bootstrap marker (a child that inherits ``_ROS_WHEELS_BOOTSTRAP_COMPLETE``
 without its LD_LIBRARY_PATH cannot import rclpy), a chosen ROS_DOMAIN_ID, and
-discovery limited to this machine.
+discovery limited to this machine, and a Fast DDS profile whose shared-memory
+segment carries full camera frames (config/fastdds_large_frames.xml).
 """
 
 import os
@@ -25,8 +26,15 @@ def ros_env(domain_id: Optional[int] = None, base: Optional[Dict] = None) -> Dic
     if domain_id is not None:
         env['ROS_DOMAIN_ID'] = str(domain_id)
     env.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    env.setdefault('FASTRTPS_DEFAULT_PROFILES_FILE', str(paths.fastdds_profile()))
     env['PYTHONUNBUFFERED'] = '1'
     return env
+
+
+def use_ros_env_here() -> None:
+    """Apply the same DDS settings to this process (call before rclpy.init)."""
+    os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    os.environ.setdefault('FASTRTPS_DEFAULT_PROFILES_FILE', str(paths.fastdds_profile()))
 
 
 def free_domain_id(seed: Optional[int] = None) -> int:

@@ -1,8 +1,8 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
 """Inference backends behind one small interface.
 
-A :class:`Backend` names a library and device and opens :class:`Session`\\ s on
-model files; a session runs one input tensor and returns the outputs in the
+A :class:`Backend` names a library and device and opens a :class:`Session` per
+model file; a session runs one input tensor and returns the outputs in the
 model's output order. For now the only backend is ONNX Runtime on the CPU; the
 backend manager (probing and measured choice) plugs in more behind the same
 interface.
@@ -39,7 +39,7 @@ class Backend:
 
     name: str = ''
 
-    def open(self, model_path: pathlib.Path) -> Session:
+    def load(self, model_path: pathlib.Path) -> Session:
         """Load ``model_path`` and return a ready session."""
         raise NotImplementedError
 
@@ -104,7 +104,7 @@ class OrtCpuBackend(Backend):
         if self.intra_op_threads:
             self.name += f'/t{self.intra_op_threads}'
 
-    def open(self, model_path: pathlib.Path) -> Session:
+    def load(self, model_path: pathlib.Path) -> Session:
         """Open ``model_path`` on the CPU EP; BackendError on a missing or bad file."""
         import onnxruntime as ort
         path = pathlib.Path(model_path)

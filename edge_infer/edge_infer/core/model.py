@@ -2,7 +2,6 @@
 """A model ready to run: registry entry + backend session + pre/post-processing."""
 
 from dataclasses import dataclass
-import hashlib
 import pathlib
 import time
 from typing import Optional, Union
@@ -12,6 +11,7 @@ from .image import Frame
 from .postprocess import Classes, Detections
 from .preprocess import Preprocessor
 from .registry import ModelSpec
+from ..checksums import sha256_file
 
 
 @dataclass
@@ -22,15 +22,6 @@ class Result:
     preprocess_ms: float
     inference_ms: float
     postprocess_ms: float
-
-
-def sha256_file(path: pathlib.Path) -> str:
-    """Return the hex sha256 of a file."""
-    h = hashlib.sha256()
-    with open(path, 'rb') as f:
-        for chunk in iter(lambda: f.read(1 << 20), b''):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 class Model:
@@ -49,9 +40,9 @@ class Model:
                 raise BackendError(f"model '{spec.name}': {path} has sha256 {actual[:12]}..., "
                                    f'registry expects {spec.sha256[:12]}... '
                                    f'(file replaced or corrupt)')
-        self.session = backend.open(path)
+        self.session = backend.load(path)
         self.backend_name = self.session.backend_name
-        self.preprocess = Preprocessor(spec.input)
+        self.preprocess = Preprocessor(spec.input_spec)
         self.decode = spec.make_decoder(**decoder_overrides)
 
     def infer(self, frame: Frame) -> Result:

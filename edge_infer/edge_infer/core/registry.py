@@ -31,7 +31,7 @@ class ModelSpec:
     name: str
     file: str
     task: str
-    input: InputSpec
+    input_spec: InputSpec
     decoder: str
     decoder_args: Dict
     labels: List[str]
@@ -50,7 +50,7 @@ class ModelSpec:
         args.update({k: v for k, v in overrides.items() if v is not None})
         try:
             if self.decoder == 'nanodet':
-                return NanoDetDecoder(self.input.width, self.input.height,
+                return NanoDetDecoder(self.input_spec.width, self.input_spec.height,
                                       strides=args['strides'], bins=args['bins'],
                                       num_classes=len(self.labels),
                                       score_threshold=args['score_threshold'],
@@ -103,7 +103,7 @@ def _parse(name: str, entry: dict, base: pathlib.Path) -> ModelSpec:
         raise RegistryError(f'{where}: labels file {labels_path} not found')
     labels = [ln.strip() for ln in labels_path.read_text().splitlines() if ln.strip()]
     model = ModelSpec(name=name, file=str(_need(entry, 'file', where)), task=task,
-                      input=spec, decoder=decoder, decoder_args=out, labels=labels,
+                      input_spec=spec, decoder=decoder, decoder_args=out, labels=labels,
                       sha256=entry.get('sha256'), source=dict(entry.get('source', {})))
     try:
         from .preprocess import Preprocessor

@@ -90,7 +90,7 @@ class StreamStats:
             self._latency.append(ms)
 
     def percentiles(self, *qs: float) -> list:
-        """Latency percentiles (ms) over the window; NaN when empty."""
+        """Return latency percentiles in ms over the window (NaN when empty)."""
         with self._lock:
             data = np.fromiter(self._latency, float, len(self._latency))
         if data.size == 0:

@@ -20,8 +20,8 @@ import sys
 from typing import List
 
 import rclpy
-from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.node import Node
 
 from .perception_node import PerceptionNode

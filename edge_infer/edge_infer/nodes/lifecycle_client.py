@@ -19,6 +19,9 @@ TRANSITIONS = {
     'cleanup': Transition.TRANSITION_CLEANUP,
     'shutdown': Transition.TRANSITION_UNCONFIGURED_SHUTDOWN,
 }
+# The state each transition ends in when it succeeds.
+GOAL_STATES = {'configure': 'inactive', 'activate': 'active', 'deactivate': 'inactive',
+               'cleanup': 'unconfigured', 'shutdown': 'finalized'}
 
 
 class LifecycleError(RuntimeError):
@@ -38,24 +41,40 @@ class LifecycleClient:
             self._clients[name] = self.node.create_client(srv_type, name)
         return self._clients[name]
 
-    def _call(self, srv_type, name: str, request, timeout: float):
+    def _call(self, srv_type, name: str, request, timeout: float, attempt_s: float = 5.0):
+        """Call a service; re-send when an answer is lost (returns None on timeout).
+
+        Under load, Fast DDS can drop a response sent before the server has
+        matched the client's reply reader ("failed to send response"); the
+        request then never completes, so each attempt is bounded.
+        """
         client = self._client(srv_type, name)
+        deadline = time.monotonic() + timeout
         if not client.wait_for_service(timeout_sec=timeout):
             raise LifecycleError(f'service {name} not available after {timeout:.0f} s')
-        future = client.call_async(request)
-        deadline = time.monotonic() + timeout
-        while not future.done() and time.monotonic() < deadline:
-            if self.executor is not None:
-                self.executor.spin_once(timeout_sec=0.05)
-            else:
-                rclpy.spin_once(self.node, timeout_sec=0.05)
-        if not future.done():
-            raise LifecycleError(f'service {name} did not answer in {timeout:.0f} s')
-        return future.result()
+        while time.monotonic() < deadline:
+            future = client.call_async(request)
+            until = min(deadline, time.monotonic() + attempt_s)
+            while not future.done() and time.monotonic() < until:
+                self._spin()
+            if future.done():
+                return future.result()
+            client.remove_pending_request(future)
+            if srv_type is ChangeState:
+                return None          # the caller checks the state before re-sending
+        return None
+
+    def _spin(self) -> None:
+        if self.executor is not None:
+            self.executor.spin_once(timeout_sec=0.05)
+        else:
+            rclpy.spin_once(self.node, timeout_sec=0.05)
 
     def get_state(self, target: str, timeout: float = 10.0) -> str:
         """Return the label of ``target``'s current state (e.g. 'active')."""
         res = self._call(GetState, f'{target}/get_state', GetState.Request(), timeout)
+        if res is None:
+            raise LifecycleError(f'service {target}/get_state did not answer in {timeout:.0f} s')
         return res.current_state.label
 
     def change(self, target: str, transition: str, timeout: float = 30.0) -> None:
@@ -65,10 +84,22 @@ class LifecycleClient:
                                  f"(one of {', '.join(TRANSITIONS)})")
         req = ChangeState.Request()
         req.transition.id = TRANSITIONS[transition]
-        res = self._call(ChangeState, f'{target}/change_state', req, timeout)
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            res = self._call(ChangeState, f'{target}/change_state', req, max(left, 0.1))
+            if res is not None:
+                break
+            # The answer was lost or late: did the transition happen?
+            state = self.get_state(target, max(deadline - time.monotonic(), 1.0))
+            if state == GOAL_STATES[transition]:
+                return
+            if time.monotonic() >= deadline:
+                raise LifecycleError(f'service {target}/change_state did not answer in '
+                                     f'{timeout:.0f} s (node is {state})')
         if not res.success:
             raise LifecycleError(f'{target}: transition {transition} failed '
-                                 f'(see that node\'s log)')
+                                 f"(see that node's log)")
 
     def bring_up(self, target: str, timeout: float = 30.0,
                  state: Optional[str] = None) -> None:

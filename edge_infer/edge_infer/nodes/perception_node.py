@@ -19,7 +19,7 @@ import time
 from typing import Optional
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from edge_infer_msgs.msg import (ClassScore, Classification, Detection,
+from edge_infer_msgs.msg import (Classification, ClassScore, Detection,
                                  DetectionArray)
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
@@ -27,13 +27,13 @@ from rclpy.qos import qos_profile_sensor_data
 from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import CompressedImage, Image
 
+from .. import paths
 from ..core.backend import BackendError, OrtCpuBackend
 from ..core.image import from_compressed, from_raw, ImageError
 from ..core.model import Model
 from ..core.postprocess import OutputError
 from ..core.registry import load_registry, RegistryError
 from ..core.stream import LatestSlot, StreamStats
-from .. import paths
 
 TRANSPORTS = ('raw', 'compressed')
 
@@ -168,8 +168,8 @@ class PerceptionNode(LifecycleNode):
         if period > 0:
             self._diag_timer = self.create_timer(period, self._publish_diagnostics)
         self.get_logger().info(
-            f"configured: model '{spec.name}' ({spec.task}, {spec.input.width}x"
-            f"{spec.input.height}) on {self._model.backend_name}, input {self._topic} "
+            f"configured: model '{spec.name}' ({spec.task}, {spec.input_spec.width}x"
+            f'{spec.input_spec.height}) on {self._model.backend_name}, input {self._topic} '
             f'({transport})')
 
     def _stop(self) -> None:

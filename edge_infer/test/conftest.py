@@ -1,0 +1,106 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""Shared fixtures: prepared data, a private ROS domain, the container as a process."""
+
+import os
+import pathlib
+import time
+
+from edge_infer import paths, procs
+import pytest
+import yaml
+
+
+def pytest_configure(config):
+    """Apply edge_infer's DDS settings before any test makes a DDS participant.
+
+    Fast DDS reads its profile file once per process, at the first participant:
+    set later, the large-frame profile would not apply to this process.
+    """
+    procs.use_ros_env_here()
+
+
+def _data_or_fail() -> pathlib.Path:
+    home = paths.data_home()
+    missing = [f for f in ('nanodet.onnx', 'mobilenet_v2.onnx')
+               if not (home / 'models' / f).is_file()]
+    if missing or not (home / 'cache').is_dir():
+        pytest.fail(f'prepared data missing in {home} ({", ".join(missing) or "cache"}): '
+                    f'run ./run.sh test (it does the set-up) or python -m edge_infer.data prepare')
+    return home
+
+
+@pytest.fixture(scope='session')
+def data_home() -> pathlib.Path:
+    """Return the data home with converted models and cached footage."""
+    return _data_or_fail()
+
+
+@pytest.fixture(scope='session')
+def footage(data_home):
+    """Return the paths of the real video and photos (fetched at set-up; cached)."""
+    from edge_infer.bag.footage import fetch_footage
+    return fetch_footage(data_home / 'cache', log=lambda *a: None)
+
+
+@pytest.fixture(scope='session')
+def small_bag(footage, tmp_path_factory) -> pathlib.Path:
+    """Record a short real bag: 12 frames of the pedestrian video, then the astronaut photo."""
+    from edge_infer.bag.record import record_bag
+    out = tmp_path_factory.mktemp('bags') / 'small'
+    photos = [p for p in footage['photos'] if p.name == 'astronaut.png']
+    record_bag(out, video=footage['video'], images=photos, max_frames=12, stride=5,
+               log=lambda *a: None)
+    return out
+
+
+@pytest.fixture(scope='session')
+def ros():
+    """Give the test process a private ROS domain and an rclpy context, node and executor."""
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    domain = procs.free_domain_id(os.getpid())
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, domain_id=domain)
+    node = rclpy.create_node('edge_infer_test', context=ctx)
+    executor = SingleThreadedExecutor(context=ctx)
+    executor.add_node(node)
+
+    class Ros:
+        pass
+    r = Ros()
+    r.domain, r.ctx, r.node, r.executor = domain, ctx, node, executor
+    r.env = procs.ros_env(domain)
+
+    def spin_until(pred, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if pred():
+                return True
+            executor.spin_once(timeout_sec=0.05)
+        return bool(pred())
+    r.spin_until = spin_until
+    yield r
+    executor.shutdown()
+    node.destroy_node()
+    rclpy.shutdown(context=ctx)
+
+
+@pytest.fixture
+def container(ros, tmp_path, data_home):
+    """Start perception containers; the returned function takes per-node parameter overrides."""
+    started = []
+
+    def start(overrides=None, name='perception.yaml'):
+        params = yaml.safe_load((paths.config_dir() / 'perception.yaml').read_text())
+        for node, values in (overrides or {}).items():
+            params.setdefault(node, {'ros__parameters': {}})['ros__parameters'].update(values)
+        pfile = tmp_path / name
+        pfile.write_text(yaml.safe_dump(params))
+        log = tmp_path / (name + '.log')
+        proc = procs.start_container(ros.env, pfile, log_path=log)
+        started.append((proc, log))
+        return proc
+    yield start
+    for proc, log in started:
+        code = procs.stop(proc)
+        print(f'--- {log.name} (exit {code}) ---\n' + log.read_text(errors='replace')[-4000:])

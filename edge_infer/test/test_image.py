@@ -1,0 +1,86 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""sensor_msgs fields -> numpy frames: views, padding, and clear rejections."""
+
+import cv2
+from edge_infer.core.image import from_compressed, from_raw, ImageError
+import numpy as np
+import pytest
+
+
+def _rgb(h=4, w=5):
+    return (np.arange(h * w * 3, dtype=np.uint32) % 251).astype(np.uint8).reshape(h, w, 3)
+
+
+def test_rgb8_is_a_view_on_the_message_buffer():
+    img = _rgb()
+    data = bytearray(img.tobytes())
+    frame = from_raw('rgb8', 4, 5, 15, data)
+    assert frame.color == 'rgb' and frame.pixels.shape == (4, 5, 3)
+    np.testing.assert_array_equal(frame.pixels, img)
+    data[0] = 99                       # same memory: no copy was made
+    assert frame.pixels[0, 0, 0] == 99
+
+
+def test_padded_rows_are_skipped_by_step():
+    img = _rgb(3, 2)
+    padded = np.zeros((3, 8), np.uint8)
+    padded[:, :6] = img.reshape(3, 6)
+    frame = from_raw('bgr8', 3, 2, 8, padded.tobytes())
+    assert frame.color == 'bgr'
+    np.testing.assert_array_equal(frame.pixels, img)
+
+
+def test_mono8_and_rgba8():
+    mono = np.arange(12, dtype=np.uint8).reshape(3, 4)
+    f = from_raw('mono8', 3, 4, 4, mono.tobytes())
+    assert f.pixels.shape == (3, 4, 1) and f.color == 'mono'
+    rgba = np.arange(2 * 2 * 4, dtype=np.uint8).reshape(2, 2, 4)
+    f = from_raw('rgba8', 2, 2, 8, rgba.tobytes())
+    assert f.pixels.shape == (2, 2, 4) and f.color == 'rgb'
+
+
+@pytest.mark.parametrize('encoding,h,w,step,size,needle', [
+    ('yuv422', 2, 2, 4, 8, 'unsupported encoding'),
+    ('16UC1', 2, 2, 4, 8, 'unsupported encoding'),
+    ('rgb8', 0, 2, 6, 0, 'empty image'),
+    ('rgb8', 2, 2, 5, 10, 'step 5 < width'),
+    ('rgb8', 2, 2, 6, 11, 'data size 11 != step 6 x height 2'),
+    ('rgb8', 2, 2, 6, 13, 'data size 13'),
+])
+def test_bad_raw_images_are_rejected_with_the_reason(encoding, h, w, step, size, needle):
+    with pytest.raises(ImageError, match=needle):
+        from_raw(encoding, h, w, step, bytes(size))
+
+
+def _jpeg(img):
+    ok, buf = cv2.imencode('.jpg', img)
+    assert ok
+    return buf.tobytes()
+
+
+def test_jpeg_and_png_decode_to_bgr():
+    img = np.zeros((16, 24, 3), np.uint8)
+    img[:, :, 2] = 200                 # red in BGR
+    f = from_compressed('jpeg', _jpeg(img))
+    assert f.color == 'bgr' and f.pixels.shape == (16, 24, 3)
+    assert abs(int(f.pixels[8, 12, 2]) - 200) < 8
+    ok, png = cv2.imencode('.png', img)
+    f = from_compressed('png', png.tobytes())
+    np.testing.assert_array_equal(f.pixels, img)
+
+
+def test_truncated_and_corrupt_compressed_images_are_rejected():
+    img = (np.random.default_rng(0).random((32, 32, 3)) * 255).astype(np.uint8)
+    data = _jpeg(img)
+    with pytest.raises(ImageError, match='truncated JPEG'):
+        from_compressed('jpeg', data[: len(data) // 2])
+    ok, png = cv2.imencode('.png', img)
+    with pytest.raises(ImageError, match='truncated PNG'):
+        from_compressed('png', png.tobytes()[:-20])
+    with pytest.raises(ImageError, match='neither JPEG nor PNG'):
+        from_compressed('jpeg', b'GIF89a' + bytes(50))
+    with pytest.raises(ImageError, match='empty'):
+        from_compressed('jpeg', b'')
+    corrupt = data[:2] + bytes(len(data) - 4) + data[-2:]   # markers kept, body zeroed
+    with pytest.raises(ImageError, match='corrupt JPEG'):
+        from_compressed('jpeg', corrupt)

@@ -1,0 +1,65 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""Newest-frame slot: a slow consumer sees the latest frame; the rest are counted."""
+
+import threading
+import time
+
+from edge_infer.core.stream import LatestSlot, StreamStats
+
+
+def test_newer_frame_replaces_pending_one_and_reports_a_drop():
+    slot = LatestSlot()
+    assert slot.put(1) is False
+    assert slot.put(2) is True          # 1 was never taken: dropped
+    assert slot.take(0) == 2
+    assert slot.take(0) is None
+
+
+def test_slow_consumer_gets_newest_frames_and_counts_add_up():
+    slot, stats = LatestSlot(), StreamStats()
+    got = []
+
+    def consume():
+        while True:
+            item = slot.take(1.0)
+            if item is None or item == 'end':
+                return
+            got.append(item)
+            stats.count('processed')
+            time.sleep(0.01)                # slower than the producer
+
+    t = threading.Thread(target=consume)
+    t.start()
+    for i in range(200):
+        stats.count('received')
+        if slot.put(i):
+            stats.count('dropped')
+        time.sleep(0.001)
+    deadline = time.monotonic() + 5
+    while stats.processed + stats.dropped < 200 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    slot.put('end')
+    t.join(5)
+    snap = stats.snapshot()
+    assert got == sorted(got) and got[-1] == 199       # order kept, newest seen
+    assert snap['dropped'] > 0
+    assert snap['processed'] + snap['dropped'] == snap['received'] == 200
+
+
+def test_close_wakes_a_waiting_consumer():
+    slot = LatestSlot()
+    out = []
+    t = threading.Thread(target=lambda: out.append(slot.take(10)))
+    t.start()
+    time.sleep(0.05)
+    slot.close()
+    t.join(2)
+    assert not t.is_alive() and out == [None]
+
+
+def test_latency_percentiles_over_a_bounded_window():
+    stats = StreamStats(window=100)
+    for v in range(1000):
+        stats.add_latency(float(v))
+    p50, p95 = stats.percentiles(50, 95)
+    assert 940 < p50 < 960 and 990 < p95 < 1000      # only the last 100 kept
