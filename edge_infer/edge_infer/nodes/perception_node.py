@@ -9,9 +9,10 @@
 - cleanup: free the model session; shutdown: the same from any state.
 
 The subscription takes serialized messages and only puts the newest one in a
-one-frame slot; a worker thread deserializes, converts (numpy views, no
-copy), runs the model and publishes. Frames replaced before the worker took
-them are dropped and counted, so a slow model never builds a queue.
+one-frame slot; a worker thread reads the header fields from the CDR bytes,
+views the pixels in place (numpy, no copy), runs the model and publishes.
+Frames replaced before the worker took them are dropped and counted, so a
+slow model never builds a queue.
 """
 
 import threading
@@ -29,6 +30,7 @@ from sensor_msgs.msg import CompressedImage, Image
 
 from .. import paths
 from ..core.backend import BackendError, OrtCpuBackend
+from ..core.cdr import CdrError, parse_compressed_image, parse_image
 from ..core.image import from_compressed, from_raw, ImageError
 from ..core.model import Model
 from ..core.postprocess import OutputError
@@ -76,7 +78,7 @@ class PerceptionNode(LifecycleNode):
         self._running = False
         self._msg_type = Image
         self._topic = ''
-        self._warned = set()
+        self._warned = {}           # reason -> (last logged, count since)
 
     # ----------------------------------------------------------------- lifecycle
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
@@ -217,25 +219,50 @@ class PerceptionNode(LifecycleNode):
                 self._reject(f'{type(exc).__name__}: {exc}')
 
     def _reject(self, reason: str) -> None:
+        """Count a bad frame; log it once, then at most every 5 s per reason."""
         self.stats.reject(reason)
-        self.get_logger().warning(f'frame rejected: {reason}')
+        now = time.monotonic()
+        last, hidden = self._warned.get(reason, (-1e9, 0))
+        if now - last >= 5.0:
+            more = f' ({hidden} more like it since the last report)' if hidden else ''
+            self.get_logger().warning(f'frame rejected: {reason}{more}')
+            self._warned[reason] = (now, 0)
+        else:
+            self._warned[reason] = (last, hidden + 1)
+        if len(self._warned) > 100:     # bounded: forget the oldest reasons
+            self._warned.pop(next(iter(self._warned)))
+
+    def _parse(self, raw: bytes):
+        """Return (header fields, Frame) from serialized bytes, pixels viewed in place."""
+        try:
+            if self._msg_type is Image:
+                f = parse_image(raw)
+                frame = from_raw(f.encoding, f.height, f.width, f.step, f.data, f.is_bigendian)
+            else:
+                f = parse_compressed_image(raw)
+                frame = from_compressed(f.format, f.data)
+            return (f.sec, f.nanosec, f.frame_id), frame
+        except CdrError:        # an unusual encapsulation: let rclpy deserialize it
+            msg = deserialize_message(raw, self._msg_type)
+            stamp = (msg.header.stamp.sec, msg.header.stamp.nanosec, msg.header.frame_id)
+            if self._msg_type is Image:
+                return stamp, from_raw(msg.encoding, msg.height, msg.width, msg.step,
+                                       msg.data, msg.is_bigendian)
+            return stamp, from_compressed(msg.format, msg.data)
 
     def _process(self, raw: bytes) -> None:
         t0 = time.perf_counter()
-        msg = deserialize_message(raw, self._msg_type)
-        if self._msg_type is Image:
-            frame = from_raw(msg.encoding, msg.height, msg.width, msg.step, msg.data,
-                             msg.is_bigendian)
-        else:
-            frame = from_compressed(msg.format, msg.data)
+        (sec, nanosec, frame_id), frame = self._parse(raw)
         t_decode = (time.perf_counter() - t0) * 1e3
         result = self._model.infer(frame)
-        out = self._to_msg(msg.header, frame, result, t_decode)
+        out = self._to_msg(frame, result, t_decode)
+        out.header.stamp.sec, out.header.stamp.nanosec = sec, nanosec
+        out.header.frame_id = frame_id
         self._pub.publish(out)
         self.stats.count('processed')
         self.stats.add_latency((time.perf_counter() - t0) * 1e3)
 
-    def _to_msg(self, header, frame, result, decode_ms: float):
+    def _to_msg(self, frame, result, decode_ms: float):
         spec = self._model.spec
         if spec.task == 'detection':
             out = DetectionArray()
@@ -252,7 +279,6 @@ class PerceptionNode(LifecycleNode):
             cls = result.output
             out.results = [ClassScore(class_id=int(c), label=spec.label(c), score=float(s))
                            for c, s in zip(cls.class_ids.tolist(), cls.scores.tolist())]
-        out.header = header
         out.model = spec.name
         out.backend = self._model.backend_name
         out.image_width = frame.width
