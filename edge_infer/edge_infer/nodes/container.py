@@ -69,7 +69,14 @@ def main(args=None) -> int:
     container = None
     try:
         container = PerceptionContainer(executor)
-        executor.spin()
+        while rclpy.ok():
+            try:
+                executor.spin_once(timeout_sec=0.5)
+            except (KeyboardInterrupt, ExternalShutdownException):
+                raise
+            except Exception as exc:  # one bad callback must not stop every node
+                container.node.get_logger().error(
+                    f'callback failed: {type(exc).__name__}: {exc}')
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except ValueError as exc:

@@ -79,6 +79,32 @@ class PerceptionNode(LifecycleNode):
         self._msg_type = Image
         self._topic = ''
         self._warned = {}           # reason -> (last logged, count since)
+        self._guard_change_state()
+
+    def _guard_change_state(self) -> None:
+        """Answer an invalid transition request with success=False instead of crashing.
+
+        rclpy 7's change_state service lets the RCLError of a transition that is
+        invalid in the current state (e.g. deactivate while inactive) escape
+        into the executor, which would take down every node of the container.
+        """
+        service = getattr(self, '_service_change_state', None)
+        if service is None:
+            return
+        handler = service.callback
+
+        def guarded(request, response):
+            try:
+                return handler(request, response)
+            except Exception as exc:  # rclpy raises RCLError for invalid transitions
+                state = self._state_machine.current_state[1]
+                self.get_logger().error(
+                    f'transition {request.transition.id} '
+                    f"'{request.transition.label}' refused in state '{state}': "
+                    + (str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
+                response.success = False
+                return response
+        service.callback = guarded
 
     # ----------------------------------------------------------------- lifecycle
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:

@@ -1,0 +1,88 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""The ``edge_infer`` command: one entry point for the project's tools.
+
+Verbs::
+
+  edge_infer prepare                    fetch + convert models, footage, demo bag
+  edge_infer demo [--rate R]            the demo (bag -> container -> summary)
+  edge_infer record OUT --video F ...   record a camera bag from a video / images
+  edge_infer play BAG [--rate R]        publish a bag's messages (raw CDR)
+  edge_infer lifecycle NODE TRANSITION  configure | activate | deactivate | cleanup
+                                        | shutdown | get   (like `ros2 lifecycle`)
+  edge_infer info                       where config, data and models are
+"""
+
+import sys
+
+VERBS = ('prepare', 'demo', 'record', 'play', 'lifecycle', 'info')
+
+
+def _lifecycle(argv) -> int:
+    import argparse
+
+    import rclpy
+
+    from . import procs
+    from .nodes.lifecycle_client import LifecycleClient, LifecycleError, TRANSITIONS
+    ap = argparse.ArgumentParser(prog='edge_infer lifecycle')
+    ap.add_argument('node', help='node name, e.g. /detector')
+    ap.add_argument('transition', choices=[*TRANSITIONS, 'get'])
+    ap.add_argument('--timeout', type=float, default=30.0)
+    args = ap.parse_args(argv)
+    procs.use_ros_env_here()
+    rclpy.init()
+    try:
+        node = rclpy.create_node('edge_infer_lifecycle')
+        lc = LifecycleClient(node)
+        if args.transition != 'get':
+            lc.change(args.node, args.transition, args.timeout)
+        print(f'{args.node}: {lc.get_state(args.node, args.timeout)}')
+        return 0
+    except LifecycleError as exc:
+        print(f'edge_infer lifecycle: {exc}', file=sys.stderr)
+        return 1
+    finally:
+        rclpy.try_shutdown()
+
+
+def _info(argv) -> int:
+    from . import paths
+    from .checksums import sha256_file
+    from .core.registry import load_registry
+    print(f'config:   {paths.config_dir()}')
+    print(f'data:     {paths.data_home()}')
+    reg = load_registry(paths.config_dir() / 'models.yaml')
+    for name, spec in reg.items():
+        f = paths.models_dir() / spec.file
+        state = 'missing (run: edge_infer prepare)'
+        if f.is_file():
+            state = 'ok' if sha256_file(f) == spec.sha256 else 'CHECKSUM MISMATCH'
+        print(f'model:    {name:<14} {spec.task:<15} {f} [{state}]')
+    return 0
+
+
+def main(argv=None) -> int:
+    """Dispatch ``edge_infer VERB ...`` to the tool of that verb."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ('-h', '--help') or argv[0] not in VERBS:
+        print(__doc__.strip())
+        return 0 if argv and argv[0] in ('-h', '--help') else 2
+    verb, rest = argv[0], argv[1:]
+    if verb == 'prepare':
+        from .data import main as run
+        return run(['prepare', *rest])
+    if verb == 'demo':
+        from .demo import main as run
+    elif verb == 'record':
+        from .bag.record import main as run
+    elif verb == 'play':
+        from .bag.play import main as run
+    elif verb == 'lifecycle':
+        return _lifecycle(rest)
+    else:
+        return _info(rest)
+    return run(rest)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
