@@ -3,13 +3,16 @@
 
     python -m edge_infer.demo [--bag DIR] [--out DIR] [--rate R]
 
-1. starts the perception container (detector + classifier, one process);
-2. drives both nodes to 'active' through lifecycle_msgs services;
+1. starts the perception container (telemetry + detector + classifier, one
+   process);
+2. drives the nodes to 'active' through lifecycle_msgs services;
 3. replays the bag from another process (raw CDR, real time);
 4. collects the result topics and /diagnostics, and prints frames published /
-   processed / dropped, latency p50/p95 per model, detections per class and
-   example results per image;
-5. writes annotated images and a latency plot to the output folder.
+   processed / dropped, latency p50/p95 per model, power and energy per
+   inference per model (with source and sampling rate), detections per class
+   and example results per image;
+5. writes annotated images, a latency plot and a power-over-time plot
+   (inference windows aligned under it) to the output folder.
 """
 
 import argparse
@@ -23,6 +26,8 @@ import numpy as np
 from . import paths, procs
 
 RESULT_TOPICS = {'detector': '/detector/detections', 'classifier': '/classifier/classification'}
+TELEMETRY = '/telemetry'
+POWER_TOPIC = '/telemetry/power'
 
 
 def _percentile(values, q):
@@ -34,9 +39,11 @@ class Collector:
 
     def __init__(self, node):
         from diagnostic_msgs.msg import DiagnosticArray
-        from edge_infer_msgs.msg import Classification, DetectionArray
+        from edge_infer_msgs.msg import Classification, DetectionArray, EnergyRecord, PowerSample
         self.node = node
         self.results = collections.defaultdict(list)    # node -> [msg]
+        self.energy = collections.defaultdict(list)     # node -> [EnergyRecord]
+        self.power = []                                 # [PowerSample]
         self.diag = {}                                  # node -> {key: value}
         self.last_result = time.monotonic()
         node.create_subscription(DetectionArray, RESULT_TOPICS['detector'],
@@ -44,6 +51,10 @@ class Collector:
         node.create_subscription(Classification, RESULT_TOPICS['classifier'],
                                  lambda m: self._on_result('classifier', m), 100)
         node.create_subscription(DiagnosticArray, '/diagnostics', self._on_diag, 10)
+        node.create_subscription(PowerSample, POWER_TOPIC, self.power.append, 100)
+        for name in RESULT_TOPICS:
+            node.create_subscription(EnergyRecord, f'/{name}/energy',
+                                     self.energy[name].append, 100)
 
     def _on_result(self, name, msg):
         self.results[name].append(msg)
@@ -56,8 +67,9 @@ class Collector:
             self.diag[name]['_received_at'] = time.monotonic()
 
 
-def _stamp_ns(header) -> int:
-    return header.stamp.sec * 1_000_000_000 + header.stamp.nanosec
+def _stamp_ns(header_or_time) -> int:
+    t = getattr(header_or_time, 'stamp', header_or_time)
+    return t.sec * 1_000_000_000 + t.nanosec
 
 
 def run_demo(bag: pathlib.Path, out: pathlib.Path, rate: float = 1.0, log=print) -> dict:
@@ -86,8 +98,8 @@ def run_demo(bag: pathlib.Path, out: pathlib.Path, rate: float = 1.0, log=print)
         executor.add_node(node)
         collector = Collector(node)
         lc = LifecycleClient(node, executor)
-        for name in RESULT_TOPICS:
-            lc.bring_up(f'/{name}', timeout=60.0)
+        for name in (TELEMETRY, *RESULT_TOPICS):
+            lc.bring_up(f"/{name.lstrip('/')}", timeout=60.0)
         log(f'[demo] nodes active after {time.monotonic() - t_start:.1f} s; playing bag')
         player = procs.start_player(bag, env, ['--rate', str(rate),
                                                '--wait-for-subscribers', '10'],
@@ -102,8 +114,8 @@ def run_demo(bag: pathlib.Path, out: pathlib.Path, rate: float = 1.0, log=print)
         while time.monotonic() - t_diag < 5 and not all(
                 collector.diag.get(n, {}).get('_received_at', 0) > t_diag for n in RESULT_TOPICS):
             executor.spin_once(timeout_sec=0.1)
-        for name in RESULT_TOPICS:
-            lc.change(f'/{name}', 'deactivate')
+        for name in (*RESULT_TOPICS, TELEMETRY):
+            lc.change(f"/{name.lstrip('/')}", 'deactivate')
     finally:
         if player is not None:
             procs.stop(player)
@@ -135,11 +147,41 @@ def _summarize(collector: Collector, info: dict, player_line: str) -> dict:
                                       for m in msgs], 50),
             'total_p95': _percentile([m.preprocess_ms + m.inference_ms + m.postprocess_ms
                                       for m in msgs], 95),
+            'energy': _energy_summary(msgs, collector.energy[name]),
         }
     for m in collector.results['detector']:
         s['classes'].update(d.label for d in m.detections)
     s['published'] = {t: v['count'] for t, v in info['topics'].items()}
+    s['power'] = _power_summary(collector.power)
     return s
+
+
+def _energy_summary(results, records) -> dict:
+    """Energy per inference of one model from its results (and its ~/energy count)."""
+    metered = [m.energy for m in results if np.isfinite(m.energy.joules)]
+    if not metered:
+        return {'metered': 0, 'records': len(records)}
+    joules = np.array([e.joules for e in metered])
+    errors = np.array([e.error_j for e in metered])
+    return {'metered': len(metered), 'records': len(records),
+            'source': metered[-1].source, 'measured': bool(metered[-1].measured),
+            'rate_hz': float(np.median([e.sample_rate_hz for e in metered])),
+            'j_p50': float(np.median(joules)), 'j_mean': float(joules.mean()),
+            'err_p50': float(np.median(errors)),
+            'w_mean': float(np.median([e.average_watts for e in metered]))}
+
+
+def _power_summary(samples) -> dict:
+    if not samples:
+        return {}
+    watts = np.array([p.total_watts for p in samples])
+    last = samples[-1]
+    return {'messages': len(samples), 'source': last.source, 'measured': last.measured,
+            'rate_hz': float(np.median([p.sample_rate_hz for p in samples])),
+            'w_mean': float(watts.mean()), 'w_min': float(min(p.min_watts for p in samples)),
+            'w_max': float(max(p.max_watts for p in samples)),
+            'energy_j': float(last.energy_j), 'elapsed_s': float(last.elapsed_s),
+            'sample': last}
 
 
 def _print_summary(s: dict, log) -> None:
@@ -157,6 +199,37 @@ def _print_summary(s: dict, log) -> None:
             f"{n['processed']:>6}{n['dropped']:>6}{n['rejected']:>5}  "
             f"{n['inference_p50']:>8.1f}/{n['inference_p95']:<8.1f}  "
             f"{n['total_p50']:>8.1f}/{n['total_p95']:<8.1f}")
+    p = s['power']
+    log('')
+    if p:
+        kind = 'measured' if p['measured'] else 'ESTIMATED from CPU load, not a measurement'
+        log(f"power: source '{p['source']}' ({kind}), sampled at {p['rate_hz']:.0f} Hz, "
+            f"{p['messages']} PowerSample messages")
+        log(f"  mean {p['w_mean']:.2f} W (min {p['w_min']:.2f}, max {p['w_max']:.2f}); "
+            f"{p['energy_j']:.1f} J over {p['elapsed_s']:.1f} s")
+        m = p['sample']
+        log(f'  last PowerSample: stamp {m.header.stamp.sec}.{m.header.stamp.nanosec:09d} '
+            f'source={m.source} measured={m.measured} rate={m.sample_rate_hz:.1f} Hz '
+            f'n={m.n_samples} total={m.total_watts:.2f} W [{m.min_watts:.2f}, '
+            f'{m.max_watts:.2f}] rails=' + ', '.join(f'{r.name}={r.watts:.2f} W'
+                                                       for r in m.rails)
+            + f' energy={m.energy_j:.2f} J over {m.elapsed_s:.2f} s')
+    else:
+        log('power: no PowerSample received')
+    hdr = (f"{'model':<14}{'metered':>8}  {'J/inference p50':>15}  {'mean':>8}  "
+           f"{'+- err p50':>10}  {'W in run':>8}  {'source @ rate':<20}")
+    log('energy per inference (window = the model run; overlapping runs share power '
+        'equally):')
+    log(hdr)
+    log('-' * len(hdr))
+    for name, n in s['nodes'].items():
+        e = n['energy']
+        if not e['metered']:
+            log(f"{n['model']:<14}{0:>8}  (not metered)")
+            continue
+        log(f"{n['model']:<14}{e['metered']:>8}  {e['j_p50']:>15.4f}  {e['j_mean']:>8.4f}  "
+            f"{e['err_p50']:>10.4f}  {e['w_mean']:>8.2f}  "
+            f"{e['source'] + ' @ ' + format(e['rate_hz'], '.0f') + ' Hz':<20}")
     log('')
     log('detections per class (detector, all frames): ' + ', '.join(
         f'{c} {k}' for c, k in s['classes'].most_common()))
@@ -211,8 +284,10 @@ def _write_outputs(bag, out: pathlib.Path, collector: Collector, summary: dict, 
         img = cv2.cvtColor(frame.pixels, cv2.COLOR_RGB2BGR)
         cv2.imwrite(str(out / f'frame_{i:04d}.png'), _annotate(img, d, c))
     _plot_latency(out / 'latency.png', collector)
+    _plot_power(out / 'power.png', collector)
     log('')
-    log(f'[demo] wrote {len(examples)} annotated images and latency.png to {out.resolve()}')
+    log(f'[demo] wrote {len(examples)} annotated images, latency.png and power.png to '
+        f'{out.resolve()}')
 
 
 def _plot_latency(path: pathlib.Path, collector: Collector) -> None:
@@ -238,6 +313,45 @@ def _plot_latency(path: pathlib.Path, collector: Collector) -> None:
     ax2.set_ylabel('frames')
     ax2.set_title('latency distribution')
     ax2.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def _plot_power(path: pathlib.Path, collector: Collector) -> None:
+    """Power over time, with each model's inference windows drawn under it."""
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    if not collector.power:
+        return
+    t0 = _stamp_ns(collector.power[0].header)
+    fig, (ax, ax_e) = plt.subplots(2, 1, figsize=(11, 6), sharex=True,
+                                   gridspec_kw={'height_ratios': [3, 1]})
+    t = [(_stamp_ns(p.header) - t0) / 1e9 for p in collector.power]
+    ax.plot(t, [p.total_watts for p in collector.power], '-', lw=1, color='k',
+            label='total (mean per message)')
+    ax.fill_between(t, [p.min_watts for p in collector.power],
+                    [p.max_watts for p in collector.power], color='0.8',
+                    label='min-max of internal samples')
+    src = collector.power[-1]
+    kind = 'measured' if src.measured else 'ESTIMATED'
+    ax.set_title(f"board power, source '{src.source}' ({kind}), "
+                 f'{src.sample_rate_hz:.0f} Hz internal sampling')
+    ax.set_ylabel('W')
+    ax.legend(fontsize=7, loc='upper right')
+    colours = ('tab:blue', 'tab:orange', 'tab:green', 'tab:red')
+    for row, (name, recs) in enumerate(collector.energy.items()):
+        c = colours[row % len(colours)]
+        spans = [((_stamp_ns(r.window_start) - t0) / 1e9, r.latency_ms / 1e3)
+                 for r in recs if _stamp_ns(r.window_start) > 0]
+        if spans:
+            ax_e.broken_barh(spans, (row + 0.1, 0.8), color=c)
+        ax_e.text(0, row + 0.5, f' {recs[0].model if recs else name}', va='center',
+                  fontsize=7)
+    ax_e.set_yticks([])
+    ax_e.set_xlabel('time (s from first power message)')
+    ax_e.set_title('inference windows (metered)', fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)

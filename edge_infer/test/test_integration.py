@@ -13,7 +13,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 from edge_infer import procs
 from edge_infer.bag.record import iter_bag_frames
 from edge_infer.nodes.lifecycle_client import LifecycleClient, LifecycleError
-from edge_infer_msgs.msg import Classification, DetectionArray
+from edge_infer_msgs.msg import Classification, DetectionArray, EnergyRecord
 import numpy as np
 import pytest
 from rclpy.qos import qos_profile_sensor_data
@@ -32,8 +32,10 @@ class Results:
     """Collects result messages and the latest diagnostics per node."""
 
     def __init__(self, ros):
-        self.det, self.cls, self.diag = [], [], {}
+        self.det, self.cls, self.diag, self.energy = [], [], {}, []
         self._subs = [
+            ros.node.create_subscription(EnergyRecord, '/detector/energy',
+                                         self.energy.append, 50),
             ros.node.create_subscription(DetectionArray, DET_TOPIC, self.det.append, 50),
             ros.node.create_subscription(Classification, CLS_TOPIC, self.cls.append, 50),
             ros.node.create_subscription(DiagnosticArray, '/diagnostics', self._on_diag, 10),
@@ -123,6 +125,21 @@ def test_bag_replay_finds_people_with_source_stamps(ros, container, results, sma
     best = max((d for d in photo[-1].detections if d.label == 'person'),
                key=lambda d: d.score)
     assert best.score > 0.6 and best.size_y > 200
+    # Energy per inference: no sensor on this machine, so the estimator, said so.
+    for m in results.det + results.cls:
+        e = m.energy
+        assert e.source == 'estimated' and not e.measured
+        assert 0 < e.joules < 100 * m.inference_ms / 1e3    # under 100 W for the run
+        assert 0 < e.error_j and e.sample_rate_hz > 20 and e.n_samples >= 2
+        assert e.average_watts == pytest.approx(e.joules / (m.inference_ms / 1e3), rel=0.5)
+    ros.spin_until(lambda: len(results.energy) >= len(results.det), 5)
+    by_stamp = {_stamp(m.header): m for m in results.det}
+    assert len(results.energy) == len(results.det)      # one EnergyRecord per result
+    for rec in results.energy:
+        m = by_stamp[_stamp(rec.header)]
+        assert (rec.model, rec.energy.joules) == (m.model, m.energy.joules)
+        assert rec.latency_ms == pytest.approx(m.inference_ms, abs=2.0)
+        assert 'split equally' in rec.method or 'total power' in rec.method
 
 
 def test_lifecycle_from_another_process_no_results_while_inactive(

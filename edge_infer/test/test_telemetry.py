@@ -67,7 +67,7 @@ def _jetson_jp5_tree(root):
     return hw
 
 
-def test_jetson_hwmon_jp5(tmp_path):
+def test_jetson_ina3221_jp5(tmp_path):
     hw = _jetson_jp5_tree(tmp_path)
     s = JetsonHwmonSource(str(tmp_path))
     ok, what = s.probe()
@@ -636,20 +636,25 @@ def test_attribution_math_without_threads():
     assert ra['edge_s'] == pytest.approx(1.0)  # two 0.5 s edge intervals
 
 
-def test_sampler_cpu_use_report(meters):
-    """Measure (report, not a timing assertion) the sampler's CPU at 100 Hz on the estimator."""
-    est = src_mod.make_estimator('/', {})
-    m = PowerMeter([est], rate_hz=100.0, log=lambda s: None)
-    meters.append(m)
-    proc = psutil.Process()
-    m.start()
-    time.sleep(0.5)  # past start-up (probe, first samples)
-    c0, w0 = proc.cpu_times(), time.monotonic()
-    time.sleep(4.5)
-    c1, w1 = proc.cpu_times(), time.monotonic()
-    rate = m.achieved_rate_hz(window_s=4.0)
-    m.stop()
-    cpu = (c1.user + c1.system - c0.user - c0.system) / (w1 - w0)
-    print(f'\n[telemetry] sampler at 100 Hz on the estimator: {100 * cpu:.2f} % of one CPU '
-          f'(whole test process, psutil ticks of 10 ms), achieved {rate:.1f} Hz over 4 s')
-    assert len(m.samples_since(w0)) > 100 and rate > 0
+def test_shared_meter_one_per_process_first_settings_win(tmp_path):
+    from edge_infer.telemetry import shared
+    _jetson_jp5_tree(tmp_path)
+    lines = []
+    cfg = shared.settings(rate_hz=50.0, root=str(tmp_path))
+    a = shared.acquire(cfg, log=lines.append)
+    try:
+        assert a.source_name == 'jetson_ina3221' and a.rate_hz == pytest.approx(50.0)
+        assert any('power source rapl: unavailable' in x for x in shared.discovery_report())
+        b = shared.acquire(None, log=lines.append)             # "whatever runs": no complaint
+        assert b is a and shared.users() == 2 and not any('already' in x for x in lines)
+        c = shared.acquire(shared.settings(rate_hz=10.0, root=str(tmp_path)), log=lines.append)
+        assert c is a and a.rate_hz == pytest.approx(50.0)     # the first settings stay
+        assert any('already running' in x and 'rate_hz=50.0' in x for x in lines)
+        shared.release()
+        shared.release()
+        assert shared.users() == 1 and a._thread is not None   # one user left: still sampling
+    finally:
+        shared.release()
+    assert shared.users() == 0 and a._thread is None           # the last user stopped it
+    with pytest.raises(ValueError, match='sample rate'):
+        shared.settings(rate_hz=0)

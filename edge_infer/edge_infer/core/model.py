@@ -4,7 +4,7 @@
 from dataclasses import dataclass
 import pathlib
 import time
-from typing import Optional, Union
+from typing import Callable, Optional, Union
 
 from .backend import Backend, BackendError
 from .image import Frame
@@ -45,12 +45,23 @@ class Model:
         self.preprocess = Preprocessor(spec.input_spec)
         self.decode = spec.make_decoder(**decoder_overrides)
 
-    def infer(self, frame: Frame) -> Result:
-        """Preprocess, run and decode one frame."""
+    def infer(self, frame: Frame,
+              around_run: Optional[Callable[[], Callable[[], None]]] = None) -> Result:
+        """Preprocess, run and decode one frame.
+
+        ``around_run``: called just before the model run; the callable it
+        returns is called just after (also when the run raises). The energy
+        meter marks its window with it.
+        """
         t0 = time.perf_counter()
         tensor, tf = self.preprocess(frame)
         t1 = time.perf_counter()
-        outputs = self.session.run(tensor)
+        finish = around_run() if around_run is not None else None
+        try:
+            outputs = self.session.run(tensor)
+        finally:
+            if finish is not None:
+                finish()
         t2 = time.perf_counter()
         out = self.decode(outputs, tf)
         t3 = time.perf_counter()

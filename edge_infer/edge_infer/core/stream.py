@@ -70,11 +70,12 @@ class StreamStats:
         self.processed = 0
         self.dropped = 0
         self.rejected = 0
+        self.energy_missing = 0     # frames whose energy no power sample covered
         self.last_error = ''
         self._latency = deque(maxlen=window)
 
     def count(self, what: str, n: int = 1) -> None:
-        """Add ``n`` to one counter ('received', 'processed', 'dropped', 'rejected')."""
+        """Add ``n`` to one counter (received, processed, dropped, rejected, energy_missing)."""
         with self._lock:
             setattr(self, what, getattr(self, what) + n)
 
@@ -102,4 +103,4 @@ class StreamStats:
         with self._lock:
             return {'received': self.received, 'processed': self.processed,
                     'dropped': self.dropped, 'rejected': self.rejected,
-                    'last_error': self.last_error}
+                    'energy_missing': self.energy_missing, 'last_error': self.last_error}

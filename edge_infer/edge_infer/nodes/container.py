@@ -7,7 +7,9 @@ Usage (ROS 2 argument conventions)::
 
 The container's own node (``perception_container``) reads ``nodes``: the
 names of the PerceptionNode instances to create; each of those reads its own
-section of the params file. With ``autostart: true`` the container
+section of the params file. ``telemetry`` (a node name, '' for none) adds the
+power/energy TelemetryNode; it is created first so that its settings decide
+the process's shared power meter. With ``autostart: true`` the container
 configures and activates its nodes itself (for use without a lifecycle
 manager); otherwise a launch file or ``edge_infer lifecycle`` drives them.
 
@@ -25,6 +27,7 @@ from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.node import Node
 
 from .perception_node import PerceptionNode
+from .telemetry_node import TelemetryNode
 
 
 class PerceptionContainer:
@@ -34,26 +37,32 @@ class PerceptionContainer:
         self.node = Node(name)
         self.node.declare_parameter('nodes', ['detector', 'classifier'])
         self.node.declare_parameter('autostart', False)
+        self.node.declare_parameter('telemetry', 'telemetry')
         names: List[str] = list(self.node.get_parameter('nodes').value)
-        if len(set(names)) != len(names) or not all(names):
-            raise ValueError(f"parameter 'nodes' must hold distinct non-empty names: {names}")
+        telemetry = self.node.get_parameter('telemetry').value
+        if len(set(names)) != len(names) or not all(names) or telemetry in names:
+            raise ValueError(f"parameter 'nodes' must hold distinct non-empty names, other "
+                             f"than the telemetry node's ('{telemetry}'): {names}")
+        self.telemetry = TelemetryNode(telemetry) if telemetry else None
         self.perception: List[PerceptionNode] = [PerceptionNode(n) for n in names]
+        self.lifecycle_nodes = ([self.telemetry] if self.telemetry else []) + self.perception
         executor.add_node(self.node)
-        for n in self.perception:
+        for n in self.lifecycle_nodes:
             executor.add_node(n)
-        self.node.get_logger().info(f"hosting {len(names)} nodes: {', '.join(names)}")
+        hosted = [n.get_name() for n in self.lifecycle_nodes]
+        self.node.get_logger().info(f"hosting {len(hosted)} nodes: {', '.join(hosted)}")
         if self.node.get_parameter('autostart').value:
             self.autostart()
 
     def autostart(self) -> None:
         """Configure and activate every node; a node that fails stays unconfigured."""
-        for n in self.perception:
+        for n in self.lifecycle_nodes:
             if n.trigger_configure() == TransitionCallbackReturn.SUCCESS:
                 n.trigger_activate()
 
     def shutdown(self) -> None:
         """Shut every node down and destroy them."""
-        for n in self.perception:
+        for n in reversed(self.lifecycle_nodes):
             try:
                 n.trigger_shutdown()
             except Exception:  # already finalized or mid-transition

@@ -15,19 +15,20 @@ Frames replaced before the worker took them are dropped and counted, so a
 slow model never builds a queue.
 """
 
+from collections import deque
 import threading
 import time
 from typing import Optional
 
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from edge_infer_msgs.msg import (Classification, ClassScore, Detection,
-                                 DetectionArray)
-from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+                                 DetectionArray, Energy, EnergyRecord)
+from rclpy.lifecycle import LifecycleState, TransitionCallbackReturn
 from rclpy.qos import qos_profile_sensor_data
 from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import CompressedImage, Image
 
+from .base import ManagedNode
 from .. import paths
 from ..core.backend import BackendError, OrtCpuBackend
 from ..core.cdr import CdrError, parse_compressed_image, parse_image
@@ -36,6 +37,8 @@ from ..core.model import Model
 from ..core.postprocess import OutputError
 from ..core.registry import load_registry, RegistryError
 from ..core.stream import LatestSlot, StreamStats
+from ..telemetry import shared as shared_meter
+from ..telemetry.meter import EnergyRecord as MeterRecord
 
 TRANSPORTS = ('raw', 'compressed')
 
@@ -53,58 +56,62 @@ PARAMETERS = {
     'top_k': (0, 'classifier: classes per result; 0 = registry value'),
     'verify_checksum': (True, "check the model file's sha256 against the registry"),
     'diagnostics_period': (1.0, 'seconds between /diagnostics messages; 0 = off'),
+    'energy_metering': (True, 'attribute energy to each model run; results carry it and '
+                              '~/energy publishes an EnergyRecord per frame'),
 }
+
+NAN = float('nan')
+
+
+def energy_msg(rec: Optional[MeterRecord]) -> Energy:
+    """Return the Energy message of a meter record (joules NaN when there is none)."""
+    if rec is None:
+        return Energy(joules=NAN, error_j=NAN, average_watts=NAN)
+    return Energy(joules=float(rec.joules), error_j=float(rec.error_j),
+                  average_watts=float(rec.average_w), source=rec.source,
+                  measured=bool(rec.measured), sample_rate_hz=float(rec.sample_rate_hz),
+                  n_samples=int(rec.n_samples), rail_names=list(rec.rail_joules),
+                  rail_joules=[float(v) for v in rec.rail_joules.values()])
+
+
+class _Pending:
+    """Holds the energy record the meter delivers from its sampler thread."""
+
+    __slots__ = ('event', 'record')
+
+    def __init__(self):
+        self.event = threading.Event()
+        self.record = None
+
+    def deliver(self, record) -> None:
+        self.record = record
+        self.event.set()
 
 
 class ConfigError(ValueError):
     """A parameter has a value the node cannot use."""
 
 
-class PerceptionNode(LifecycleNode):
+class PerceptionNode(ManagedNode):
     """Runs one registry model on one camera stream."""
+
+    PARAMETERS = PARAMETERS
 
     def __init__(self, node_name: str = 'perception', **kwargs):
         super().__init__(node_name, **kwargs)
-        for name, (default, doc) in PARAMETERS.items():
-            self.declare_parameter(name, default, ParameterDescriptor(description=doc))
         self.stats = StreamStats()
         self._slot = LatestSlot()
         self._model: Optional[Model] = None
         self._pub = None
-        self._diag_pub = None
-        self._diag_timer = None
         self._sub = None
         self._worker: Optional[threading.Thread] = None
         self._running = False
         self._msg_type = Image
         self._topic = ''
         self._warned = {}           # reason -> (last logged, count since)
-        self._guard_change_state()
-
-    def _guard_change_state(self) -> None:
-        """Answer an invalid transition request with success=False instead of crashing.
-
-        rclpy 7's change_state service lets the RCLError of a transition that is
-        invalid in the current state (e.g. deactivate while inactive) escape
-        into the executor, which would take down every node of the container.
-        """
-        service = getattr(self, '_service_change_state', None)
-        if service is None:
-            return
-        handler = service.callback
-
-        def guarded(request, response):
-            try:
-                return handler(request, response)
-            except Exception as exc:  # rclpy raises RCLError for invalid transitions
-                state = self._state_machine.current_state[1]
-                self.get_logger().error(
-                    f'transition {request.transition.id} '
-                    f"'{request.transition.label}' refused in state '{state}': "
-                    + (str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
-                response.success = False
-                return response
-        service.callback = guarded
+        self._meter = None
+        self._energy_pub = None
+        self._joules = deque(maxlen=1000)   # recent energy per inference, for diagnostics
 
     # ----------------------------------------------------------------- lifecycle
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
@@ -147,9 +154,6 @@ class PerceptionNode(LifecycleNode):
         return TransitionCallbackReturn.SUCCESS
 
     # ------------------------------------------------------------------- helpers
-    def _param(self, name: str):
-        return self.get_parameter(name).value
-
     def _configure(self) -> None:
         model_name = self._param('model')
         transport = self._param('transport')
@@ -192,9 +196,10 @@ class PerceptionNode(LifecycleNode):
             '~/detections' if spec.task == 'detection' else '~/classification')
         out_type = DetectionArray if spec.task == 'detection' else Classification
         self._pub = self.create_lifecycle_publisher(out_type, out, 10)
-        self._diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
-        if period > 0:
-            self._diag_timer = self.create_timer(period, self._publish_diagnostics)
+        if self._param('energy_metering'):
+            self._meter = shared_meter.acquire(None, log=self._log_line)
+            self._energy_pub = self.create_lifecycle_publisher(EnergyRecord, '~/energy', 10)
+        self._start_diagnostics(period)
         self.get_logger().info(
             f"configured: model '{spec.name}' ({spec.task}, {spec.input_spec.width}x"
             f'{spec.input_spec.height}) on {self._model.backend_name}, input {self._topic} '
@@ -213,15 +218,16 @@ class PerceptionNode(LifecycleNode):
             self.stats.count('dropped')
 
     def _release(self) -> None:
-        if self._diag_timer is not None:
-            self.destroy_timer(self._diag_timer)
-            self._diag_timer = None
+        self._stop_diagnostics()
         if self._pub is not None:
             self.destroy_lifecycle_publisher(self._pub)
             self._pub = None
-        if self._diag_pub is not None:
-            self.destroy_publisher(self._diag_pub)
-            self._diag_pub = None
+        if self._energy_pub is not None:
+            self.destroy_lifecycle_publisher(self._energy_pub)
+            self._energy_pub = None
+        if self._meter is not None:
+            self._meter = None
+            shared_meter.release()
         if self._model is not None:
             self._model.close()
             self._model = None
@@ -276,14 +282,46 @@ class PerceptionNode(LifecycleNode):
                                        msg.data, msg.is_bigendian)
             return stamp, from_compressed(msg.format, msg.data)
 
+    def _energy_window(self, meter, pending: _Pending):
+        """Return the around_run hook that marks one model run on the meter."""
+        model_name = self._model.spec.name
+
+        def around():
+            token = meter.begin(model_name)
+            return lambda: meter.end(token, callback=pending.deliver)
+        return around
+
     def _process(self, raw: bytes) -> None:
         t0 = time.perf_counter()
         (sec, nanosec, frame_id), frame = self._parse(raw)
         t_decode = (time.perf_counter() - t0) * 1e3
-        result = self._model.infer(frame)
+        meter, pending, around = self._meter, None, None
+        if meter is not None:
+            pending = _Pending()
+            around = self._energy_window(meter, pending)
+        result = self._model.infer(frame, around_run=around)
         out = self._to_msg(frame, result, t_decode)
         out.header.stamp.sec, out.header.stamp.nanosec = sec, nanosec
         out.header.frame_id = frame_id
+        if pending is not None:
+            # The window's tail needs the first power sample after the run: at
+            # 100 Hz it is usually in by the time decoding is done (wait <= 10 ms).
+            if not pending.event.wait(timeout=max(0.25, 3.0 / meter.rate_hz)):
+                self.stats.count('energy_missing')
+            out.energy = energy_msg(pending.record)
+            if pending.record is not None:
+                self._joules.append(pending.record.joules)
+            r = pending.record
+            rec = EnergyRecord(header=out.header, model=out.model, backend=out.backend,
+                               latency_ms=r.duration_s * 1e3 if r else out.inference_ms,
+                               energy=out.energy,
+                               method=pending.record.method if pending.record else
+                               'no power sample covered the run')
+            if r is not None:
+                rec.window_start = self.ros_time(r.t0)
+            self._energy_pub.publish(rec)
+        else:
+            out.energy = energy_msg(None)
         self._pub.publish(out)
         self.stats.count('processed')
         self.stats.add_latency((time.perf_counter() - t0) * 1e3)
@@ -335,11 +373,11 @@ class PerceptionNode(LifecycleNode):
                   'dropped': snap['dropped'], 'rejected': snap['rejected'],
                   'latency_p50_ms': f'{p50:.2f}', 'latency_p95_ms': f'{p95:.2f}',
                   'last_error': snap['last_error']}
+        if self._meter is not None:
+            joules = sorted(self._joules)
+            values['energy_source'] = self._meter.source_name
+            values['energy_per_inference_p50_j'] = (f'{joules[len(joules) // 2]:.4f}'
+                                                    if joules else 'nan')
+            values['energy_missing'] = snap.get('energy_missing', 0)
         st.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
         return st
-
-    def _publish_diagnostics(self) -> None:
-        msg = DiagnosticArray()
-        msg.header.stamp = self.get_clock().now().to_msg()
-        msg.status = [self.diagnostic_status()]
-        self._diag_pub.publish(msg)

@@ -461,6 +461,13 @@ class PowerMeter:
         with self._cv:
             return {'total': self._e_total, 'rails': dict(self._e_rails)}
 
+    def elapsed_s(self) -> float:
+        """Return the time covered by energy_j(): first sample to newest, seconds."""
+        with self._cv:
+            if not self._ring or self._t_start is None:
+                return 0.0
+            return self._ring[-1].sample.t - self._t_start
+
     def average_w(self, t0: float, t1: float) -> float:
         """Return the mean total power over [t0, t1] from the buffered samples (NaN if none)."""
         if t1 <= t0:
