@@ -208,12 +208,12 @@ def _print_summary(s: dict, log) -> None:
         log(f"  mean {p['w_mean']:.2f} W (min {p['w_min']:.2f}, max {p['w_max']:.2f}); "
             f"{p['energy_j']:.1f} J over {p['elapsed_s']:.1f} s")
         m = p['sample']
+        rails = ', '.join(f'{r.name}={r.watts:.2f} W' for r in m.rails)
         log(f'  last PowerSample: stamp {m.header.stamp.sec}.{m.header.stamp.nanosec:09d} '
             f'source={m.source} measured={m.measured} rate={m.sample_rate_hz:.1f} Hz '
             f'n={m.n_samples} total={m.total_watts:.2f} W [{m.min_watts:.2f}, '
-            f'{m.max_watts:.2f}] rails=' + ', '.join(f'{r.name}={r.watts:.2f} W'
-                                                       for r in m.rails)
-            + f' energy={m.energy_j:.2f} J over {m.elapsed_s:.2f} s')
+            f'{m.max_watts:.2f}] rails={rails} energy={m.energy_j:.2f} J over '
+            f'{m.elapsed_s:.2f} s')
     else:
         log('power: no PowerSample received')
     hdr = (f"{'model':<14}{'metered':>8}  {'J/inference p50':>15}  {'mean':>8}  "
