@@ -10,11 +10,14 @@ Verbs::
   edge_infer lifecycle NODE TRANSITION  configure | activate | deactivate | cleanup
                                         | shutdown | get   (like `ros2 lifecycle`)
   edge_infer info                       where config, data and models are
+  edge_infer backends [--no-cache]      inference backends: available or why not
+  edge_infer profile MODEL [--objective latency|energy|edp] [--energy] [--no-cache]
+                                        measure MODEL on every backend; table + PNG
 """
 
 import sys
 
-VERBS = ('prepare', 'demo', 'record', 'play', 'lifecycle', 'info')
+VERBS = ('prepare', 'demo', 'record', 'play', 'lifecycle', 'info', 'backends', 'profile')
 
 
 def _lifecycle(argv) -> int:
@@ -79,6 +82,10 @@ def main(argv=None) -> int:
         from .bag.play import main as run
     elif verb == 'lifecycle':
         return _lifecycle(rest)
+    elif verb == 'backends':
+        from .backends.tool import backends_main as run
+    elif verb == 'profile':
+        from .backends.tool import profile_main as run
     else:
         return _info(rest)
     return run(rest)

@@ -13,10 +13,10 @@ from diagnostic_msgs.msg import DiagnosticArray
 from edge_infer import procs
 from edge_infer.bag.record import iter_bag_frames
 from edge_infer.nodes.lifecycle_client import LifecycleClient, LifecycleError
-from edge_infer_msgs.msg import Classification, DetectionArray, EnergyRecord
+from edge_infer_msgs.msg import BackendReport, Classification, DetectionArray, EnergyRecord
 import numpy as np
 import pytest
-from rclpy.qos import qos_profile_sensor_data
+from rclpy.qos import DurabilityPolicy, qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import CompressedImage, Image
 
@@ -78,6 +78,19 @@ def _image_msg(rgb: np.ndarray, stamp_ns: int, encoding='rgb8') -> Image:
     return msg
 
 
+def _backend_report(ros, node):
+    got = []
+    qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                     durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    sub = ros.node.create_subscription(BackendReport, f'/{node}/backend_report', got.append,
+                                       qos)
+    try:
+        assert ros.spin_until(lambda: got, 10), f'no latched backend report from {node}'
+    finally:
+        ros.node.destroy_subscription(sub)
+    return got[-1]
+
+
 def _photo(footage, name):
     return next(p for p in footage['photos'] if p.name == name)
 
@@ -110,7 +123,19 @@ def test_bag_replay_finds_people_with_source_stamps(ros, container, results, sma
         w, h, frame_id = bag_stamps[_stamp(m.header)]
         assert (m.image_width, m.image_height, m.header.frame_id) == (w, h, frame_id)
     assert {m.model for m in results.det} == {'nanodet'}
-    assert {m.backend for m in results.cls} == {'onnxruntime/cpu/t1'}
+    # The measured choice: one backend per node, named in every result and in the
+    # node's latched report (a late subscriber still gets it).
+    for node, msgs in (('detector', results.det), ('classifier', results.cls)):
+        report = _backend_report(ros, node)
+        assert {m.backend for m in msgs} == {report.chosen}
+        by_name = {c.name: c for c in report.candidates}
+        chosen = by_name[report.chosen]
+        assert chosen.chosen and chosen.status == 'ok' and chosen.accuracy >= 0.9
+        assert report.trigger == 'configure' and report.chosen in report.reason
+        ok = [c for c in report.candidates if c.status == 'ok']
+        assert chosen.latency_p50_ms == min(c.latency_p50_ms for c in ok)   # objective latency
+        assert by_name['onnxruntime/cuda'].status == 'unavailable'
+        assert 'not in this onnxruntime' in by_name['onnxruntime/cuda'].reason
     # The pedestrian video: people found, boxes inside the image.
     video = [m for m in results.det if (m.image_width, m.image_height) == (768, 576)]
     assert video and sum(any(d.label == 'person' for d in m.detections) for m in video) \
@@ -262,5 +287,5 @@ def test_configure_fails_cleanly_on_bad_model_file_and_bad_parameter(
     assert lc.get_state('/classifier') == 'unconfigured'
     assert proc.poll() is None
     log = (tmp_path / 'perception.yaml.log').read_text()
-    assert 'cannot load model nanodet.onnx' in log
+    assert 'cannot load nanodet.onnx' in log and 'Protobuf parsing failed' in log
     assert "parameter 'transport' is 'carrier_pigeon'" in log

@@ -10,7 +10,7 @@ interface.
 
 import os
 import pathlib
-from typing import List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -35,9 +35,38 @@ class Session:
 
 
 class Backend:
-    """A library + device that can open sessions."""
+    """A library + device that can open sessions: one candidate of the backend manager.
+
+    Attributes describe the candidate for reports and the profile cache:
+    ``name`` is unique among candidates (e.g. ``onnxruntime/cpu/t2``,
+    ``opencv-dnn/opencl-fp16``, ``numpy-blas/cpu``); ``library`` the
+    inference library; ``device`` where the work runs (``cpu``, ``gpu:0``,
+    ``opencl:<device name>``); ``precision`` the arithmetic (``fp32``,
+    ``fp16``, ``int8``); ``tensor_passing`` how inputs and outputs cross into
+    the library (``zero-copy io-binding``, ``copy``, ...).
+    """
 
     name: str = ''
+    library: str = ''
+    device: str = 'cpu'
+    precision: str = 'fp32'
+    tensor_passing: str = 'copy'
+
+    def options(self) -> Dict[str, object]:
+        """Return every setting that changes speed or results (part of the cache key)."""
+        return {}
+
+    def versions(self) -> Dict[str, str]:
+        """Return the versions of the libraries this backend runs on (part of the cache key)."""
+        return {}
+
+    def available(self) -> Tuple[bool, str]:
+        """Cheap check that the library and device exist: (ok, what was found or why not).
+
+        The backend manager trusts nothing more than this without running a
+        probe model on the backend and comparing it with the CPU reference.
+        """
+        return True, 'no check'
 
     def load(self, model_path: pathlib.Path) -> Session:
         """Load ``model_path`` and return a ready session."""
@@ -94,34 +123,123 @@ class OrtSession(Session):
         self._outputs = None
 
 
-class OrtCpuBackend(Backend):
-    """ONNX Runtime, CPU execution provider."""
+# provider -> (short name, device)
+PROVIDERS: Dict[str, Tuple[str, str]] = {
+    'CPUExecutionProvider': ('cpu', 'cpu'),
+    'CUDAExecutionProvider': ('cuda', 'gpu:0'),
+    'TensorrtExecutionProvider': ('tensorrt', 'gpu:0'),
+    'OpenVINOExecutionProvider': ('openvino', 'cpu'),
+    'ACLExecutionProvider': ('acl', 'cpu'),
+    'ArmNNExecutionProvider': ('armnn', 'cpu'),
+    'XnnpackExecutionProvider': ('xnnpack', 'cpu'),
+    'DnnlExecutionProvider': ('dnnl', 'cpu'),
+    'ROCMExecutionProvider': ('rocm', 'gpu:0'),
+    'MIGraphXExecutionProvider': ('migraphx', 'gpu:0'),
+    'CoreMLExecutionProvider': ('coreml', 'npu'),
+    'QNNExecutionProvider': ('qnn', 'npu'),
+    'DmlExecutionProvider': ('dml', 'gpu:0'),
+    'WebGpuExecutionProvider': ('webgpu', 'gpu:0'),
+}
+# Listed by PyPI builds but not a local device.
+REMOTE = {'AzureExecutionProvider'}
 
-    def __init__(self, intra_op_threads: int = 0, inter_op_threads: int = 1):
+
+class OrtBackend(Backend):
+    """ONNX Runtime with one execution provider (and the CPU EP for nodes it leaves)."""
+
+    library = 'onnxruntime'
+    tensor_passing = 'zero-copy io-binding (input by pointer, outputs into preallocated arrays)'
+
+    def __init__(self, provider: str = 'CPUExecutionProvider', intra_op_threads: int = 0,
+                 provider_options: Optional[dict] = None, cache_dir: Optional[str] = None,
+                 precision: str = 'fp32'):
+        self.provider = provider
         self.intra_op_threads = int(intra_op_threads)
-        self.inter_op_threads = int(inter_op_threads)
-        self.name = 'onnxruntime/cpu'
+        short, self.device = PROVIDERS.get(provider, (provider.replace('ExecutionProvider', '')
+                                                      .lower(), 'unknown'))
+        self.precision = precision
+        self.provider_options = dict(provider_options or {})
+        if provider == 'TensorrtExecutionProvider' and cache_dir:
+            trt = os.path.join(cache_dir, 'tensorrt')
+            self.provider_options.setdefault('trt_engine_cache_enable', 'True')
+            self.provider_options.setdefault('trt_engine_cache_path', trt)
+            self.provider_options.setdefault('trt_timing_cache_enable', 'True')
+            self.provider_options.setdefault('trt_timing_cache_path', trt)
+        self.name = f'onnxruntime/{short}'
         if self.intra_op_threads:
             self.name += f'/t{self.intra_op_threads}'
+        if precision != 'fp32':
+            self.name += f'/{precision}'
+        if provider != 'CPUExecutionProvider':
+            self.tensor_passing = 'copy to device by the provider (CPU-side io-binding)'
 
-    def load(self, model_path: pathlib.Path) -> Session:
-        """Open ``model_path`` on the CPU EP; BackendError on a missing or bad file."""
+    def options(self) -> Dict[str, object]:
+        """Return provider, threads and provider options."""
+        return {'provider': self.provider, 'intra_op_threads': self.intra_op_threads,
+                'provider_options': {k: str(v) for k, v in sorted(self.provider_options.items())
+                                     if not k.endswith('_path')}}
+
+    def versions(self) -> Dict[str, str]:
+        """Return the onnxruntime version (and build flavour)."""
+        try:
+            import onnxruntime as ort
+        except ImportError:
+            return {}
+        return {'onnxruntime': ort.__version__, 'onnxruntime_device': ort.get_device()}
+
+    def available(self) -> Tuple[bool, str]:
+        """Check that onnxruntime imports and lists the provider."""
+        try:
+            import onnxruntime as ort
+        except ImportError as exc:
+            return False, f'onnxruntime not importable: {exc}'
+        listed = ort.get_available_providers()
+        if self.provider not in listed:
+            return False, (f'{self.provider} not in this onnxruntime {ort.__version__} build '
+                           f'(lists {", ".join(listed)})')
+        return True, f'onnxruntime {ort.__version__} lists {self.provider}'
+
+    def load(self, model_path: pathlib.Path, strict: bool = False) -> Session:
+        """Open the model; BackendError on a bad file or when the provider did not take it.
+
+        ``strict``: disable the CPU fallback (every node must run on the
+        provider); the probe uses it.
+        """
         import onnxruntime as ort
         path = pathlib.Path(model_path)
         if not path.is_file():
             raise BackendError(f'model file {path} not found')
         so = ort.SessionOptions()
         so.intra_op_num_threads = self.intra_op_threads
-        so.inter_op_num_threads = self.inter_op_threads
+        so.inter_op_num_threads = 1
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         so.log_severity_level = 3
         if self.intra_op_threads:
             # Several sessions share few cores: do not let idle workers spin.
             so.add_session_config_entry('session.intra_op.allow_spinning', '0')
+        providers: list = [(self.provider, self.provider_options)]
+        if self.provider != 'CPUExecutionProvider':
+            if strict:
+                so.add_session_config_entry('session.disable_cpu_ep_fallback', '1')
+            else:
+                providers.append('CPUExecutionProvider')
+        if self.provider == 'TensorrtExecutionProvider' and 'trt_engine_cache_path' in \
+                self.provider_options:
+            os.makedirs(self.provider_options['trt_engine_cache_path'], exist_ok=True)
         try:
-            sess = ort.InferenceSession(os.fspath(path), so,
-                                        providers=['CPUExecutionProvider'])
-        except Exception as exc:  # ORT raises several types for bad files
+            sess = ort.InferenceSession(os.fspath(path), so, providers=providers)
+        except Exception as exc:  # ORT raises several types for bad files / failed EPs
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise BackendError(f'cannot load model {path.name}: {first}') from None
+            raise BackendError(f'{self.name}: cannot load {path.name}: {first}') from None
+        used = sess.get_providers()
+        if not used or used[0] != self.provider:
+            raise BackendError(f'{self.name}: asked for {self.provider}, the session runs on '
+                               f'{", ".join(used) or "nothing"} (silent fallback)')
         return OrtSession(sess, self.name)
+
+
+class OrtCpuBackend(OrtBackend):
+    """ONNX Runtime, CPU execution provider (the reference backend)."""
+
+    def __init__(self, intra_op_threads: int = 0):
+        super().__init__('CPUExecutionProvider', intra_op_threads=intra_op_threads)

@@ -24,22 +24,29 @@ class Result:
     postprocess_ms: float
 
 
+def model_file(spec: ModelSpec, models_dir: pathlib.Path,
+               verify_checksum: bool = True) -> pathlib.Path:
+    """Return the model's file path; BackendError when missing or not the registry's file."""
+    path = pathlib.Path(models_dir) / spec.file
+    if not path.is_file():
+        raise BackendError(f"model '{spec.name}': file {path} not found "
+                           f'(run the set-up: python -m edge_infer.data prepare)')
+    if verify_checksum and spec.sha256:
+        actual = sha256_file(path)
+        if actual != spec.sha256:
+            raise BackendError(f"model '{spec.name}': {path} has sha256 {actual[:12]}..., "
+                               f'registry expects {spec.sha256[:12]}... '
+                               f'(file replaced or corrupt)')
+    return path
+
+
 class Model:
     """Runs one registry model on one backend, frame by frame (not thread-safe)."""
 
     def __init__(self, spec: ModelSpec, backend: Backend, models_dir: pathlib.Path,
                  verify_checksum: bool = True, **decoder_overrides):
         self.spec = spec
-        path = pathlib.Path(models_dir) / spec.file
-        if not path.is_file():
-            raise BackendError(f"model '{spec.name}': file {path} not found "
-                               f'(run the set-up: python -m edge_infer.data prepare)')
-        if verify_checksum and spec.sha256:
-            actual = sha256_file(path)
-            if actual != spec.sha256:
-                raise BackendError(f"model '{spec.name}': {path} has sha256 {actual[:12]}..., "
-                                   f'registry expects {spec.sha256[:12]}... '
-                                   f'(file replaced or corrupt)')
+        path = model_file(spec, models_dir, verify_checksum)
         self.session = backend.load(path)
         self.backend_name = self.session.backend_name
         self.preprocess = Preprocessor(spec.input_spec)

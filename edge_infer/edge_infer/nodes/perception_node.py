@@ -21,19 +21,23 @@ import time
 from typing import Optional
 
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
-from edge_infer_msgs.msg import (Classification, ClassScore, Detection,
-                                 DetectionArray, Energy, EnergyRecord)
+from edge_infer_msgs.msg import (BackendCandidate, BackendReport, Classification,
+                                 ClassScore, Detection, DetectionArray, Energy, EnergyRecord)
 from rclpy.lifecycle import LifecycleState, TransitionCallbackReturn
-from rclpy.qos import qos_profile_sensor_data
+from rclpy.qos import (DurabilityPolicy, HistoryPolicy, qos_profile_sensor_data, QoSProfile,
+                       ReliabilityPolicy)
 from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import CompressedImage, Image
 
 from .base import ManagedNode
 from .. import paths
-from ..core.backend import BackendError, OrtCpuBackend
+from ..backends.drift import DriftMonitor
+from ..backends.manager import shared_manager
+from ..backends.selection import OBJECTIVES, select
+from ..core.backend import BackendError
 from ..core.cdr import CdrError, parse_compressed_image, parse_image
 from ..core.image import from_compressed, from_raw, ImageError
-from ..core.model import Model
+from ..core.model import Model, model_file
 from ..core.postprocess import OutputError
 from ..core.registry import load_registry, RegistryError
 from ..core.stream import LatestSlot, StreamStats
@@ -50,7 +54,16 @@ PARAMETERS = {
     'output_topic': ('', "result topic; '' = ~/detections or ~/classification by task"),
     'registry': ('', "model registry file; '' = the package's config/models.yaml"),
     'models_dir': ('', "directory of model files; '' = $EDGE_INFER_HOME/models"),
-    'intra_op_threads': (0, 'inference threads for this model; 0 = library default'),
+    'backend': ('auto', "'auto' = measured choice (backend manager); or a candidate's name, "
+                        "e.g. 'onnxruntime/cpu/t1' (see `edge_infer backends`)"),
+    'objective': ('latency', 'what auto minimises: latency | energy | edp (energy x delay)'),
+    'max_latency_ms': (0.0, 'auto: only candidates with p50 at or under this; 0 = no limit'),
+    'min_accuracy': (0.0, 'auto: agreement floor vs ONNX Runtime CPU fp32 (0..1); '
+                          '0 = config/backends.yaml per task'),
+    'use_profile_cache': (True, 'reuse measured profiles (keyed by board, model, versions)'),
+    'drift_threshold': (1.5, 'observed/profiled median latency ratio that triggers a '
+                             're-evaluation; 0 = off'),
+    'drift_window_s': (5.0, 'seconds the drift must last (median over the window)'),
     'score_threshold': (-1.0, 'detector score threshold; < 0 = registry value'),
     'nms_iou': (-1.0, 'detector NMS IoU threshold; < 0 = registry value'),
     'top_k': (0, 'classifier: classes per result; 0 = registry value'),
@@ -111,6 +124,14 @@ class PerceptionNode(ManagedNode):
         self._warned = {}           # reason -> (last logged, count since)
         self._meter = None
         self._energy_pub = None
+        self._manager = None
+        self._run = None                    # the backend manager's ProfileRun in force
+        self._report_pub = None
+        self._drift: Optional[DriftMonitor] = None
+        self._next_model: Optional[Model] = None    # swapped in by the worker
+        self._reevaluating = threading.Lock()
+        self._model_path = None
+        self._overrides = {}
         self._joules = deque(maxlen=1000)   # recent energy per inference, for diagnostics
 
     # ----------------------------------------------------------------- lifecycle
@@ -165,9 +186,22 @@ class PerceptionNode(ManagedNode):
                               f"{', '.join(TRANSPORTS)}")
         if not topic:
             raise ConfigError("parameter 'image_topic' is empty")
-        threads = self._param('intra_op_threads')
-        if threads < 0:
-            raise ConfigError(f"parameter 'intra_op_threads' is {threads}: use 0 or more")
+        objective = self._param('objective')
+        if objective not in OBJECTIVES:
+            raise ConfigError(f"parameter 'objective' is '{objective}': use one of "
+                              f"{', '.join(OBJECTIVES)}")
+        if self._param('max_latency_ms') < 0:
+            raise ConfigError(f"parameter 'max_latency_ms' is {self._param('max_latency_ms')}: "
+                              f'use 0 (no limit) or more')
+        if not 0 <= self._param('min_accuracy') <= 1:
+            raise ConfigError(f"parameter 'min_accuracy' is {self._param('min_accuracy')}: "
+                              f'use a value in [0, 1]')
+        drift = self._param('drift_threshold')
+        if drift != 0 and drift <= 1:
+            raise ConfigError(f"parameter 'drift_threshold' is {drift}: use 0 (off) or a "
+                              f'ratio > 1')
+        if self._param('drift_window_s') <= 0:
+            raise ConfigError("parameter 'drift_window_s' must be positive")
         period = self._param('diagnostics_period')
         if period < 0:
             raise ConfigError(f"parameter 'diagnostics_period' is {period}: use 0 or more")
@@ -188,16 +222,35 @@ class PerceptionNode(ManagedNode):
         elif self._param('top_k') > 0:
             overrides['top_k'] = self._param('top_k')
         models_dir = self._param('models_dir') or str(paths.models_dir())
-        self._model = Model(spec, OrtCpuBackend(intra_op_threads=threads), models_dir,
-                            verify_checksum=self._param('verify_checksum'), **overrides)
+        path = model_file(spec, models_dir, self._param('verify_checksum'))
+        if self._param('energy_metering'):
+            self._meter = shared_meter.acquire(None, log=self._log_line)
+        self._manager = shared_manager(meter=self._meter, log=self._log_line)
+        forced = '' if self._param('backend') in ('', 'auto') else self._param('backend')
+        try:
+            backend, run = self._manager.choose(
+                spec, path, objective=objective, max_latency_ms=self._param('max_latency_ms'),
+                min_accuracy=self._param('min_accuracy'), force=forced,
+                use_cache=self._param('use_profile_cache'))
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        self._model_path, self._overrides = path, overrides
+        self._model = Model(spec, backend, models_dir, verify_checksum=False, **overrides)
+        self._run = run
+        self._report_pub = self.create_publisher(BackendReport, '~/backend_report', QoSProfile(
+            depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
+            durability=DurabilityPolicy.TRANSIENT_LOCAL))
+        self._publish_report(run, 'forced' if forced else 'configure')
+        chosen = next(r for r in run.results if r.backend == run.chosen)
+        self._drift = (DriftMonitor(chosen.p50_ms, drift, self._param('drift_window_s'))
+                       if drift else None)
         self._msg_type = Image if transport == 'raw' else CompressedImage
         self._topic = topic if transport == 'raw' else topic.rstrip('/') + '/compressed'
         out = self._param('output_topic') or (
             '~/detections' if spec.task == 'detection' else '~/classification')
         out_type = DetectionArray if spec.task == 'detection' else Classification
         self._pub = self.create_lifecycle_publisher(out_type, out, 10)
-        if self._param('energy_metering'):
-            self._meter = shared_meter.acquire(None, log=self._log_line)
+        if self._meter is not None:
             self._energy_pub = self.create_lifecycle_publisher(EnergyRecord, '~/energy', 10)
         self._start_diagnostics(period)
         self.get_logger().info(
@@ -228,9 +281,15 @@ class PerceptionNode(ManagedNode):
         if self._meter is not None:
             self._meter = None
             shared_meter.release()
-        if self._model is not None:
-            self._model.close()
-            self._model = None
+        if self._report_pub is not None:
+            self.destroy_publisher(self._report_pub)
+            self._report_pub = None
+        self._drift = None
+        for attr in ('_model', '_next_model'):
+            model = getattr(self, attr)
+            if model is not None:
+                model.close()
+                setattr(self, attr, None)
 
     # ------------------------------------------------------------- the data path
     def _on_frame(self, raw: bytes) -> None:
@@ -292,6 +351,9 @@ class PerceptionNode(ManagedNode):
         return around
 
     def _process(self, raw: bytes) -> None:
+        if self._next_model is not None:       # a re-evaluation chose another backend
+            old, self._model, self._next_model = self._model, self._next_model, None
+            old.close()
         t0 = time.perf_counter()
         (sec, nanosec, frame_id), frame = self._parse(raw)
         t_decode = (time.perf_counter() - t0) * 1e3
@@ -300,6 +362,8 @@ class PerceptionNode(ManagedNode):
             pending = _Pending()
             around = self._energy_window(meter, pending)
         result = self._model.infer(frame, around_run=around)
+        if self._drift is not None and self._drift.add(result.inference_ms):
+            self._start_reevaluation()
         out = self._to_msg(frame, result, t_decode)
         out.header.stamp.sec, out.header.stamp.nanosec = sec, nanosec
         out.header.frame_id = frame_id
@@ -352,6 +416,81 @@ class PerceptionNode(ManagedNode):
         out.postprocess_ms = result.postprocess_ms
         return out
 
+    # ------------------------------------------------------------- backend choice
+    def _publish_report(self, run, trigger: str) -> None:
+        """Publish the choice and every candidate's figures (transient-local)."""
+        msg = BackendReport()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        spec = self._model.spec if self._model else None
+        msg.model = run.model
+        msg.objective = self._param('objective')
+        msg.max_latency_ms = float(self._param('max_latency_ms'))
+        msg.min_accuracy = float(self._manager.min_accuracy(spec, self._param('min_accuracy'))
+                                 if spec else self._param('min_accuracy'))
+        msg.chosen, msg.reason, msg.trigger = run.chosen or '', run.why, trigger
+        board = self._manager.board
+        msg.board = ', '.join(f'{k}={v}' for k, v in board.items() if v)
+        for r in run.results:
+            msg.candidates.append(BackendCandidate(
+                name=r.backend, library=r.library, device=r.device, precision=r.precision,
+                tensor_passing=r.tensor_passing, status=r.status, reason=r.reason,
+                latency_p50_ms=float(r.p50_ms), latency_p90_ms=float(r.p90_ms),
+                runs=int(r.runs), energy_j=float(r.energy_j),
+                energy_error_j=float(r.energy_error_j), energy_source=r.energy_source,
+                accuracy=float(r.accuracy), from_cache=bool(run.from_cache.get(r.backend)),
+                chosen=bool(r.chosen)))
+        self._report_pub.publish(msg)
+        log = self.get_logger().info
+        log(f"backend for '{run.model}' ({trigger}, objective {msg.objective}): {run.why}")
+        unavailable = [r for r in run.results if r.status != 'ok']
+        if unavailable:
+            log('not used: ' + '; '.join(
+                f'{r.backend} {r.status} ({r.reason})' for r in unavailable))
+
+    def _start_reevaluation(self) -> None:
+        """Re-measure the candidates that worked, in the background, and switch if needed."""
+        if not self._reevaluating.acquire(blocking=False):
+            return
+        med = self._drift.last_median_ms
+        self.get_logger().warning(
+            f'latency drift: median {med:.1f} ms over {self._drift.window_s:g} s vs '
+            f'{self._drift.expected_ms:.1f} ms profiled (x{med / self._drift.expected_ms:.2f}); '
+            f're-evaluating backends in the background')
+        threading.Thread(target=self._reevaluate, name=f'{self.get_name()}-reeval',
+                         daemon=True).start()
+
+    def _reevaluate(self) -> None:
+        try:
+            spec, old = self._model.spec, self._run
+            names = [r.backend for r in old.results if r.status == 'ok']
+            run = self._manager.profile(spec, self._model_path, use_cache=False,
+                                        min_accuracy=self._param('min_accuracy'), only=names)
+            chosen, why = select(run.results, self._param('objective'),
+                                 self._param('max_latency_ms'),
+                                 self._manager.min_accuracy(spec, self._param('min_accuracy')))
+            if chosen is None:
+                self.get_logger().error(f're-evaluation found no usable backend: {why}')
+                return
+            for r in run.results:
+                r.chosen = r is chosen
+            run.chosen, run.why = chosen.backend, why
+            if chosen.backend != old.chosen:
+                backend = {b.name: b for b in self._manager.candidates(
+                    spec, self._model_path)}[chosen.backend]
+                models_dir = self._model_path.parent
+                self._next_model = Model(spec, backend, models_dir, verify_checksum=False,
+                                         **self._overrides)
+                self.get_logger().warning(f'switching backend {old.chosen} -> {chosen.backend}')
+            self._run = run
+            if self._drift is not None:
+                self._drift.rebase(chosen.p50_ms)
+            if self._report_pub is not None:
+                self._publish_report(run, 'drift')
+        except Exception as exc:  # keep serving on the current backend
+            self.get_logger().error(f're-evaluation failed: {type(exc).__name__}: {exc}')
+        finally:
+            self._reevaluating.release()
+
     # ---------------------------------------------------------------- diagnostics
     def diagnostic_status(self) -> DiagnosticStatus:
         """Return this node's status for /diagnostics."""
@@ -373,6 +512,9 @@ class PerceptionNode(ManagedNode):
                   'dropped': snap['dropped'], 'rejected': snap['rejected'],
                   'latency_p50_ms': f'{p50:.2f}', 'latency_p95_ms': f'{p95:.2f}',
                   'last_error': snap['last_error']}
+        if self._run is not None:
+            values['backend_reason'] = self._run.why
+            values['drift_events'] = self._drift.fired if self._drift else 0
         if self._meter is not None:
             joules = sorted(self._joules)
             values['energy_source'] = self._meter.source_name

@@ -1,0 +1,315 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""The backend manager: every candidate probed, each model measured on each, one chosen.
+
+    manager = BackendManager(cache_dir, config=load_config())
+    backend, run = manager.choose(spec, model_path, objective='latency')
+    session = backend.load(model_path)
+
+Steps (each logged):
+1. candidates: ONNX Runtime providers (CPU once per thread setting), OpenCV
+   DNN targets, the numpy BLAS path, and fp16 / int8 variants of the model on
+   ONNX Runtime CPU (config/backends.yaml says which);
+2. probe: a candidate is available only if a small probe model ran on it and
+   matched ONNX Runtime CPU (:func:`profiling.probe_backend`); results cached;
+3. profile, per model: warm-up, timed runs within a time budget, accuracy
+   against the CPU fp32 reference on real frames, energy per inference when
+   a power meter is given; results cached per (model, candidate);
+4. select by objective under constraints (:mod:`selection`).
+
+A warm start reads steps 2-3 from the cache and loads only the chosen
+session.
+"""
+
+import math
+import os
+import pathlib
+import threading
+import time
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import yaml
+
+from .cache import board_fingerprint, entry_key, ProfileCache
+from .profiling import (calibration_frames, CandidateResult, describe, probe_backend,
+                        profile_candidate, ProfileRun, Reference)
+from .selection import OBJECTIVES, select
+from ..checksums import sha256_file
+from ..core.backend import Backend, BackendError, Session
+from ..core.registry import ModelSpec
+
+Log = Callable[[str], None]
+
+DEFAULTS = {
+    'ort_threads': [1, 2],
+    'ort_providers_always_listed': ['CUDAExecutionProvider', 'TensorrtExecutionProvider',
+                                    'OpenVINOExecutionProvider'],
+    'opencv_targets': ['cpu', 'opencl', 'opencl-fp16', 'cuda', 'cuda-fp16'],
+    'blas': True,
+    'variants': ['fp16', 'int8'],
+    'variant_threads': 2,
+    'budget_s': 1.0,
+    'warmup': 2,
+    'min_runs': 5,
+    'calibration_frames': 6,
+    'min_accuracy': {'classification': 0.99, 'detection': 0.9},
+    'exclude': [],
+}
+
+
+def load_config(path: Optional[pathlib.Path] = None) -> dict:
+    """Return the manager's settings: DEFAULTS updated by ``path`` (config/backends.yaml)."""
+    from .. import paths
+    path = pathlib.Path(path) if path else paths.config_dir() / 'backends.yaml'
+    cfg = dict(DEFAULTS)
+    if path.is_file():
+        loaded = yaml.safe_load(path.read_text()) or {}
+        unknown = sorted(set(loaded) - set(DEFAULTS))
+        if unknown:
+            raise ValueError(f'{path}: unknown keys {unknown} (known: {sorted(DEFAULTS)})')
+        cfg.update(loaded)
+    return cfg
+
+
+class VariantBackend(Backend):
+    """A base backend run on an fp16 / int8 variant of the model file (made once, cached)."""
+
+    def __init__(self, base: Backend, kind: str, cache_dir: pathlib.Path,
+                 calibration: Optional[Callable[[], List]] = None):
+        self.base = base
+        self.kind = kind
+        self.cache_dir = pathlib.Path(cache_dir)
+        self.calibration = calibration
+        self.name = f'{base.name}/{kind}'
+        self.library = base.library
+        self.device = base.device
+        self.precision = kind
+        self.tensor_passing = base.tensor_passing
+
+    def options(self) -> Dict[str, object]:
+        """Return the base's options and the variant kind."""
+        return {**self.base.options(), 'variant': self.kind}
+
+    def versions(self) -> Dict[str, str]:
+        """Return the base's versions and onnx's (the converter)."""
+        import onnx
+        return {**self.base.versions(), 'onnx': onnx.__version__}
+
+    def available(self) -> Tuple[bool, str]:
+        """Return the base backend's availability."""
+        return self.base.available()
+
+    def variant_path(self, model_path: pathlib.Path) -> pathlib.Path:
+        """Return the variant file of ``model_path`` (converting it the first time)."""
+        from .variants import make_variant
+        calib = self.calibration() if (self.kind == 'int8' and self.calibration) else None
+        return make_variant(pathlib.Path(model_path), self.kind, self.cache_dir / 'variants',
+                            calibration=calib, log=lambda s: None)
+
+    def load(self, model_path: pathlib.Path, strict: bool = False) -> Session:
+        """Convert (cached) and load the variant on the base backend."""
+        try:
+            path = self.variant_path(model_path)
+        except Exception as exc:  # VariantError or an onnx/ORT error during conversion
+            raise BackendError(f'{self.name}: cannot make the {self.kind} variant: {exc}') \
+                from None
+        sess = self.base.load(path)
+        sess.backend_name = self.name
+        return sess
+
+
+class BackendManager:
+    """Probes candidates, profiles models on them, chooses, caches (thread-safe)."""
+
+    def __init__(self, cache_dir: Optional[pathlib.Path] = None, config: Optional[dict] = None,
+                 log: Log = print, meter=None, root: str = '/'):
+        from .. import paths
+        self.cache_dir = pathlib.Path(cache_dir) if cache_dir else paths.data_home() / 'cache'
+        self.config = dict(DEFAULTS)
+        self.config.update(config or {})
+        self.log = log
+        self.meter = meter
+        self.board = board_fingerprint(root)
+        self.cache = ProfileCache(self.cache_dir / 'backend_profiles.json', log=log)
+        self._lock = threading.RLock()
+        self._frames = None
+
+    # ---------------------------------------------------------------- candidates
+    def candidates(self, spec: Optional[ModelSpec] = None,
+                   model_path: Optional[pathlib.Path] = None) -> List[Backend]:
+        """Return every configured candidate (variants only when a model is given)."""
+        from .opencv_dnn import OpenCvDnnBackend
+        from .ort import ort_candidates, OrtBackend
+        cfg = self.config
+        out: List[Backend] = list(ort_candidates(
+            thread_options=cfg['ort_threads'], cache_dir=str(self.cache_dir),
+            include_unlisted=cfg['ort_providers_always_listed']))
+        out += [OpenCvDnnBackend(t) for t in cfg['opencv_targets']]
+        if cfg['blas']:
+            try:
+                from .blas import BlasBackend
+                out.append(BlasBackend())
+            except ImportError as exc:  # the module is optional
+                self.log(f'backend numpy-blas: not importable ({exc})')
+        if spec is not None and model_path is not None:
+            base_threads = int(cfg['variant_threads'])
+            for kind in cfg['variants']:
+                out.append(VariantBackend(
+                    OrtBackend(intra_op_threads=base_threads), kind, self.cache_dir,
+                    calibration=lambda spec=spec: self._calibration_tensors(spec)))
+        excluded = set(cfg['exclude'] or ())
+        return [b for b in out if b.name not in excluded]
+
+    def _versions_key(self, backend: Backend) -> dict:
+        return {'board': self.board, 'backend': backend.name, 'options': backend.options(),
+                'versions': backend.versions()}
+
+    # --------------------------------------------------------------------- probe
+    def probe(self, backend: Backend, use_cache: bool = True) -> Tuple[bool, str]:
+        """Return (available, reason) for one candidate (cached by board and versions)."""
+        ok, found = backend.available()     # cheap, never cached: a new driver shows at once
+        if not ok:
+            return False, found
+        parts = {'kind': 'probe', 'found': found, **self._versions_key(backend)}
+        key = entry_key(parts)
+        if use_cache:
+            hit = self.cache.get(key)
+            if hit is not None:
+                return bool(hit['ok']), hit['reason'] + ' (cached)'
+        ok, reason = probe_backend(backend, self.cache_dir)
+        self.cache.put(key, {'ok': ok, 'reason': reason}, parts)
+        return ok, reason
+
+    def probe_all(self, use_cache: bool = True) -> List[Tuple[Backend, bool, str]]:
+        """Probe every model-independent candidate."""
+        return [(b, *self.probe(b, use_cache)) for b in self.candidates()]
+
+    # ------------------------------------------------------------------- profile
+    def _frames_for(self):
+        if self._frames is None:
+            self._frames = calibration_frames(int(self.config['calibration_frames']),
+                                              log=self.log)
+        return self._frames
+
+    def _calibration_tensors(self, spec: ModelSpec) -> List:
+        import numpy as np
+        from ..core.preprocess import Preprocessor
+        pre = Preprocessor(spec.input_spec)
+        return [np.array(pre(f)[0], copy=True) for f in self._frames_for()[0]]
+
+    def min_accuracy(self, spec: ModelSpec, override: float = 0.0) -> float:
+        """Return the accuracy floor for the model's task (an override > 0 wins)."""
+        if override and override > 0:
+            return float(override)
+        floors = self.config['min_accuracy']
+        return float(floors.get(spec.task, 0.9) if isinstance(floors, dict) else floors)
+
+    def profile(self, spec: ModelSpec, model_path: pathlib.Path, use_cache: bool = True,
+                min_accuracy: float = 0.0, budget_s: Optional[float] = None,
+                only: Optional[Sequence[str]] = None) -> ProfileRun:
+        """Measure every candidate on the model (cached entries reused); return the run."""
+        model_path = pathlib.Path(model_path)
+        sha = sha256_file(model_path)
+        floor = self.min_accuracy(spec, min_accuracy)
+        run = ProfileRun(model=spec.name)
+        reference = None
+        cands = self.candidates(spec, model_path)
+        if only:
+            cands = [b for b in cands if b.name in set(only)]
+        t_start = time.monotonic()
+        for i, backend in enumerate(cands, 1):
+            parts = {'kind': 'profile', 'model': spec.name, 'model_sha256': sha,
+                     'min_accuracy': floor, 'metered': self.meter is not None,
+                     **self._versions_key(backend)}
+            key = entry_key(parts)
+            hit = self.cache.get(key) if use_cache else None
+            if hit is not None and hit.get('status') != 'unavailable':
+                res = CandidateResult.from_dict(hit)
+                run.from_cache[backend.name] = True
+            else:   # not cached, or cached as unavailable: availability may have changed
+                hit = None
+            if hit is None:
+                ok, why = self.probe(backend, use_cache)
+                if not ok:
+                    res = describe(backend, status='unavailable', reason=why)
+                else:
+                    if reference is None:
+                        frames, what = self._frames_for()
+                        reference = Reference(spec, model_path, frames, what)
+                    self.log(f'[profile {spec.name}] {i}/{len(cands)} {backend.name} ...')
+                    res = profile_candidate(
+                        backend, spec, model_path, reference,
+                        budget_s=float(budget_s or self.config['budget_s']),
+                        warmup=int(self.config['warmup']),
+                        min_runs=int(self.config['min_runs']), meter=self.meter,
+                        min_accuracy=floor)
+                self.cache.put(key, res.to_dict(), parts)
+                run.from_cache[backend.name] = False
+            run.results.append(res)
+        fresh = sum(not v for v in run.from_cache.values())
+        if fresh:
+            self.log(f'[profile {spec.name}] {fresh} candidate(s) measured in '
+                     f'{time.monotonic() - t_start:.1f} s, {len(cands) - fresh} from cache')
+        return run
+
+    # -------------------------------------------------------------------- choose
+    def choose(self, spec: ModelSpec, model_path: pathlib.Path, objective: str = 'latency',
+               max_latency_ms: float = 0.0, min_accuracy: float = 0.0,
+               force: str = '', use_cache: bool = True) -> Tuple[Backend, ProfileRun]:
+        """Profile (or read the cache) and return the chosen backend with the run."""
+        if objective not in OBJECTIVES:
+            raise ValueError(f"objective '{objective}': use one of {', '.join(OBJECTIVES)}")
+        with self._lock:
+            run = self.profile(spec, model_path, use_cache=use_cache, min_accuracy=min_accuracy,
+                               only=[force] if force else None)
+        by_name = {b.name: b for b in self.candidates(spec, model_path)}
+        if force:
+            res = next((r for r in run.results if r.backend == force), None)
+            if res is None:
+                by_name = {b.name: b for b in self.candidates(spec, model_path)}
+                raise BackendError(f"backend '{force}' is not a candidate "
+                                   f"(candidates: {', '.join(sorted(by_name))})")
+            if res.status != 'ok':
+                raise BackendError(f"backend '{force}' is {res.status}: {res.reason}")
+            chosen, why = res, f'{force}: forced by parameter'
+        else:
+            chosen, why = select(run.results, objective, max_latency_ms,
+                                 self.min_accuracy(spec, min_accuracy))
+            if chosen is None:
+                raise BackendError(f"model '{spec.name}': {why}")
+        for r in run.results:
+            r.chosen = r is chosen
+        run.chosen, run.why = chosen.backend, why
+        return by_name[chosen.backend], run
+
+
+def regret(run: ProfileRun) -> float:
+    """Return chosen p50 / best measured p50 of a run (1.0 = the fastest was chosen)."""
+    ok = [r for r in run.results if r.status == 'ok' and math.isfinite(r.p50_ms)]
+    chosen = next((r for r in ok if r.backend == run.chosen), None)
+    if chosen is None or not ok:
+        return float('nan')
+    return chosen.p50_ms / min(r.p50_ms for r in ok)
+
+
+def default_cache_dir() -> pathlib.Path:
+    """Return the cache directory ($EDGE_INFER_HOME/cache)."""
+    from .. import paths
+    return pathlib.Path(os.environ.get('EDGE_INFER_CACHE', paths.data_home() / 'cache'))
+
+
+_shared: Dict[str, BackendManager] = {}
+_shared_lock = threading.Lock()
+
+
+def shared_manager(cache_dir: Optional[pathlib.Path] = None, meter=None,
+                   log: Log = print) -> BackendManager:
+    """Return the process's manager for ``cache_dir`` (one per directory, config from file)."""
+    cache_dir = pathlib.Path(cache_dir) if cache_dir else default_cache_dir()
+    with _shared_lock:
+        mgr = _shared.get(str(cache_dir))
+        if mgr is None:
+            mgr = BackendManager(cache_dir, config=load_config(), log=log, meter=meter)
+            _shared[str(cache_dir)] = mgr
+        elif meter is not None and mgr.meter is None:
+            mgr.meter = meter
+        return mgr

@@ -1,0 +1,330 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""Probe, measure and check one backend candidate on one model (no ROS).
+
+- :func:`probe_backend`: a backend is *available* only when a small probe
+  model (conv, relu, pooling, gemm) loads on it, runs, and matches the
+  ONNX Runtime CPU result; the reason is kept either way.
+- :func:`calibration_frames`: real frames (the bundled video and photos)
+  for accuracy checks; synthetic ones, said so, when the footage is absent.
+- :class:`Reference`: the model's outputs on those frames with ONNX Runtime
+  on the CPU (fp32), decoded.
+- :func:`profile_candidate`: load, warm up, timed runs within a time budget
+  (median and p90), energy per inference from the power meter when one is
+  given, and accuracy against the reference.
+"""
+
+from dataclasses import asdict, dataclass, field
+import hashlib
+import pathlib
+import time
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..core.backend import Backend, BackendError
+from ..core.image import Frame
+from ..core.postprocess import Classes, Detections
+from ..core.preprocess import Preprocessor
+from ..core.registry import ModelSpec
+
+Log = Callable[[str], None]
+
+
+@dataclass
+class CandidateResult:
+    """What the manager knows about one candidate for one model."""
+
+    backend: str
+    library: str = ''
+    device: str = ''
+    precision: str = 'fp32'
+    tensor_passing: str = ''
+    status: str = 'unavailable'     # ok | unavailable | failed | rejected
+    reason: str = ''
+    p50_ms: float = float('nan')
+    p90_ms: float = float('nan')
+    runs: int = 0
+    load_ms: float = float('nan')
+    energy_j: float = float('nan')
+    energy_error_j: float = float('nan')
+    energy_source: str = ''
+    accuracy: float = float('nan')  # agreement with the CPU fp32 reference, 0..1
+    accuracy_detail: str = ''
+    model_file: str = ''            # the file profiled (a variant's, for fp16/int8)
+    chosen: bool = False
+
+    @property
+    def edp(self) -> float:
+        """Return energy x delay (J x s)."""
+        return self.energy_j * self.p50_ms / 1e3
+
+    def to_dict(self) -> dict:
+        """Return a JSON-ready dict."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> 'CandidateResult':
+        """Build from :meth:`to_dict` output (unknown keys ignored)."""
+        names = cls.__dataclass_fields__
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+
+def describe(backend: Backend, **kw) -> CandidateResult:
+    """Return a result carrying the backend's description."""
+    return CandidateResult(backend=backend.name, library=backend.library,
+                           device=backend.device, precision=backend.precision,
+                           tensor_passing=backend.tensor_passing, **kw)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+# ------------------------------------------------------------------------ probing
+def probe_model(cache_dir: pathlib.Path) -> pathlib.Path:
+    """Write (once) and return a small conv net: Conv-Relu-Conv1x1-GlobalAvgPool-Flatten-Gemm."""
+    import onnx
+    from onnx import helper, numpy_helper, TensorProto
+    rng = np.random.default_rng(7)
+    w1 = rng.standard_normal((8, 3, 3, 3)).astype(np.float32) * 0.3
+    b1 = rng.standard_normal(8).astype(np.float32) * 0.1
+    w2 = rng.standard_normal((16, 8, 1, 1)).astype(np.float32) * 0.3
+    wf = rng.standard_normal((10, 16)).astype(np.float32) * 0.3
+    bf = rng.standard_normal(10).astype(np.float32) * 0.1
+    inits = [numpy_helper.from_array(a, n) for a, n in
+             ((w1, 'w1'), (b1, 'b1'), (w2, 'w2'), (wf, 'wf'), (bf, 'bf'))]
+    nodes = [
+        helper.make_node('Conv', ['x', 'w1', 'b1'], ['c1'], pads=[1, 1, 1, 1]),
+        helper.make_node('Relu', ['c1'], ['r1']),
+        helper.make_node('Conv', ['r1', 'w2'], ['c2']),
+        helper.make_node('GlobalAveragePool', ['c2'], ['p']),
+        helper.make_node('Flatten', ['p'], ['f']),
+        helper.make_node('Gemm', ['f', 'wf', 'bf'], ['y'], transB=1),
+    ]
+    graph = helper.make_graph(
+        nodes, 'edge_infer_probe',
+        [helper.make_tensor_value_info('x', TensorProto.FLOAT, [1, 3, 32, 32])],
+        [helper.make_tensor_value_info('y', TensorProto.FLOAT, [1, 10])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid('', 13)])
+    model.ir_version = 8
+    data = model.SerializeToString()
+    path = pathlib.Path(cache_dir) / f'probe_{hashlib.sha256(data).hexdigest()[:12]}.onnx'
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix('.tmp')
+        tmp.write_bytes(data)
+        tmp.replace(path)
+        onnx.checker.check_model(onnx.load(str(path)))
+    return path
+
+
+def probe_backend(backend: Backend, cache_dir: pathlib.Path) -> Tuple[bool, str]:
+    """Return (available, reason): the probe model ran on the backend and matched ORT CPU."""
+    ok, why = backend.available()
+    if not ok:
+        return False, why
+    from .ort import OrtBackend
+    path = probe_model(cache_dir)
+    x = np.random.default_rng(11).standard_normal((1, 3, 32, 32)).astype(np.float32)
+    try:
+        ref = OrtBackend().load(path).run(x)[0].copy()
+    except BackendError as exc:
+        return False, f'no CPU reference for the probe: {exc}'
+    try:
+        load = getattr(backend, 'load')
+        sess = load(path, strict=True) if 'strict' in load.__code__.co_varnames else load(path)
+        t0 = time.perf_counter()
+        out = sess.run(x)[0]
+        ms = (time.perf_counter() - t0) * 1e3
+        sess.close()
+    except Exception as exc:  # any library error means: not usable
+        return False, f'probe model failed: {_first_line(exc)}'
+    out = np.asarray(out, np.float32).reshape(ref.shape)
+    err = float(np.abs(out - ref).max())
+    tol = 2e-2 if backend.precision != 'fp32' else 1e-3
+    scale = float(np.abs(ref).max()) or 1.0
+    if not np.isfinite(err) or err > tol * scale:
+        return False, f'probe output differs from ORT CPU by {err:.3g} (> {tol * scale:.3g})'
+    return True, f'{why}; probe ran in {ms:.1f} ms, max |diff| vs ORT CPU {err:.1e}'
+
+
+# ---------------------------------------------------------------- frames, reference
+def calibration_frames(n: int = 6, log: Optional[Log] = None) -> Tuple[List[Frame], str]:
+    """Return (frames, what they are): video frames and photos from the footage cache.
+
+    Falls back to seeded random frames when the footage is not there (a robot
+    that skipped ``edge_infer prepare``) and says so.
+    """
+    from .. import paths
+    frames: List[Frame] = []
+    try:
+        import cv2
+        cache = paths.data_home() / 'cache'
+        videos = sorted(cache.glob('*.avi'))
+        photos = sorted(cache.glob('photos/*.png'))
+        if videos:
+            cap = cv2.VideoCapture(str(videos[0]))
+            total = int(cap.get(cv2.CAP_PROP_FRAME_COUNT)) or 100
+            for k in range(max(1, n - len(photos[:n // 2]))):
+                cap.set(cv2.CAP_PROP_POS_FRAMES, (k * total) // max(1, n))
+                ok, img = cap.read()
+                if ok:
+                    frames.append(Frame(img, 'bgr'))
+            cap.release()
+        for p in photos[:max(0, n - len(frames))]:
+            img = cv2.imread(str(p))
+            if img is not None:
+                frames.append(Frame(img, 'bgr'))
+    except Exception as exc:  # unreadable footage: synthetic frames below
+        if log:
+            log(f'calibration footage unreadable: {_first_line(exc)}')
+    if frames:
+        return frames[:n], f'{len(frames[:n])} real frames (vtest.avi + photos)'
+    rng = np.random.default_rng(3)
+    frames = [Frame(rng.integers(0, 256, (480, 640, 3), dtype=np.uint8), 'bgr')
+              for _ in range(n)]
+    return frames, f'{n} synthetic random frames (footage not found; run edge_infer prepare)'
+
+
+class Reference:
+    """A model's CPU fp32 outputs on the calibration frames, decoded."""
+
+    def __init__(self, spec: ModelSpec, model_path: pathlib.Path, frames: Sequence[Frame],
+                 frames_what: str = ''):
+        from .ort import OrtBackend
+        self.spec = spec
+        self.frames_what = frames_what
+        pre = Preprocessor(spec.input_spec)
+        self.inputs: List[Tuple[np.ndarray, object]] = []
+        for f in frames:
+            tensor, tf = pre(f)
+            self.inputs.append((np.array(tensor, copy=True), tf))
+        sess = OrtBackend().load(model_path)
+        self.decoder = spec.make_decoder()
+        self.outputs = [self.decoder([np.array(o, copy=True) for o in sess.run(x)], tf)
+                        for x, tf in self.inputs]
+        sess.close()
+
+    def agreement(self, outputs) -> Tuple[float, str]:
+        """Return (agreement 0..1, detail) of decoded candidate outputs vs the reference."""
+        if self.spec.task == 'detection':
+            return _detection_agreement(self.outputs, outputs)
+        return _top1_agreement(self.outputs, outputs)
+
+
+def _top1_agreement(ref: List[Classes], got: List[Classes]) -> Tuple[float, str]:
+    same = sum(int(r.class_ids[0] == g.class_ids[0]) for r, g in zip(ref, got))
+    dmax = max(float(abs(r.scores[0] - g.scores[0])) for r, g in zip(ref, got))
+    return same / len(ref), (f'top-1 same on {same}/{len(ref)} frames, '
+                             f'max top-1 score diff {dmax:.3f}')
+
+
+def _iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Return the IoU of one box (x1, y1, x2, y2) against many."""
+    x1 = np.maximum(a[0], b[:, 0])
+    y1 = np.maximum(a[1], b[:, 1])
+    x2 = np.minimum(a[2], b[:, 2])
+    y2 = np.minimum(a[3], b[:, 3])
+    inter = np.clip(x2 - x1, 0, None) * np.clip(y2 - y1, 0, None)
+    area = (a[2] - a[0]) * (a[3] - a[1]) + (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1]) - inter
+    return inter / np.maximum(area, 1e-9)
+
+
+def _detection_agreement(ref: List[Detections], got: List[Detections]) -> Tuple[float, str]:
+    """F1 of matches (same class, IoU >= 0.5, greedy by score) over all frames."""
+    matched = n_ref = n_got = 0
+    dscore = 0.0
+    for r, g in zip(ref, got):
+        n_ref += len(r.scores)
+        n_got += len(g.scores)
+        free = np.ones(len(g.scores), bool)
+        for i in np.argsort(-r.scores):
+            if not free.any():
+                break
+            same = free & (g.class_ids == r.class_ids[i])
+            if not same.any():
+                continue
+            ious = np.where(same, _iou(r.boxes[i], g.boxes), -1.0)
+            j = int(np.argmax(ious))
+            if ious[j] >= 0.5:
+                free[j] = False
+                matched += 1
+                dscore = max(dscore, float(abs(r.scores[i] - g.scores[j])))
+    if n_ref + n_got == 0:
+        return 1.0, 'no detections in either (frames without objects)'
+    f1 = 2 * matched / (n_ref + n_got)
+    return f1, (f'{matched} of {n_ref} reference boxes matched ({n_got} found), '
+                f'max score diff {dscore:.3f}')
+
+
+# ---------------------------------------------------------------------- profiling
+def profile_candidate(backend: Backend, spec: ModelSpec, model_path: pathlib.Path,
+                      reference: Reference, budget_s: float = 1.5, warmup: int = 2,
+                      min_runs: int = 5, max_runs: int = 200, meter=None,
+                      min_accuracy: float = 0.9) -> CandidateResult:
+    """Measure one candidate on one model (see the module docstring)."""
+    res = describe(backend, model_file=pathlib.Path(model_path).name)
+    t0 = time.perf_counter()
+    try:
+        sess = backend.load(model_path)
+    except BackendError as exc:
+        res.status, res.reason = 'failed', str(exc)
+        return res
+    except Exception as exc:  # a library's own error type
+        res.status, res.reason = 'failed', f'{backend.name}: load: {_first_line(exc)}'
+        return res
+    res.load_ms = (time.perf_counter() - t0) * 1e3
+    try:
+        decoded = [reference.decoder([np.array(o, copy=True) for o in sess.run(x)], tf)
+                   for x, tf in reference.inputs]
+        res.accuracy, res.accuracy_detail = reference.agreement(decoded)
+        x = reference.inputs[0][0]
+        times: List[float] = []
+        deadline = time.perf_counter() + budget_s
+        for _ in range(warmup):
+            sess.run(x)
+        energy: List[Tuple[float, float, str]] = []
+        while len(times) < max_runs and (len(times) < min_runs or
+                                         time.perf_counter() < deadline):
+            token = meter.begin(spec.name) if meter is not None else None
+            t = time.perf_counter()
+            sess.run(x)
+            times.append((time.perf_counter() - t) * 1e3)
+            if token is not None:
+                rec = meter.end(token)
+                if rec is not None:
+                    energy.append((rec.joules, rec.error_j, rec.source))
+            if times[0] > budget_s * 1e3 and len(times) >= 2:
+                break   # very slow candidate: two runs are all the budget allows
+    except Exception as exc:  # a backend failing mid-run is a result, not a crash
+        res.status, res.reason = 'failed', f'{backend.name}: run: {_first_line(exc)}'
+        return res
+    finally:
+        sess.close()
+    res.runs = len(times)
+    res.p50_ms = float(np.median(times))
+    res.p90_ms = float(np.percentile(times, 90))
+    if energy:
+        res.energy_j = float(np.median([e[0] for e in energy]))
+        res.energy_error_j = float(np.median([e[1] for e in energy]))
+        res.energy_source = energy[-1][2]
+    if not res.accuracy >= min_accuracy:
+        res.status = 'rejected'
+        res.reason = (f'accuracy {res.accuracy:.3f} < {min_accuracy} vs ORT CPU fp32 '
+                      f'({res.accuracy_detail}; {reference.frames_what})')
+    else:
+        res.status = 'ok'
+        res.reason = f'{res.accuracy_detail} ({reference.frames_what})'
+    return res
+
+
+@dataclass
+class ProfileRun:
+    """Per-model outcome: every candidate's result and the selection."""
+
+    model: str
+    results: List[CandidateResult] = field(default_factory=list)
+    chosen: Optional[str] = None
+    why: str = ''
+    from_cache: Dict[str, bool] = field(default_factory=dict)

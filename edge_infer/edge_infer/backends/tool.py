@@ -1,0 +1,151 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""``edge_infer backends`` and ``edge_infer profile``: the backend manager for people.
+
+    edge_infer backends [--no-cache]
+    edge_infer profile MODEL [--objective latency|energy|edp] [--max-latency-ms X]
+                       [--budget S] [--no-cache] [--energy] [--png FILE]
+
+The nodes run the same code (BackendManager.choose); these print what it
+found: a table (backend, status, latency p50/p90, energy per inference,
+accuracy vs the CPU fp32 reference, chosen) and write a bar chart.
+"""
+
+import argparse
+import math
+import pathlib
+import sys
+from typing import List
+
+from .manager import BackendManager, load_config
+from .profiling import CandidateResult
+from .selection import OBJECTIVES
+
+
+def _fmt(v: float, spec: str = '.2f') -> str:
+    return format(v, spec) if isinstance(v, float) and math.isfinite(v) else '-'
+
+
+def table(results: List[CandidateResult]) -> str:
+    """Return the results as an aligned text table."""
+    rows = [('backend', 'status', 'p50 ms', 'p90 ms', 'runs', 'J/inf', '+-J', 'accuracy',
+             'chosen', 'reason')]
+    for r in results:
+        rows.append((r.backend, r.status, _fmt(r.p50_ms), _fmt(r.p90_ms), str(r.runs or '-'),
+                     _fmt(r.energy_j, '.4f'), _fmt(r.energy_error_j, '.4f'),
+                     _fmt(r.accuracy, '.3f'), '*' if r.chosen else '',
+                     r.reason if r.status != 'ok' else r.accuracy_detail))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    lines = []
+    for k, row in enumerate(rows):
+        cells = [c.ljust(w) if i in (0, 1) else c.rjust(w) for i, (c, w) in
+                 enumerate(zip(row, widths))]
+        lines.append('  '.join(cells) + '  ' + row[-1])
+        if k == 0:
+            lines.append('-' * (sum(widths) + 2 * len(widths) + 6))
+    return '\n'.join(lines)
+
+
+def bar_chart(path: pathlib.Path, model: str, results: List[CandidateResult],
+              objective: str) -> None:
+    """Write a PNG: p50 latency (p90 as whisker) and energy per candidate that ran."""
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    ran = [r for r in results if math.isfinite(r.p50_ms)]
+    if not ran:
+        return
+    energy = any(math.isfinite(r.energy_j) for r in ran)
+    size = (11 if energy else 7, 0.5 * len(ran) + 1.8)
+    fig, axes = plt.subplots(1, 2 if energy else 1, figsize=size, squeeze=False)
+    names = [r.backend + ('  *' if r.chosen else '') for r in ran]
+    colours = ['tab:green' if r.chosen else ('tab:red' if r.status != 'ok' else 'tab:blue')
+               for r in ran]
+    ax = axes[0][0]
+    ax.barh(names, [r.p50_ms for r in ran], color=colours,
+            xerr=[[0] * len(ran), [max(0.0, r.p90_ms - r.p50_ms) for r in ran]])
+    ax.set_xlabel('latency p50 (ms), whisker to p90')
+    ax.invert_yaxis()
+    ax.set_title(f'{model}: latency per backend (objective {objective}; red = rejected)')
+    if energy:
+        ax2 = axes[0][1]
+        ax2.barh(names, [r.energy_j if math.isfinite(r.energy_j) else 0 for r in ran],
+                 color=colours, xerr=[r.energy_error_j if math.isfinite(r.energy_error_j)
+                                      else 0 for r in ran])
+        ax2.invert_yaxis()
+        src = next((r.energy_source for r in ran if r.energy_source), '')
+        ax2.set_xlabel(f'energy per inference (J), source {src}')
+        ax2.set_title('energy per inference (+- error bound)')
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def backends_main(argv=None) -> int:
+    """List every candidate with availability and the reason."""
+    ap = argparse.ArgumentParser(prog='edge_infer backends', description=__doc__.splitlines()[0])
+    ap.add_argument('--no-cache', action='store_true', help='probe again, ignore cached probes')
+    args = ap.parse_args(argv)
+    mgr = BackendManager(config=load_config(), log=lambda s: None)
+    print('board: ' + ', '.join(f'{k}={v}' for k, v in mgr.board.items() if v))
+    rows = mgr.probe_all(use_cache=not args.no_cache)
+    w = max(len(b.name) for b, _, _ in rows)
+    for b, ok, why in rows:
+        print(f"{b.name:<{w}}  {'available  ' if ok else 'unavailable'}  "
+              f'{b.device:<8} {b.precision:<5} {why}')
+    print(f'{sum(ok for _, ok, _ in rows)} of {len(rows)} candidates available '
+          f'(fp16/int8 variants are per model: see edge_infer profile)')
+    return 0
+
+
+def profile_main(argv=None) -> int:
+    """Profile one registry model on every candidate; print the table, write the chart."""
+    from .. import paths
+    from ..core.registry import load_registry
+    ap = argparse.ArgumentParser(prog='edge_infer profile', description=__doc__.splitlines()[0])
+    ap.add_argument('model', help='registry name (config/models.yaml)')
+    ap.add_argument('--objective', choices=OBJECTIVES, default='latency')
+    ap.add_argument('--max-latency-ms', type=float, default=0.0)
+    ap.add_argument('--min-accuracy', type=float, default=0.0)
+    ap.add_argument('--budget', type=float, default=None, help='seconds per candidate')
+    ap.add_argument('--no-cache', action='store_true', help='measure everything again')
+    ap.add_argument('--energy', action='store_true',
+                    help='meter energy per inference (power meter at 100 Hz)')
+    ap.add_argument('--png', type=pathlib.Path, default=None,
+                    help='bar chart path (default: out/profile_<model>.png)')
+    args = ap.parse_args(argv)
+    reg = load_registry(paths.config_dir() / 'models.yaml')
+    if args.model not in reg:
+        print(f"edge_infer profile: model '{args.model}' not in the registry "
+              f"(known: {', '.join(sorted(reg))})", file=sys.stderr)
+        return 2
+    spec = reg[args.model]
+    meter = None
+    if args.energy:
+        from ..telemetry import shared
+        meter = shared.acquire(shared.settings(), log=lambda s: None)
+    config = load_config()
+    if args.budget:
+        config['budget_s'] = args.budget
+    mgr = BackendManager(config=config, log=print, meter=meter)
+    try:
+        _, run = mgr.choose(spec, paths.models_dir() / spec.file, objective=args.objective,
+                            max_latency_ms=args.max_latency_ms, min_accuracy=args.min_accuracy,
+                            use_cache=not args.no_cache)
+    except Exception as exc:  # BackendError / ValueError: one line, not a traceback
+        print(f'edge_infer profile: {exc}', file=sys.stderr)
+        return 1
+    finally:
+        if meter is not None:
+            from ..telemetry import shared
+            shared.release()
+    print(table(run.results))
+    print(f'chosen: {run.why}')
+    cached = sum(run.from_cache.values())
+    if cached:
+        print(f'({cached} of {len(run.results)} rows from the profile cache; --no-cache '
+              f'measures again)')
+    png = args.png or pathlib.Path('out') / f'profile_{spec.name}.png'
+    png.parent.mkdir(parents=True, exist_ok=True)
+    bar_chart(png, spec.name, run.results, args.objective)
+    print(f'chart: {png.resolve()}')
+    return 0

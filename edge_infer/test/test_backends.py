@@ -1,0 +1,282 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""The backend manager without ROS.
+
+Probes with the real libraries, the traps, selection, the accuracy guard, the
+profile cache and drift detection.
+"""
+
+import json
+import math
+import pathlib
+
+import cv2
+from edge_infer import paths
+from edge_infer.backends import manager as manager_mod
+from edge_infer.backends.cache import ProfileCache
+from edge_infer.backends.drift import DriftMonitor
+from edge_infer.backends.manager import BackendManager
+from edge_infer.backends.opencv_dnn import OpenCvDnnBackend
+from edge_infer.backends.profiling import (calibration_frames, CandidateResult, probe_backend,
+                                           profile_candidate, Reference)
+from edge_infer.backends.selection import select
+from edge_infer.core.backend import BackendError, OrtBackend, Session
+from edge_infer.core.registry import load_registry
+import numpy as np
+import onnx
+import pytest
+
+FIXTURES = pathlib.Path(__file__).parent / 'fixtures'
+
+
+@pytest.fixture(scope='module')
+def registry():
+    return load_registry(paths.config_dir() / 'models.yaml')
+
+
+@pytest.fixture(scope='module')
+def mobilenet(registry, data_home):
+    spec = registry['mobilenet_v2']
+    return spec, data_home / 'models' / spec.file
+
+
+# ---------------------------------------------------------------------- probing
+def test_cpu_backends_probe_available_with_the_probe_model_run(tmp_path):
+    for backend in (OrtBackend(intra_op_threads=1), OpenCvDnnBackend('cpu')):
+        ok, why = probe_backend(backend, tmp_path)
+        assert ok, why
+        assert 'probe ran in' in why and 'vs ORT CPU' in why
+
+
+def test_trap_ort_provider_missing_from_build_falls_back_silently_and_is_caught(
+        tmp_path, mobilenet):
+    """Asking this CPU-only onnxruntime for CUDA quietly gives a CPU session: refused."""
+    import onnxruntime as ort
+    if 'CUDAExecutionProvider' in ort.get_available_providers():
+        pytest.skip('this onnxruntime build lists CUDA: the trap needs a build without it')
+    backend = OrtBackend('CUDAExecutionProvider')
+    ok, why = probe_backend(backend, tmp_path)
+    assert not ok and 'not in this onnxruntime' in why
+    # Loading anyway is what users do by hand: ORT only warns and runs on the CPU.
+    with pytest.warns(UserWarning, match='not in available provider names'):
+        with pytest.raises(BackendError, match='silent fallback'):
+            backend.load(mobilenet[1])
+
+
+def test_trap_opencv_opencl_without_device_is_unavailable_not_cpu(tmp_path, mobilenet):
+    if cv2.ocl.haveOpenCL():
+        pytest.skip('an OpenCL device exists here: the no-device trap cannot be shown')
+    backend = OpenCvDnnBackend('opencl')
+    ok, why = probe_backend(backend, tmp_path)
+    assert not ok and 'would quietly run on the CPU' in why
+    with pytest.raises(BackendError, match='no OpenCL'):
+        backend.load(mobilenet[1])
+    # What the library itself does when asked: it runs, on the CPU, and says nothing
+    # we could catch (a log line only), which is why availability is checked apart.
+    net = cv2.dnn.readNetFromONNX(str(mobilenet[1]), engine=cv2.dnn.ENGINE_CLASSIC)
+    net.setPreferableTarget(cv2.dnn.DNN_TARGET_OPENCL)
+    net.setInput(np.zeros((1, 3, 224, 224), np.float32))
+    assert net.forward().shape == (1, 1000)
+
+
+def test_cuda_targets_unavailable_with_reason_on_a_wheel_build():
+    if cv2.cuda.getCudaEnabledDeviceCount() > 0:
+        pytest.skip('OpenCV with CUDA here')
+    ok, why = OpenCvDnnBackend('cuda-fp16').available()
+    assert not ok and 'no CUDA device' in why
+
+
+# ---------------------------------------------------------------- accuracy guard
+class _SwappedClasses(Session):
+    """Runs the real model, then rolls the class axis: plausible numbers, wrong answers."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.backend_name = 'test/rolled'
+
+    def run(self, tensor):
+        return [np.roll(o, 7, axis=-1) for o in self.inner.run(tensor)]
+
+    def close(self):
+        self.inner.close()
+
+
+class _RolledBackend(OrtBackend):
+    def __init__(self):
+        super().__init__(intra_op_threads=1)
+        self.name = 'test/rolled'
+
+    def load(self, model_path, strict=False):
+        return _SwappedClasses(super().load(model_path))
+
+
+def test_accuracy_guard_rejects_a_backend_with_wrong_outputs(mobilenet):
+    spec, path = mobilenet
+    frames, what = calibration_frames(4)
+    assert 'real frames' in what
+    ref = Reference(spec, path, frames, what)
+    good = profile_candidate(OrtBackend(intra_op_threads=1), spec, path, ref, budget_s=0.2)
+    bad = profile_candidate(_RolledBackend(), spec, path, ref, budget_s=0.2)
+    assert good.status == 'ok' and good.accuracy == 1.0 and good.runs >= 5
+    assert bad.status == 'rejected' and bad.accuracy < 0.5
+    assert 'top-1 same on 0/4' in bad.reason
+    assert select([good, bad])[0] is good
+    # even when the wrong one is faster
+    bad.p50_ms = good.p50_ms / 10
+    assert select([good, bad])[0] is good
+
+
+def test_detector_accuracy_compares_boxes(registry, data_home):
+    spec = registry['nanodet']
+    path = data_home / 'models' / spec.file
+    frames, what = calibration_frames(3)
+    ref = Reference(spec, path, frames, what)
+    assert sum(len(d.scores) for d in ref.outputs) > 3        # real frames have people
+    res = profile_candidate(OpenCvDnnBackend('cpu'), spec, path, ref, budget_s=0.1,
+                            min_runs=2)
+    assert res.status == 'ok' and res.accuracy == pytest.approx(1.0)
+    assert 'reference boxes matched' in res.accuracy_detail
+
+
+# -------------------------------------------------------------------- selection
+def _recorded(name):
+    """Jetson TX2 profiles shaped after seed 000's Table 2 (see the fixture's note)."""
+    data = json.loads((FIXTURES / name).read_text())
+    return {m: [CandidateResult.from_dict(r) for r in rs] for m, rs in data['models'].items()}
+
+
+def test_objective_changes_the_pick_where_the_data_says_so():
+    prof = _recorded('recorded_profiles.json')
+    fast, why_fast = select(prof['squeezenet'], 'latency')
+    frugal, why_frugal = select(prof['squeezenet'], 'energy')
+    edp, _ = select(prof['squeezenet'], 'edp')
+    # seed 000, TX2 SqueezeNet: the fastest (TVM gpu, 1.6x) is not the most efficient
+    assert fast.backend == 'tvm/gpu' and frugal.backend == 'cudnn/gpu'
+    assert edp.backend == 'cudnn/gpu'        # 0.30 J x 30 ms < 0.50 J x 18.75 ms
+    assert 'best latency' in why_fast and 'next cudnn/gpu' in why_fast and '1.60x' in why_fast
+    assert 'best energy' in why_frugal
+    # the ranking flips with the model: among the Caffe libraries cuDNN is fastest for
+    # SqueezeNet and slowest for MobileNet, where ArmCL NEON on the CPU wins
+    caffe = {m: [r for r in rs if r.backend != 'tvm/gpu'] for m, rs in prof.items()}
+    assert select(caffe['squeezenet'])[0].backend == 'cudnn/gpu'
+    assert select(caffe['mobilenet'])[0].backend == 'armcl-neon/cpu'
+    assert select(prof['mobilenet'], 'energy')[0].backend == 'tvm/gpu'
+
+
+def test_constraints_are_respected_and_explained():
+    prof = _recorded('recorded_profiles.json')['squeezenet']
+    best, why = select(prof, 'energy', max_latency_ms=20.0)
+    assert best.p50_ms <= 20.0 and 'excluded by max_latency_ms' in why
+    best, why = select(prof, 'latency', max_latency_ms=1.0)
+    assert best.backend == 'tvm/gpu' and 'NO candidate meets' in why
+    best, why = select(prof, 'latency', min_accuracy=1.01)
+    assert best is None and 'no candidate reaches accuracy' in why
+    for r in prof:
+        r.energy_j = float('nan')
+    best, why = select(prof, 'energy')
+    assert best.backend == 'tvm/gpu' and 'objective energy -> latency' in why
+    with pytest.raises(ValueError, match='objective'):
+        select(prof, 'cheapest')
+
+
+# ------------------------------------------------------------------------ cache
+def _small_manager(cache_dir, **cfg):
+    config = {'ort_threads': [1], 'ort_providers_always_listed': [],
+              'opencv_targets': ['cpu'], 'blas': False, 'variants': [], 'budget_s': 0.1,
+              'warmup': 1, 'min_runs': 3, 'calibration_frames': 2}
+    config.update(cfg)
+    return BackendManager(cache_dir, config=config, log=lambda s: None)
+
+
+def test_cache_hit_miss_and_invalidation_of_only_what_changed(tmp_path, mobilenet,
+                                                              monkeypatch):
+    spec, path = mobilenet
+    mgr = _small_manager(tmp_path)
+    backend, run = mgr.choose(spec, path)
+    assert run.from_cache == {'onnxruntime/cpu/t1': False, 'opencv-dnn/cpu': False}
+    assert backend.name == run.chosen and run.chosen in run.why
+    # a second manager (a restart) reads everything from the file
+    again = _small_manager(tmp_path)
+    _, run2 = again.choose(spec, path)
+    assert all(run2.from_cache.values())
+    assert [r.p50_ms for r in run2.results] == [r.p50_ms for r in run.results]
+    # a new onnxruntime: only the ORT candidate is measured again
+    real = OrtBackend.versions
+    monkeypatch.setattr(OrtBackend, 'versions',
+                        lambda self: {**real(self), 'onnxruntime': '99.0'})
+    _, run3 = _small_manager(tmp_path).choose(spec, path)
+    assert run3.from_cache == {'onnxruntime/cpu/t1': False, 'opencv-dnn/cpu': True}
+    # another board: everything again
+    moved = _small_manager(tmp_path)
+    moved.board = {**moved.board, 'cpu': 'Cortex-A57'}
+    _, run4 = moved.choose(spec, path)
+    assert not any(run4.from_cache.values())
+    # a different model file (same registry entry, other bytes): measured again
+    other = tmp_path / 'copy' / path.name
+    other.parent.mkdir()
+    model = onnx.load(str(path))
+    onnx.helper.set_model_props(model, {'edited_by': 'test'})   # same graph, new sha
+    onnx.save(model, str(other))
+    _, run5 = _small_manager(tmp_path).choose(spec, other)
+    assert not any(run5.from_cache.values())
+
+
+def test_corrupt_cache_is_set_aside_and_rebuilt(tmp_path, mobilenet):
+    lines = []
+    (tmp_path / 'backend_profiles.json').write_text('{"format": 1, "entries": ')
+    mgr = _small_manager(tmp_path)
+    mgr.cache = ProfileCache(tmp_path / 'backend_profiles.json', log=lines.append)
+    mgr.choose(*mobilenet)
+    assert (tmp_path / 'backend_profiles.corrupt').is_file()
+    assert any('unreadable' in line for line in lines)
+    assert json.loads((tmp_path / 'backend_profiles.json').read_text())['entries']
+
+
+def test_forced_backend_is_measured_alone_and_unknown_names_fail(tmp_path, mobilenet):
+    mgr = _small_manager(tmp_path)
+    backend, run = mgr.choose(*mobilenet, force='opencv-dnn/cpu')
+    assert backend.name == 'opencv-dnn/cpu' and [r.backend for r in run.results] == \
+        ['opencv-dnn/cpu'] and 'forced' in run.why
+    with pytest.raises(BackendError, match="'tflite/cpu' is not a candidate"):
+        mgr.choose(*mobilenet, force='tflite/cpu')
+
+
+def test_config_rejects_unknown_keys(tmp_path):
+    bad = tmp_path / 'backends.yaml'
+    bad.write_text('budget_s: 1\nbugdet: 2\n')
+    with pytest.raises(ValueError, match="unknown keys \\['bugdet'\\]"):
+        manager_mod.load_config(bad)
+    assert manager_mod.load_config()['budget_s'] > 0     # the shipped file loads
+
+
+# ------------------------------------------------------------------------ drift
+def test_drift_fires_on_sustained_slowdown_only():
+    mon = DriftMonitor(expected_ms=10.0, threshold=1.5, window_s=2.0, min_samples=5,
+                       cooldown_s=5.0)
+    t = 0.0
+    fired = []
+    for i in range(40):                  # 4 s at 10 Hz, normal, with one 100 ms outlier
+        t += 0.1
+        fired.append(mon.add(100.0 if i == 20 else 10.5, now=t))
+    assert not any(fired)
+    for _ in range(9):                   # slow for 0.9 s: under half the 2 s window
+        t += 0.1
+        fired.append(mon.add(20.0, now=t))
+    assert not any(fired)
+    hits = []
+    for _ in range(10):                  # slow for most of the window: fires, once
+        t += 0.1
+        hits.append(mon.add(20.0, now=t))
+    assert hits.count(True) == 1 and hits.index(True) <= 2
+    assert mon.fired == 1 and mon.last_median_ms == 20.0
+    assert not any(mon.add(20.0, now=t + 0.1 * k) for k in range(1, 40))   # cooldown
+    mon.rebase(20.0)
+    assert not any(mon.add(21.0, now=t + 10 + 0.1 * k) for k in range(60))
+    with pytest.raises(ValueError, match='> 1'):
+        DriftMonitor(10.0, threshold=0.9)
+
+
+def test_results_round_trip_and_edp():
+    r = CandidateResult('x', p50_ms=20.0, energy_j=0.5, status='ok')
+    assert r.edp == pytest.approx(0.01)
+    assert CandidateResult.from_dict({**r.to_dict(), 'future_field': 1}) == r
+    assert math.isnan(CandidateResult('y').p50_ms)
