@@ -175,8 +175,14 @@ class BackendManager:
             hit = self.cache.get(key)
             if hit is not None:
                 return bool(hit['ok']), hit['reason'] + ' (cached)'
-        ok, reason = probe_backend(backend, self.cache_dir)
-        self.cache.put(key, {'ok': ok, 'reason': reason}, parts)
+        # A variant converts the model itself: its base runs the probe, and the
+        # conversion is judged by the accuracy check against fp32 when profiling.
+        target = getattr(backend, 'base', backend)
+        ok, reason = probe_backend(target, self.cache_dir)
+        if target is not backend:
+            reason = f'{reason} (probe on {target.name}; the variant is judged by accuracy)'
+        if ok:      # failures are not cached: the next start tries again
+            self.cache.put(key, {'ok': ok, 'reason': reason}, parts)
         return ok, reason
 
     def probe_all(self, use_cache: bool = True) -> List[Tuple[Backend, bool, str]]:
@@ -222,10 +228,10 @@ class BackendManager:
                      **self._versions_key(backend)}
             key = entry_key(parts)
             hit = self.cache.get(key) if use_cache else None
-            if hit is not None and hit.get('status') != 'unavailable':
+            if hit is not None and hit.get('status') in ('ok', 'rejected'):
                 res = CandidateResult.from_dict(hit)
                 run.from_cache[backend.name] = True
-            else:   # not cached, or cached as unavailable: availability may have changed
+            else:   # only measurements are reused; unavailable / failed ones are tried again
                 hit = None
             if hit is None:
                 ok, why = self.probe(backend, use_cache)
@@ -242,7 +248,8 @@ class BackendManager:
                         warmup=int(self.config['warmup']),
                         min_runs=int(self.config['min_runs']), meter=self.meter,
                         min_accuracy=floor)
-                self.cache.put(key, res.to_dict(), parts)
+                if res.status in ('ok', 'rejected'):
+                    self.cache.put(key, res.to_dict(), parts)
                 run.from_cache[backend.name] = False
             run.results.append(res)
         fresh = sum(not v for v in run.from_cache.values())
