@@ -35,3 +35,26 @@ def test_lifecycle_verb_drives_a_container_node(ros, container):
     assert r.returncode == 1 and 'transition deactivate failed' in r.stderr
     assert proc.poll() is None
     assert cli('/classifier', 'activate').stdout.strip() == '/classifier: active'
+
+
+def test_backends_verb_lists_candidates_with_reasons(data_home, capsys):
+    assert main(['backends']) == 0
+    out = capsys.readouterr().out
+    lines = {ln.split()[0]: ln for ln in out.splitlines() if ln.startswith(('onnx', 'opencv'))}
+    assert ' available ' in lines['onnxruntime/cpu/t1'] + ' '
+    assert 'probe ran in' in lines['onnxruntime/cpu/t1']
+    assert 'unavailable' in lines['onnxruntime/cuda'] and 'not in this onnxruntime' in \
+        lines['onnxruntime/cuda']
+    assert 'candidates available' in out
+
+
+def test_profile_verb_prints_table_and_writes_chart(data_home, tmp_path, capsys):
+    png = tmp_path / 'chart.png'
+    assert main(['profile', 'mobilenet_v2', '--budget', '0.2', '--png', str(png)]) == 0
+    out = capsys.readouterr().out
+    chosen = [ln for ln in out.splitlines() if ln.startswith(('onnx', 'opencv', 'numpy'))
+              and '  *  ' in ln]
+    assert len(chosen) == 1 and 'ok' in chosen[0]
+    assert 'chosen: ' in out and png.stat().st_size > 10_000
+    assert png.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
+    assert main(['profile', 'resnet9000']) == 2
