@@ -1,0 +1,365 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""One process-wide executor for several DNNs: segments as jobs, placed on devices.
+
+Pieces (seed 004's design, ROS-free):
+
+- :class:`SegmentRunner`: one segment on one device, an ONNX Runtime session
+  with I/O binding. Inputs are bound by pointer, outputs go into buffers
+  allocated once (a small pool per segment, one slot per frame in flight):
+  nothing is copied between segments, and :meth:`run` checks it by pointer.
+- :class:`Device`: a worker thread with a FIFO job queue and an estimate of
+  its backlog (sum of the expected costs of queued jobs); a busy
+  accelerator shared with other work is a device whose queue also holds
+  foreign jobs (see :class:`LoadGenerator`).
+- The controller (:meth:`SharedExecutor.submit` / ``_done``) releases
+  segment i+1 of a frame only when segment i has finished, wiring i's
+  output buffers to i+1's inputs; a frame never sees another frame's
+  tensors (each in-flight frame owns a buffer slot).
+- The distributor (:meth:`SharedExecutor._place`) picks the device of each
+  job by policy: ``accelerator-only`` (baseline), ``by-layer-type`` (seed
+  004: conv segments to the accelerator, light ones to the CPU) or
+  ``cost-model`` (per-segment cost measured on every device, plus the
+  device's current backlog: the device where the job would finish first).
+
+Copies are counted per frame (``bytes_copied``): zero on this path, beyond
+the one preprocessing pass that writes the input tensor.
+"""
+
+from collections import deque
+from dataclasses import dataclass, field
+import itertools
+import pathlib
+import queue
+import statistics
+import threading
+import time
+from typing import Callable, Dict, List, Optional, Sequence
+
+import numpy as np
+
+from .partition import partition, Segment
+
+POLICIES = ('accelerator-only', 'by-layer-type', 'cost-model')
+
+
+class ExecutorError(RuntimeError):
+    """A job failed on every device that could run it."""
+
+
+class SegmentRunner:
+    """A segment's ORT session on one device, zero-copy in and out (see the module doc)."""
+
+    def __init__(self, segment: Segment, threads: int = 1, slots: int = 2,
+                 provider: str = 'CPUExecutionProvider'):
+        import onnxruntime as ort
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = threads
+        so.inter_op_num_threads = 1
+        so.log_severity_level = 3
+        so.add_session_config_entry('session.intra_op.allow_spinning', '0')
+        self.segment = segment
+        self.sess = ort.InferenceSession(segment.model.SerializeToString(), so,
+                                         providers=[provider])
+        meta = {o.name: o for o in self.sess.get_outputs()}
+        self.out_names = list(segment.outputs)
+        self.slots = [[np.empty(meta[n].shape, np.float32) for n in self.out_names]
+                      for _ in range(slots)]
+        self.binding = self.sess.io_binding()
+        self.copied = 0     # bytes ORT had to copy (a moved output buffer); should stay 0
+
+    def run(self, inputs: Dict[str, np.ndarray], slot: int) -> Dict[str, np.ndarray]:
+        """Run on ``inputs`` (C-contiguous float32, bound by pointer) into buffer ``slot``."""
+        b = self.binding
+        for name in self.segment.inputs:
+            arr = inputs[name]
+            if not arr.flags.c_contiguous or arr.dtype != np.float32:
+                raise ExecutorError(f'{self.segment.name}: input {name} must be C-contiguous '
+                                    f'float32 (got {arr.dtype}, contiguous '
+                                    f'{arr.flags.c_contiguous})')
+            b.bind_input(name, 'cpu', 0, np.float32, arr.shape, arr.ctypes.data)
+        bufs = self.slots[slot]
+        for name, buf in zip(self.out_names, bufs):
+            b.bind_output(name, 'cpu', 0, np.float32, buf.shape, buf.ctypes.data)
+        self.sess.run_with_iobinding(b)
+        for name, buf, ov in zip(self.out_names, bufs, b.get_outputs()):
+            if ov.data_ptr() != buf.ctypes.data:     # ORT allocated elsewhere: count it
+                np.copyto(buf, ov.numpy())
+                self.copied += buf.nbytes
+        return dict(zip(self.out_names, bufs))
+
+
+@dataclass
+class Job:
+    """One segment of one frame (or a foreign job from the load generator)."""
+
+    frame: Optional['Frame']
+    seg: int
+    cost_ms: float
+    device: str = ''
+    t_queued: float = 0.0
+    t_start: float = 0.0
+    t_end: float = 0.0
+    fn: Optional[Callable[[], None]] = None      # foreign work
+
+
+@dataclass
+class Frame:
+    """A frame in flight through one model's segments."""
+
+    fid: int
+    model: str
+    slot: int
+    env: Dict[str, np.ndarray]
+    callback: Callable
+    t_submit: float
+    trace: List[tuple] = field(default_factory=list)   # (segment, device, wait ms, run ms)
+    error: Optional[str] = None
+
+
+class Device:
+    """A worker thread with a FIFO queue; ``backlog_ms`` estimates the wait for a new job."""
+
+    def __init__(self, name: str, role: str):
+        self.name, self.role = name, role
+        self.q: 'queue.Queue[Optional[Job]]' = queue.Queue()
+        self._lock = threading.Lock()
+        self._pending_ms = 0.0
+        self._current_end = 0.0
+        self.busy_s = 0.0
+        self.jobs = 0
+        self.failed: Optional[str] = None
+        self.thread: Optional[threading.Thread] = None
+
+    def backlog_ms(self) -> float:
+        """Return the expected time until a job queued now would start, ms."""
+        with self._lock:
+            running = max(0.0, self._current_end - time.perf_counter()) * 1e3
+            return self._pending_ms + running
+
+    def put(self, job: Job) -> None:
+        """Queue a job."""
+        with self._lock:
+            self._pending_ms += job.cost_ms
+        job.t_queued = time.perf_counter()
+        self.q.put(job)
+
+    def _took(self, job: Job) -> None:
+        with self._lock:
+            self._pending_ms = max(0.0, self._pending_ms - job.cost_ms)
+            self._current_end = time.perf_counter() + job.cost_ms / 1e3
+
+
+class LoadGenerator:
+    """Keeps a device busy ``duty`` of the time with foreign jobs (seed 004's 0/40/60 %)."""
+
+    def __init__(self, device: Device, duty: float, period_ms: float = 20.0):
+        if not 0 <= duty < 1:
+            raise ValueError(f'duty cycle must be in [0, 1), got {duty}')
+        self.device, self.duty, self.period_ms = device, duty, period_ms
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+        self.busy_ms = 0.0
+
+    def _burn(self, ms: float) -> None:
+        end = time.perf_counter() + ms / 1e3
+        a = np.ones((64, 64), np.float32)
+        while time.perf_counter() < end:
+            a = a @ a * 1e-3 + 1.0       # real arithmetic, as another app's kernels would be
+        self.busy_ms += ms
+
+    def _loop(self) -> None:
+        busy = self.duty * self.period_ms
+        while not self._stop.wait(self.period_ms / 1e3 * (1 - self.duty)):
+            self.device.put(Job(None, -1, busy, fn=lambda: self._burn(busy)))
+            # wait until that job is done before queueing the next, like a
+            # periodic kernel submitted by another process
+            while not self._stop.is_set() and self.device.backlog_ms() > 0.5 * busy:
+                time.sleep(0.001)
+
+    def start(self) -> 'LoadGenerator':
+        """Start submitting."""
+        if self.duty > 0:
+            self._thread = threading.Thread(target=self._loop, name='load', daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop submitting."""
+        self._stop.set()
+        if self._thread:
+            self._thread.join(2.0)
+
+
+class SharedExecutor:
+    """Segments of several models as jobs on a CPU and an 'accelerator' device."""
+
+    def __init__(self, policy: str = 'cost-model', threads_per_device: int = 1,
+                 slots: int = 2,
+                 devices: Sequence[tuple] = (('accelerator', 'accelerator'), ('cpu', 'cpu')),
+                 min_nodes: int = 3, log: Callable[[str], None] = print):
+        if policy not in POLICIES:
+            raise ValueError(f"policy '{policy}': use one of {', '.join(POLICIES)}")
+        self.policy = policy
+        self.log = log
+        self.devices = {name: Device(name, role) for name, role in devices}
+        self.threads, self.slots, self.min_nodes = threads_per_device, slots, min_nodes
+        self.models: Dict[str, dict] = {}
+        self._ids = itertools.count()
+        self._stopping = False
+        self.frames_done = 0
+        self.bytes_copied = 0
+        for d in self.devices.values():
+            d.thread = threading.Thread(target=self._worker, args=(d,), name=f'dev-{d.name}',
+                                        daemon=True)
+            d.thread.start()
+
+    # ------------------------------------------------------------------ models
+    def add_model(self, name: str, model_path: pathlib.Path) -> List[Segment]:
+        """Partition the model and open every segment on every device; measure costs."""
+        segments = partition(model_path, min_nodes=self.min_nodes)
+        runners = {d: [SegmentRunner(s, self.threads, self.slots) for s in segments]
+                   for d in self.devices}
+        import onnx
+        g = onnx.load(str(model_path), load_external_data=False).graph
+        inits = {i.name for i in g.initializer}
+        inp = next(i for i in g.input if i.name not in inits)
+        self.models[name] = {
+            'segments': segments, 'runners': runners,
+            'input': inp.name, 'outputs': [o.name for o in g.output],
+            'free': deque(range(self.slots)), 'cond': threading.Condition(),
+            'cost': {d: [1.0] * len(segments) for d in self.devices}}
+        self.measure_costs(name)
+        return segments
+
+    def measure_costs(self, name: str, runs: int = 5) -> Dict[str, List[float]]:
+        """Time every segment alone on every device (median ms): the cost model's input."""
+        m = self.models[name]
+        shape = m['runners'][next(iter(self.devices))][0].sess.get_inputs()[0].shape
+        x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+        for dev, runners in m['runners'].items():
+            env = {m['input']: x}
+            for i, r in enumerate(runners):
+                times = []
+                for _ in range(runs):
+                    t = time.perf_counter()
+                    out = r.run(env, 0)
+                    times.append((time.perf_counter() - t) * 1e3)
+                m['cost'][dev][i] = statistics.median(times)
+                env = {**env, **{k: v.copy() for k, v in out.items()}}
+        return m['cost']
+
+    # --------------------------------------------------------------- controller
+    def submit(self, name: str, tensor: np.ndarray, callback: Callable) -> int:
+        """Start one frame; ``callback(outputs list, frame)`` runs when its last segment ends.
+
+        Blocks while every buffer slot of the model is in flight (backpressure).
+        """
+        m = self.models[name]
+        with m['cond']:
+            while not m['free']:
+                m['cond'].wait()
+            slot = m['free'].popleft()
+        frame = Frame(next(self._ids), name, slot, {m['input']: tensor}, callback,
+                      time.perf_counter())
+        self._release(frame, 0)
+        return frame.fid
+
+    def _release(self, frame: Frame, seg: int) -> None:
+        dev = self._place(frame.model, seg)
+        cost = self.models[frame.model]['cost'][dev][seg]
+        self.devices[dev].put(Job(frame, seg, cost, device=dev))
+
+    def _done(self, job: Job, outputs: Optional[Dict[str, np.ndarray]]) -> None:
+        frame = job.frame
+        m = self.models[frame.model]
+        frame.trace.append((job.seg, job.device, (job.t_start - job.t_queued) * 1e3,
+                            (job.t_end - job.t_start) * 1e3))
+        if outputs is not None:
+            frame.env.update(outputs)
+        if outputs is not None and job.seg + 1 < len(m['segments']):
+            self._release(frame, job.seg + 1)
+            return
+        result = None if outputs is None else [frame.env[n] for n in m['outputs']]
+        try:
+            frame.callback(result, frame)
+        finally:
+            frame.env.clear()
+            with m['cond']:
+                m['free'].append(frame.slot)
+                m['cond'].notify()
+            self.frames_done += 1
+
+    # -------------------------------------------------------------- distributor
+    def _place(self, name: str, seg: int) -> str:
+        m = self.models[name]
+        live = {n: d for n, d in self.devices.items() if d.failed is None}
+        if not live:
+            raise ExecutorError('every device has failed')
+        accel = next((n for n, d in live.items() if d.role == 'accelerator'), None)
+        cpu = next((n for n, d in live.items() if d.role == 'cpu'), None)
+        if self.policy == 'accelerator-only':
+            return accel or cpu
+        if self.policy == 'by-layer-type':
+            want = accel if m['segments'][seg].kind == 'conv' else cpu
+            return want or accel or cpu
+        # cost-model: where would it finish first (backlog + its measured cost)?
+        return min(live, key=lambda n: live[n].backlog_ms() + m['cost'][n][seg])
+
+    # ------------------------------------------------------------------ workers
+    def _worker(self, dev: Device) -> None:
+        while True:
+            job = dev.q.get()
+            if job is None:
+                return
+            dev._took(job)
+            job.t_start = time.perf_counter()
+            if job.fn is not None:          # foreign load
+                job.fn()
+                dev.busy_s += time.perf_counter() - job.t_start
+                continue
+            try:
+                if dev.failed is not None:
+                    raise ExecutorError(f'device {dev.name} failed earlier')
+                runner = self.models[job.frame.model]['runners'][dev.name][job.seg]
+                before = runner.copied
+                out = runner.run(job.frame.env, job.frame.slot)
+                self.bytes_copied += runner.copied - before
+            except Exception as exc:  # the device failed: move the job, mark the device
+                job.t_end = time.perf_counter()
+                if dev.failed is None:
+                    dev.failed = f'{type(exc).__name__}: {exc}'
+                    self.log(f'WARNING executor: device {dev.name} failed ({dev.failed}); '
+                             f'its jobs move to the other devices')
+                try:
+                    self._release(job.frame, job.seg)
+                except ExecutorError as exc2:
+                    job.frame.error = str(exc2)
+                    self._done(job, None)
+                self._drain(dev)
+                continue
+            job.t_end = time.perf_counter()
+            dev.busy_s += job.t_end - job.t_start
+            dev.jobs += 1
+            self._done(job, out)
+
+    def _drain(self, dev: Device) -> None:
+        """Move every job still queued on a failed device elsewhere."""
+        while True:
+            try:
+                job = dev.q.get_nowait()
+            except queue.Empty:
+                return
+            if job is None:
+                dev.q.put(None)
+                return
+            dev._took(job)
+            if job.frame is not None:
+                self._release(job.frame, job.seg)
+
+    def close(self) -> None:
+        """Stop the workers."""
+        for d in self.devices.values():
+            d.q.put(None)
+        for d in self.devices.values():
+            if d.thread:
+                d.thread.join(5.0)

@@ -1,0 +1,162 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""The shared executor: ordering, no frame mixing, zero-copy by pointer, placement, failover."""
+
+import threading
+import time
+
+from edge_infer.executor.core import Job, LoadGenerator, POLICIES, SharedExecutor
+import numpy as np
+import onnxruntime as ort
+import pytest
+
+
+@pytest.fixture(scope='module')
+def models(data_home):
+    return {m: data_home / 'models' / f'{m}.onnx' for m in ('mobilenet_v2', 'nanodet')}
+
+
+def _reference(path, x):
+    sess = ort.InferenceSession(str(path), providers=['CPUExecutionProvider'])
+    return sess.run(None, {sess.get_inputs()[0].name: x})
+
+
+def _inputs(ex, name, n):
+    shape = ex.models[name]['runners']['cpu'][0].sess.get_inputs()[0].shape
+    return [np.random.default_rng(i).standard_normal(shape).astype(np.float32)
+            for i in range(n)]
+
+
+@pytest.mark.parametrize('policy', POLICIES)
+def test_concurrent_frames_are_ordered_unmixed_and_exact(models, policy):
+    ex = SharedExecutor(policy, log=lambda s: None)
+    try:
+        for name, path in models.items():
+            ex.add_model(name, path)
+        xs = {name: _inputs(ex, name, 4) for name in models}
+        refs = {name: [_reference(models[name], x) for x in xs[name]] for name in models}
+        got, done = [], threading.Semaphore(0)
+
+        def cb(out, frame):
+            got.append((frame.model, frame.fid, [o.copy() for o in out], list(frame.trace)))
+            done.release()
+        ids = {}
+
+        def feed(name):
+            for i, x in enumerate(xs[name]):
+                ids[ex.submit(name, x, cb)] = (name, i)
+        threads = [threading.Thread(target=feed, args=(n,)) for n in models]
+        [t.start() for t in threads]
+        [t.join() for t in threads]
+        for _ in range(8):
+            assert done.acquire(timeout=30)
+        assert len(got) == 8
+        for name, fid, out, trace in got:
+            model, i = ids[fid]
+            assert model == name
+            # each frame's outputs are its own input's (no mixing across frames)
+            for a, b in zip(out, refs[name][i]):
+                np.testing.assert_allclose(a, b, atol=1e-5 * max(1.0, np.abs(b).max()))
+            # segments ran in order, each after the previous had ended
+            assert [s for s, *_ in trace] == list(range(len(ex.models[name]['segments'])))
+        assert ex.bytes_copied == 0
+    finally:
+        ex.close()
+
+
+def test_zero_copy_by_data_pointer(models):
+    ex = SharedExecutor('by-layer-type', log=lambda s: None)
+    try:
+        ex.add_model('mobilenet_v2', models['mobilenet_v2'])
+        m = ex.models['mobilenet_v2']
+        r0, r1 = m['runners']['accelerator'][0], m['runners']['cpu'][1]
+        x = _inputs(ex, 'mobilenet_v2', 1)[0]
+        out0 = r0.run({m['input']: x}, 1)
+        (_, buf0), = out0.items()
+        assert buf0.ctypes.data == r0.slots[1][0].ctypes.data     # written in place
+        # the next segment reads that memory itself: change it in place and run the
+        # binding again without rebinding: the output follows
+        out1 = r1.run(out0, 1)
+        first = next(iter(out1.values())).copy()
+        assert next(iter(out1.values())).ctypes.data == r1.slots[1][0].ctypes.data
+        buf0 *= 2.0
+        r1.sess.run_with_iobinding(r1.binding)
+        assert not np.allclose(next(iter(out1.values())), first)
+        assert r0.copied == r1.copied == 0
+        # a non-contiguous input is refused, not silently copied
+        with pytest.raises(Exception, match='C-contiguous'):
+            r0.run({m['input']: np.asfortranarray(x)}, 0)
+    finally:
+        ex.close()
+
+
+def test_placement_follows_policy_and_recorded_costs(models):
+    ex = SharedExecutor('by-layer-type', log=lambda s: None)
+    try:
+        ex.add_model('mobilenet_v2', models['mobilenet_v2'])
+        kinds = [s.kind for s in ex.models['mobilenet_v2']['segments']]
+        assert kinds == ['conv', 'light']
+        assert [ex._place('mobilenet_v2', i) for i in range(2)] == ['accelerator', 'cpu']
+        ex.policy = 'accelerator-only'
+        assert {ex._place('mobilenet_v2', i) for i in range(2)} == {'accelerator'}
+        # cost-model on recorded costs: the accelerator is 4x faster for conv, but a
+        # backlog there sends the job to the CPU once waiting would cost more
+        ex.policy = 'cost-model'
+        ex.models['mobilenet_v2']['cost'] = {'accelerator': [5.0, 1.0], 'cpu': [20.0, 0.5]}
+        assert ex._place('mobilenet_v2', 0) == 'accelerator'
+        assert ex._place('mobilenet_v2', 1) == 'cpu'
+        ex.devices['accelerator']._pending_ms = 30.0       # 30 ms of queued work
+        assert ex._place('mobilenet_v2', 0) == 'cpu'
+        ex.devices['accelerator']._pending_ms = 10.0
+        assert ex._place('mobilenet_v2', 0) == 'accelerator'
+    finally:
+        ex.devices['accelerator']._pending_ms = 0.0
+        ex.close()
+
+
+def test_failing_device_moves_its_jobs_and_the_stream_goes_on(models):
+    lines = []
+    ex = SharedExecutor('by-layer-type', log=lines.append)
+    try:
+        ex.add_model('mobilenet_v2', models['mobilenet_v2'])
+        x = _inputs(ex, 'mobilenet_v2', 1)[0]
+        ref = _reference(models['mobilenet_v2'], x)
+        outs, done = [], threading.Semaphore(0)
+
+        def cb(out, frame):
+            outs.append((None if out is None else out[0].copy(), list(frame.trace)))
+            done.release()
+        for _ in range(3):
+            ex.submit('mobilenet_v2', x, cb)
+        for _ in range(3):
+            assert done.acquire(timeout=30)
+        # the accelerator's session dies (driver reset, device unplugged)
+        for r in ex.models['mobilenet_v2']['runners']['accelerator']:
+            r.sess = None
+        for _ in range(5):
+            ex.submit('mobilenet_v2', x, cb)
+        for _ in range(5):
+            assert done.acquire(timeout=30)
+        assert len(outs) == 8 and all(o is not None for o, _ in outs)
+        for o, _ in outs:
+            np.testing.assert_allclose(o, ref[0], atol=1e-5)
+        assert all(dev == 'cpu' for _, tr in outs[4:] for _, dev, *_ in tr)
+        assert sum('device accelerator failed' in ln for ln in lines) == 1
+        assert ex.devices['accelerator'].failed
+    finally:
+        ex.close()
+
+
+def test_load_generator_holds_its_duty_cycle():
+    ex = SharedExecutor('accelerator-only', log=lambda s: None)
+    try:
+        dev = ex.devices['accelerator']
+        gen = LoadGenerator(dev, 0.5, period_ms=20).start()
+        time.sleep(1.0)
+        gen.stop()
+        time.sleep(0.05)
+        assert 0.3 <= dev.busy_s / 1.0 <= 0.7       # 50 % asked; scheduling noise allowed
+        with pytest.raises(ValueError, match='duty'):
+            LoadGenerator(dev, 1.2)
+        assert isinstance(Job(None, -1, 1.0), Job)
+    finally:
+        ex.close()
