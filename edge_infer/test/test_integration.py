@@ -167,6 +167,28 @@ def test_bag_replay_finds_people_with_source_stamps(ros, container, results, sma
         assert 'split equally' in rec.method or 'total power' in rec.method
 
 
+def test_shared_executor_runs_both_models_in_segments(ros, container, results, small_bag):
+    both = {'executor_policy': 'cost-model'}
+    proc = container({'detector': both, 'classifier': both})
+    _bring_up(ros)
+    player = procs.start_player(small_bag, ros.env, ['--wait-for-subscribers', '20'])
+    ros.spin_until(lambda: player.poll() is not None, 60)
+    n = sum(1 for t, *_ in iter_bag_frames(small_bag) if not t.endswith('/compressed'))
+    ros.spin_until(lambda: len(results.det) >= n and len(results.cls) >= n, 15)
+    assert proc.poll() is None and results.det and results.cls
+    assert {m.backend for m in results.det + results.cls} == {'executor/cost-model'}
+    for m in results.det:
+        assert len(m.segment_devices) >= 4          # nanodet: backbone + head segments
+        assert set(m.segment_devices) <= {'accelerator', 'cpu'}
+    for m in results.cls:
+        assert len(m.segment_devices) == 2          # mobilenet_v2: conv body + light head
+    photo = [m for m in results.det if (m.image_width, m.image_height) == (512, 512)]
+    assert photo and any(d.label == 'person' and d.score > 0.6 for d in photo[-1].detections)
+    ros.spin_until(lambda: 'executor_bytes_copied_total' in results.diag.get('/detector', {}),
+                   5)
+    assert results.diag['/detector']['executor_bytes_copied_total'] == '0'
+
+
 def test_lifecycle_from_another_process_no_results_while_inactive(
         ros, container, results, footage):
     container()

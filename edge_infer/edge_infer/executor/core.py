@@ -114,6 +114,19 @@ class Frame:
     t_submit: float
     trace: List[tuple] = field(default_factory=list)   # (segment, device, wait ms, run ms)
     error: Optional[str] = None
+    hold: bool = False              # keep the buffer slot until release() (outputs in use)
+    _free: Optional[Callable[[], None]] = None
+
+    def release(self) -> None:
+        """Give the frame's output buffers back (after reading them); idempotent."""
+        free, self._free = self._free, None
+        if free is not None:
+            free()
+
+    @property
+    def placement(self) -> List[str]:
+        """Return the device of each segment, in segment order."""
+        return [dev for _, dev, *_ in sorted(self.trace)]
 
 
 class Device:
@@ -231,6 +244,10 @@ class SharedExecutor:
         self.measure_costs(name)
         return segments
 
+    def remove_model(self, name: str) -> None:
+        """Forget a model (its sessions are freed with it)."""
+        self.models.pop(name, None)
+
     def measure_costs(self, name: str, runs: int = 5) -> Dict[str, List[float]]:
         """Time every segment alone on every device (median ms): the cost model's input."""
         m = self.models[name]
@@ -249,10 +266,14 @@ class SharedExecutor:
         return m['cost']
 
     # --------------------------------------------------------------- controller
-    def submit(self, name: str, tensor: np.ndarray, callback: Callable) -> int:
+    def submit(self, name: str, tensor: np.ndarray, callback: Callable,
+               hold: bool = False) -> int:
         """Start one frame; ``callback(outputs list, frame)`` runs when its last segment ends.
 
         Blocks while every buffer slot of the model is in flight (backpressure).
+        The outputs are views on the slot's buffers: with ``hold`` the slot stays
+        taken until ``frame.release()`` (read them without copying), otherwise it
+        is reused as soon as the callback returns.
         """
         m = self.models[name]
         with m['cond']:
@@ -260,7 +281,7 @@ class SharedExecutor:
                 m['cond'].wait()
             slot = m['free'].popleft()
         frame = Frame(next(self._ids), name, slot, {m['input']: tensor}, callback,
-                      time.perf_counter())
+                      time.perf_counter(), hold=hold)
         self._release(frame, 0)
         return frame.fid
 
@@ -280,13 +301,18 @@ class SharedExecutor:
             self._release(frame, job.seg + 1)
             return
         result = None if outputs is None else [frame.env[n] for n in m['outputs']]
+
+        def free():
+            with m['cond']:
+                m['free'].append(frame.slot)
+                m['cond'].notify()
+        frame._free = free
         try:
             frame.callback(result, frame)
         finally:
             frame.env.clear()
-            with m['cond']:
-                m['free'].append(frame.slot)
-                m['cond'].notify()
+            if not frame.hold or result is None:
+                frame.release()
             self.frames_done += 1
 
     # -------------------------------------------------------------- distributor
@@ -363,3 +389,63 @@ class SharedExecutor:
         for d in self.devices.values():
             if d.thread:
                 d.thread.join(5.0)
+
+
+class ExecutorSession:
+    """A model instance of the shared executor behind the backend Session interface.
+
+    ``run`` submits the tensor, waits for the last segment, and returns the
+    outputs as views on the executor's buffers (no copy); the buffers stay
+    the caller's until its next ``run`` (or ``close``). ``last_frame`` tells
+    which device ran each segment.
+    """
+
+    def __init__(self, executor: 'SharedExecutor', instance: str, timeout_s: float = 30.0):
+        self.executor, self.instance, self.timeout_s = executor, instance, timeout_s
+        self.backend_name = f'executor/{executor.policy}'
+        self.last_frame: Optional[Frame] = None
+
+    def run(self, tensor: np.ndarray) -> List[np.ndarray]:
+        """Run one frame through the executor; return the outputs (views)."""
+        if self.last_frame is not None:
+            self.last_frame.release()
+        done = threading.Event()
+        box: list = []
+
+        def cb(outputs, frame):
+            box.append((outputs, frame))
+            done.set()
+        self.executor.submit(self.instance, np.ascontiguousarray(tensor, np.float32), cb,
+                             hold=True)
+        if not done.wait(self.timeout_s):
+            raise ExecutorError(f'{self.instance}: no result within {self.timeout_s:g} s')
+        outputs, frame = box[0]
+        self.last_frame = frame
+        if outputs is None:
+            raise ExecutorError(f'{self.instance}: {frame.error or "frame failed"}')
+        return outputs
+
+    def close(self) -> None:
+        """Give the last buffers back and remove the model from the executor."""
+        if self.last_frame is not None:
+            self.last_frame.release()
+            self.last_frame = None
+        self.executor.remove_model(self.instance)
+
+
+class ExecutorBackend:
+    """Backend adapter: ``load(path)`` adds the model to a shared executor."""
+
+    library = 'edge_infer-executor'
+    device = 'accelerator+cpu'
+    precision = 'fp32'
+    tensor_passing = 'zero-copy io-binding between segments'
+
+    def __init__(self, executor: 'SharedExecutor', instance: str):
+        self.executor, self.instance = executor, instance
+        self.name = f'executor/{executor.policy}'
+
+    def load(self, model_path) -> ExecutorSession:
+        """Partition and add the model; return its session."""
+        self.executor.add_model(self.instance, pathlib.Path(model_path))
+        return ExecutorSession(self.executor, self.instance)

@@ -33,6 +33,7 @@ from .base import ManagedNode
 from .. import paths
 from ..backends.drift import DriftMonitor
 from ..backends.manager import shared_manager
+from ..backends.profiling import CandidateResult, ProfileRun
 from ..backends.selection import OBJECTIVES, select
 from ..core.backend import BackendError
 from ..core.cdr import CdrError, parse_compressed_image, parse_image
@@ -41,6 +42,8 @@ from ..core.model import Model, model_file
 from ..core.postprocess import OutputError
 from ..core.registry import load_registry, RegistryError
 from ..core.stream import LatestSlot, StreamStats
+from ..executor import shared as shared_executor
+from ..executor.core import ExecutorBackend, ExecutorSession, POLICIES
 from ..telemetry import shared as shared_meter
 from ..telemetry.meter import EnergyRecord as MeterRecord
 
@@ -64,6 +67,9 @@ PARAMETERS = {
     'drift_threshold': (1.5, 'observed/profiled median latency ratio that triggers a '
                              're-evaluation; 0 = off'),
     'drift_window_s': (5.0, 'seconds the drift must last (median over the window)'),
+    'executor_policy': ('', "run the model's segments on the process-wide shared executor: "
+                            "accelerator-only | by-layer-type | cost-model; '' = whole model "
+                            'on the chosen backend'),
     'score_threshold': (-1.0, 'detector score threshold; < 0 = registry value'),
     'nms_iou': (-1.0, 'detector NMS IoU threshold; < 0 = registry value'),
     'top_k': (0, 'classifier: classes per result; 0 = registry value'),
@@ -129,6 +135,7 @@ class PerceptionNode(ManagedNode):
         self._report_pub = None
         self._drift: Optional[DriftMonitor] = None
         self._next_model: Optional[Model] = None    # swapped in by the worker
+        self._executor = None
         self._reevaluating = threading.Lock()
         self._model_path = None
         self._overrides = {}
@@ -202,6 +209,10 @@ class PerceptionNode(ManagedNode):
                               f'ratio > 1')
         if self._param('drift_window_s') <= 0:
             raise ConfigError("parameter 'drift_window_s' must be positive")
+        policy = self._param('executor_policy')
+        if policy and policy not in POLICIES:
+            raise ConfigError(f"parameter 'executor_policy' is '{policy}': use '' or one of "
+                              f"{', '.join(POLICIES)}")
         period = self._param('diagnostics_period')
         if period < 0:
             raise ConfigError(f"parameter 'diagnostics_period' is {period}: use 0 or more")
@@ -227,20 +238,32 @@ class PerceptionNode(ManagedNode):
             self._meter = shared_meter.acquire(None, log=self._log_line)
         self._manager = shared_manager(meter=self._meter, log=self._log_line)
         forced = '' if self._param('backend') in ('', 'auto') else self._param('backend')
-        try:
-            backend, run = self._manager.choose(
-                spec, path, objective=objective, max_latency_ms=self._param('max_latency_ms'),
-                min_accuracy=self._param('min_accuracy'), force=forced,
-                use_cache=self._param('use_profile_cache'))
-        except ValueError as exc:
-            raise ConfigError(str(exc)) from None
+        if policy:
+            self._executor = shared_executor.acquire(policy, log=self._log_line)
+            backend = ExecutorBackend(self._executor, self.get_fully_qualified_name())
+            run = ProfileRun(model=spec.name, chosen=backend.name, why=(
+                f'{backend.name}: segments placed per frame by the shared executor '
+                f'(executor_policy), the backend manager is not used'))
+            run.results.append(CandidateResult(backend.name, backend.library, backend.device,
+                                               status='ok', chosen=True,
+                                               tensor_passing=backend.tensor_passing))
+            drift = 0.0
+        else:
+            try:
+                backend, run = self._manager.choose(
+                    spec, path, objective=objective,
+                    max_latency_ms=self._param('max_latency_ms'),
+                    min_accuracy=self._param('min_accuracy'), force=forced,
+                    use_cache=self._param('use_profile_cache'))
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
         self._model_path, self._overrides = path, overrides
         self._model = Model(spec, backend, models_dir, verify_checksum=False, **overrides)
         self._run = run
         self._report_pub = self.create_publisher(BackendReport, '~/backend_report', QoSProfile(
             depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
             durability=DurabilityPolicy.TRANSIENT_LOCAL))
-        self._publish_report(run, 'forced' if forced else 'configure')
+        self._publish_report(run, 'forced' if forced and not policy else 'configure')
         chosen = next(r for r in run.results if r.backend == run.chosen)
         self._drift = (DriftMonitor(chosen.p50_ms, drift, self._param('drift_window_s'))
                        if drift else None)
@@ -290,6 +313,9 @@ class PerceptionNode(ManagedNode):
             if model is not None:
                 model.close()
                 setattr(self, attr, None)
+        if self._executor is not None:
+            self._executor = None
+            shared_executor.release()
 
     # ------------------------------------------------------------- the data path
     def _on_frame(self, raw: bytes) -> None:
@@ -365,6 +391,9 @@ class PerceptionNode(ManagedNode):
         if self._drift is not None and self._drift.add(result.inference_ms):
             self._start_reevaluation()
         out = self._to_msg(frame, result, t_decode)
+        session = self._model.session
+        if isinstance(session, ExecutorSession) and session.last_frame is not None:
+            out.segment_devices = session.last_frame.placement
         out.header.stamp.sec, out.header.stamp.nanosec = sec, nanosec
         out.header.frame_id = frame_id
         if pending is not None:
@@ -512,6 +541,9 @@ class PerceptionNode(ManagedNode):
                   'dropped': snap['dropped'], 'rejected': snap['rejected'],
                   'latency_p50_ms': f'{p50:.2f}', 'latency_p95_ms': f'{p95:.2f}',
                   'last_error': snap['last_error']}
+        if self._executor is not None:
+            values['executor_policy'] = self._executor.policy
+            values['executor_bytes_copied_total'] = self._executor.bytes_copied
         if self._run is not None:
             values['backend_reason'] = self._run.why
             values['drift_events'] = self._drift.fired if self._drift else 0
