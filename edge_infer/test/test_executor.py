@@ -160,3 +160,25 @@ def test_load_generator_holds_its_duty_cycle():
         assert isinstance(Job(None, -1, 1.0), Job)
     finally:
         ex.close()
+
+
+def test_buffer_providers_probe_and_say_why():
+    from edge_infer.executor.buffers import providers
+    found = {p.name: (p, *p.available()) for p in providers()}
+    host, ok, _ = found['host']
+    assert ok and host.empty((2, 3)).shape == (2, 3) and host.device_pointer(None) is None
+    for name in ('cuda-mapped', 'opencl-mapped'):
+        prov, ok, why = found[name]
+        assert why                           # found, or why not: never silent
+        if not ok:
+            with pytest.raises(RuntimeError, match='call available'):
+                prov.empty((4,))
+        else:                                # a board with the device: really mapped
+            arr = prov.empty((4,))
+            arr[:] = 1.0
+            assert arr.sum() == 4.0
+    import ctypes
+    try:
+        ctypes.CDLL('libcuda.so.1')
+    except OSError:
+        assert 'no libcuda.so.1' in found['cuda-mapped'][2]
