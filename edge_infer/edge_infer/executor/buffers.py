@@ -113,7 +113,7 @@ class OpenClMappedBuffers(BufferProvider):
             import pyopencl as cl
         except Exception as exc:
             return False, (f'pyopencl not importable ({exc}); pip install pyopencl and an '
-                           'OpenCL ICD (the GPU vendor\'s, or pocl-opencl-icd)')
+                           "OpenCL ICD (the GPU vendor's, or pocl-opencl-icd)")
         try:
             platforms = cl.get_platforms()
         except Exception as exc:  # no ICD: pyopencl raises LogicError / RuntimeError
