@@ -134,7 +134,10 @@ class Device:
 
     def __init__(self, name: str, role: str):
         self.name, self.role = name, role
-        self.q: 'queue.Queue[Optional[Job]]' = queue.Queue()
+        # (priority, seq, job): foreign work (another app's kernels) goes ahead of
+        # queued jobs, as a device time-slicing two contexts would; FIFO otherwise
+        self.q: 'queue.PriorityQueue' = queue.PriorityQueue()
+        self._seq = itertools.count()
         self._lock = threading.Lock()
         self._pending_ms = 0.0
         self._current_end = 0.0
@@ -154,7 +157,15 @@ class Device:
         with self._lock:
             self._pending_ms += job.cost_ms
         job.t_queued = time.perf_counter()
-        self.q.put(job)
+        self.q.put((0 if job.fn is not None else 1, next(self._seq), job))
+
+    def get(self) -> Optional[Job]:
+        """Return the next job (None: stop)."""
+        return self.q.get()[2]
+
+    def stop(self) -> None:
+        """Ask the worker to stop after its current job."""
+        self.q.put((-1, next(self._seq), None))
 
     def _took(self, job: Job) -> None:
         with self._lock:
@@ -182,12 +193,17 @@ class LoadGenerator:
 
     def _loop(self) -> None:
         busy = self.duty * self.period_ms
-        while not self._stop.wait(self.period_ms / 1e3 * (1 - self.duty)):
+        next_t = time.perf_counter()
+        self.t_start = next_t
+        while not self._stop.is_set():
             self.device.put(Job(None, -1, busy, fn=lambda: self._burn(busy)))
-            # wait until that job is done before queueing the next, like a
-            # periodic kernel submitted by another process
-            while not self._stop.is_set() and self.device.backlog_ms() > 0.5 * busy:
-                time.sleep(0.001)
+            next_t += self.period_ms / 1e3
+            self._stop.wait(max(0.0, next_t - time.perf_counter()))
+
+    def achieved(self) -> float:
+        """Return the share of time the foreign work actually ran so far."""
+        elapsed = time.perf_counter() - getattr(self, 't_start', time.perf_counter())
+        return self.busy_ms / 1e3 / elapsed if elapsed > 0 else 0.0
 
     def start(self) -> 'LoadGenerator':
         """Start submitting."""
@@ -334,7 +350,7 @@ class SharedExecutor:
     # ------------------------------------------------------------------ workers
     def _worker(self, dev: Device) -> None:
         while True:
-            job = dev.q.get()
+            job = dev.get()
             if job is None:
                 return
             dev._took(job)
@@ -372,11 +388,11 @@ class SharedExecutor:
         """Move every job still queued on a failed device elsewhere."""
         while True:
             try:
-                job = dev.q.get_nowait()
+                job = dev.q.get_nowait()[2]
             except queue.Empty:
                 return
             if job is None:
-                dev.q.put(None)
+                dev.stop()
                 return
             dev._took(job)
             if job.frame is not None:
@@ -385,7 +401,7 @@ class SharedExecutor:
     def close(self) -> None:
         """Stop the workers."""
         for d in self.devices.values():
-            d.q.put(None)
+            d.stop()
         for d in self.devices.values():
             if d.thread:
                 d.thread.join(5.0)

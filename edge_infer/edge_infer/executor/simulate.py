@@ -79,7 +79,11 @@ def simulate(models: Dict[str, List[SimSegment]], policy: str, frames: int = 50,
 
     def enqueue(now, job):
         d = job['dev']
-        queue[d].append(job)
+        if job['frame'] is None:    # foreign work goes ahead of queued jobs, like the executor
+            n_foreign = sum(1 for j in queue[d] if j['frame'] is None)
+            queue[d].insert(n_foreign, job)
+        else:
+            queue[d].append(job)
         if running[d] is None:
             start(now, d)
 
