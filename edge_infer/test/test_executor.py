@@ -108,6 +108,11 @@ def test_placement_follows_policy_and_recorded_costs(models):
         assert ex._place('mobilenet_v2', 0) == 'cpu'
         ex.devices['accelerator']._pending_ms = 10.0
         assert ex._place('mobilenet_v2', 0) == 'accelerator'
+        # a costly hand-over keeps the light head where the body ran
+        ex.devices['accelerator']._pending_ms = 0.0
+        assert ex._place('mobilenet_v2', 1, prev='accelerator') == 'cpu'
+        ex.transfer_ms = 2.0
+        assert ex._place('mobilenet_v2', 1, prev='accelerator') == 'accelerator'
     finally:
         ex.devices['accelerator']._pending_ms = 0.0
         ex.close()

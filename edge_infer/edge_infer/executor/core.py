@@ -225,11 +225,15 @@ class SharedExecutor:
     def __init__(self, policy: str = 'cost-model', threads_per_device: int = 1,
                  slots: int = 2,
                  devices: Sequence[tuple] = (('accelerator', 'accelerator'), ('cpu', 'cpu')),
-                 min_nodes: int = 3, log: Callable[[str], None] = print):
+                 min_nodes: int = 3, log: Callable[[str], None] = print,
+                 transfer_ms: float = 0.0):
         if policy not in POLICIES:
             raise ValueError(f"policy '{policy}': use one of {', '.join(POLICIES)}")
         self.policy = policy
         self.log = log
+        # cost of handing a segment's outputs to another device, ms: 0 on one
+        # memory (zero-copy); the cost model adds it when the device changes
+        self.transfer_ms = float(transfer_ms)
         self.devices = {name: Device(name, role) for name, role in devices}
         self.threads, self.slots, self.min_nodes = threads_per_device, slots, min_nodes
         self.models: Dict[str, dict] = {}
@@ -302,7 +306,8 @@ class SharedExecutor:
         return frame.fid
 
     def _release(self, frame: Frame, seg: int) -> None:
-        dev = self._place(frame.model, seg)
+        prev = frame.trace[-1][1] if frame.trace else None
+        dev = self._place(frame.model, seg, prev)
         cost = self.models[frame.model]['cost'][dev][seg]
         self.devices[dev].put(Job(frame, seg, cost, device=dev))
 
@@ -332,7 +337,7 @@ class SharedExecutor:
             self.frames_done += 1
 
     # -------------------------------------------------------------- distributor
-    def _place(self, name: str, seg: int) -> str:
+    def _place(self, name: str, seg: int, prev: Optional[str] = None) -> str:
         m = self.models[name]
         live = {n: d for n, d in self.devices.items() if d.failed is None}
         if not live:
@@ -344,8 +349,10 @@ class SharedExecutor:
         if self.policy == 'by-layer-type':
             want = accel if m['segments'][seg].kind == 'conv' else cpu
             return want or accel or cpu
-        # cost-model: where would it finish first (backlog + its measured cost)?
-        return min(live, key=lambda n: live[n].backlog_ms() + m['cost'][n][seg])
+        # cost-model: where would it finish first (backlog + its measured cost +
+        # the hand-over when the previous segment ran elsewhere)?
+        return min(live, key=lambda n: live[n].backlog_ms() + m['cost'][n][seg] + (
+            self.transfer_ms if prev not in (None, n) else 0.0))
 
     # ------------------------------------------------------------------ workers
     def _worker(self, dev: Device) -> None:
