@@ -39,11 +39,14 @@ class Collector:
 
     def __init__(self, node):
         from diagnostic_msgs.msg import DiagnosticArray
-        from edge_infer_msgs.msg import Classification, DetectionArray, EnergyRecord, PowerSample
+        from edge_infer_msgs.msg import (BackendReport, Classification, DetectionArray,
+                                         EnergyRecord, PowerSample)
+        from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
         self.node = node
         self.results = collections.defaultdict(list)    # node -> [msg]
         self.energy = collections.defaultdict(list)     # node -> [EnergyRecord]
         self.power = []                                 # [PowerSample]
+        self.reports = {}                               # node -> latest BackendReport
         self.diag = {}                                  # node -> {key: value}
         self.last_result = time.monotonic()
         node.create_subscription(DetectionArray, RESULT_TOPICS['detector'],
@@ -52,9 +55,13 @@ class Collector:
                                  lambda m: self._on_result('classifier', m), 100)
         node.create_subscription(DiagnosticArray, '/diagnostics', self._on_diag, 10)
         node.create_subscription(PowerSample, POWER_TOPIC, self.power.append, 100)
+        latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
         for name in RESULT_TOPICS:
             node.create_subscription(EnergyRecord, f'/{name}/energy',
                                      self.energy[name].append, 100)
+            node.create_subscription(BackendReport, f'/{name}/backend_report',
+                                     lambda m, n=name: self.reports.__setitem__(n, m), latched)
 
     def _on_result(self, name, msg):
         self.results[name].append(msg)
@@ -153,6 +160,8 @@ def _summarize(collector: Collector, info: dict, player_line: str) -> dict:
         s['classes'].update(d.label for d in m.detections)
     s['published'] = {t: v['count'] for t, v in info['topics'].items()}
     s['power'] = _power_summary(collector.power)
+    s['backends'] = {n: (r.chosen, r.reason, sum(c.status == 'ok' for c in r.candidates),
+                         len(r.candidates)) for n, r in collector.reports.items()}
     return s
 
 
@@ -199,6 +208,10 @@ def _print_summary(s: dict, log) -> None:
             f"{n['processed']:>6}{n['dropped']:>6}{n['rejected']:>5}  "
             f"{n['inference_p50']:>8.1f}/{n['inference_p95']:<8.1f}  "
             f"{n['total_p50']:>8.1f}/{n['total_p95']:<8.1f}")
+    log('')
+    for name, (chosen, why, ok, total) in s['backends'].items():
+        log(f'backend of {name}: {chosen} ({ok} of {total} candidates usable here; '
+            f'`edge_infer profile` for the table): {why}')
     p = s['power']
     log('')
     if p:
