@@ -197,10 +197,12 @@ class BackendManager:
         return self._frames
 
     def _calibration_tensors(self, spec: ModelSpec) -> List:
+        """Return int8 calibration inputs: video frames disjoint from the accuracy frames."""
         import numpy as np
         from ..core.preprocess import Preprocessor
         pre = Preprocessor(spec.input_spec)
-        return [np.array(pre(f)[0], copy=True) for f in self._frames_for()[0]]
+        frames, _ = calibration_frames(int(self.config['calibration_frames']), phase=0.5)
+        return [np.array(pre(f)[0], copy=True) for f in frames]
 
     def min_accuracy(self, spec: ModelSpec, override: float = 0.0) -> float:
         """Return the accuracy floor for the model's task (an override > 0 wins)."""

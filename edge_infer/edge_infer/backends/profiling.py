@@ -150,9 +150,13 @@ def probe_backend(backend: Backend, cache_dir: pathlib.Path) -> Tuple[bool, str]
 
 
 # ---------------------------------------------------------------- frames, reference
-def calibration_frames(n: int = 6, log: Optional[Log] = None) -> Tuple[List[Frame], str]:
+def calibration_frames(n: int = 6, log: Optional[Log] = None,
+                       phase: float = 0.0) -> Tuple[List[Frame], str]:
     """Return (frames, what they are): video frames and photos from the footage cache.
 
+    ``phase`` in (0, 1) shifts the video positions by that share of the step
+    and leaves the photos out: frames disjoint from the phase-0 set (int8
+    calibration uses them, so accuracy is judged on frames it never saw).
     Falls back to seeded random frames when the footage is not there (a robot
     that skipped ``edge_infer prepare``) and says so.
     """
@@ -162,12 +166,12 @@ def calibration_frames(n: int = 6, log: Optional[Log] = None) -> Tuple[List[Fram
         import cv2
         cache = paths.data_home() / 'cache'
         videos = sorted(cache.glob('*.avi'))
-        photos = sorted(cache.glob('photos/*.png'))
+        photos = sorted(cache.glob('photos/*.png')) if phase == 0 else []
         if videos:
             cap = cv2.VideoCapture(str(videos[0]))
             total = int(cap.get(cv2.CAP_PROP_FRAME_COUNT)) or 100
             for k in range(max(1, n - len(photos[:n // 2]))):
-                cap.set(cv2.CAP_PROP_POS_FRAMES, (k * total) // max(1, n))
+                cap.set(cv2.CAP_PROP_POS_FRAMES, int((k + phase) * total / max(1, n)))
                 ok, img = cap.read()
                 if ok:
                     frames.append(Frame(img, 'bgr'))
@@ -181,7 +185,7 @@ def calibration_frames(n: int = 6, log: Optional[Log] = None) -> Tuple[List[Fram
             log(f'calibration footage unreadable: {_first_line(exc)}')
     if frames:
         return frames[:n], f'{len(frames[:n])} real frames (vtest.avi + photos)'
-    rng = np.random.default_rng(3)
+    rng = np.random.default_rng(3 + int(phase * 1000))
     frames = [Frame(rng.integers(0, 256, (480, 640, 3), dtype=np.uint8), 'bgr')
               for _ in range(n)]
     return frames, f'{n} synthetic random frames (footage not found; run edge_infer prepare)'
