@@ -38,11 +38,18 @@ def side_by_side(spec, model_path, backends, rounds: int, runs: int) -> dict:
         s.run(x)
         s.run(x)
     times = {n: [] for n in sessions}
-    for _ in range(rounds):
-        for name, s in sessions.items():
+    order = list(sessions)
+    # Blocks of ``runs`` per candidate, the order rotating each round so every
+    # candidate follows each other one. (Interleaving single runs was tried: the
+    # thread pools of OpenBLAS and OpenCV keep spinning after a call and slowed
+    # the next library's run up to 14x, measuring the neighbour, not the candidate.)
+    for r in range(rounds):
+        k = r % len(order)
+        for name in order[k:] + order[:k]:
+            sessions[name].run(x)       # one warm-up run after the previous library
             for _ in range(runs):
                 t = time.perf_counter()
-                s.run(x)
+                sessions[name].run(x)
                 times[name].append((time.perf_counter() - t) * 1e3)
     for s in sessions.values():
         s.close()

@@ -65,7 +65,8 @@ def bar_chart(path: pathlib.Path, model: str, results: List[CandidateResult],
             xerr=[[0] * len(ran), [max(0.0, r.p90_ms - r.p50_ms) for r in ran]])
     ax.set_xlabel('latency p50 (ms), whisker to p90')
     ax.invert_yaxis()
-    ax.set_title(f'{model}: latency per backend (objective {objective}; red = rejected)')
+    ax.set_title(f'{model}, objective {objective}: green = chosen, red = rejected',
+                 fontsize=10)
     if energy:
         ax2 = axes[0][1]
         ax2.barh(names, [r.energy_j if math.isfinite(r.energy_j) else 0 for r in ran],
