@@ -1,37 +1,49 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
-"""A BLAS backend: the model run layer by layer in numpy, conv as GEMM, method per layer.
+"""A BLAS backend: the ONNX graph run layer by layer in numpy, conv lowering chosen per layer.
 
 Seed 002 measured that how a convolution is lowered is worth up to 17.68x.
-This backend runs an ONNX graph with numpy (whose GEMM is OpenBLAS here) and
-lowers every convolution one of three ways:
+This backend runs an ONNX graph with numpy (whose GEMM is the BLAS numpy was
+built with, OpenBLAS in the wheels) and lowers every dense convolution one of
+three ways:
 
-- ``im2col``: patches gathered into a [C*kh*kw, Ho*Wo] matrix, then
-  ``W[M, C*kh*kw] @ cols``;
-- ``im2row``: patches as rows [Ho*Wo, C*kh*kw], then ``rows @ W.T``
-  (the result transposed back to [M, Ho, Wo]);
-- ``direct``: no patch matrix; a loop over the kernel positions, each adding
-  ``W[:, :, i, j] @ x_shifted`` into the output (multiply-accumulate over the
-  input as it lies).
+- ``im2col``: patches copied into a [C*kh*kw, Ho*Wo] matrix, then one GEMM
+  ``W[M, C*kh*kw] @ cols`` straight into the NCHW output;
+- ``im2row``: patches copied as rows [Ho*Wo, C*kh*kw], then ``rows @ W.T``
+  ([Ho*Wo, M]; the bias is added while transposing back to [M, Ho, Wo]);
+- ``direct``: no patch matrix and no BLAS: a loop over the kernel offsets,
+  each contracting the weights ``W[:, :, i, j]`` with the input window seen
+  as it lies in memory (``numpy.einsum`` over channels, a strided view) and
+  accumulating into the output.
 
-1x1 stride-1 convs are a single GEMM whatever the method; depthwise convs
-(groups == channels) are per-position multiply-adds for every method (a GEMM
-of one channel is not worth it), and the plan says so. ``auto`` times the
-three methods on every conv layer at load (``tune_runs`` each, on the layer's
-real shapes) and keeps the fastest; ``session.plan`` records the choice and
-the timings. Buffers (padded inputs, patch matrices) are allocated once per
-layer and reused run to run. Batch size 1.
+Grouped convs run the same three ways with a batched GEMM (einsum) over
+groups. 1x1 convs are one plain GEMM whatever the method; depthwise convs
+(groups == channels) are per-offset multiply-adds for every method (a GEMM of
+one channel is not worth it); the plan says so. ``auto`` times the methods on
+every dense conv layer of a distinct shape at load (``tune_runs`` runs each,
+median, on a random input of the layer's shape; a method whose first run is
+over 10x the best so far is not run again) and keeps the fastest.
+``session.plan`` records, per conv layer, the choice and the timings.
+
+Memory: every op's output, the padded inputs and the pooling windows are
+allocated once at load and rewritten in place run to run; one scratch area,
+shared by all conv layers (they run one after the other), holds the patch
+matrices. Elementwise ops overwrite their input when nothing else reads it;
+Reshape, Flatten, Split and Identity are views. Outputs are reused buffers
+(consume them before the next run).
 """
 
 import pathlib
 import statistics
 import time
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from ..core.backend import Backend, BackendError, Session
 
 METHODS = ('im2col', 'im2row', 'direct')
+SLOW_FACTOR = 10.0      # a method this much slower than the best so far is timed once only
 
 
 def _attrs(node) -> dict:
@@ -43,308 +55,689 @@ def _attrs(node) -> dict:
     return out
 
 
-class _Conv:
-    """One convolution layer with its buffers and its lowering."""
+def _explicit_pads(a: dict, spatial, kernel, strides, dilations, where: str) -> List[int]:
+    """Return [top, left, bottom, right] from ``pads`` or ``auto_pad``."""
+    auto = a.get('auto_pad', 'NOTSET')
+    if auto in ('NOTSET', ''):
+        return [int(p) for p in a.get('pads', [0] * 4)]
+    if auto == 'VALID':
+        return [0] * 4
+    if auto not in ('SAME_UPPER', 'SAME_LOWER'):
+        raise BackendError(f'numpy-blas: auto_pad {auto} not supported ({where})')
+    begin, end = [], []
+    for n, k, s, d in zip(spatial, kernel, strides, dilations):
+        total = max((-(-n // s) - 1) * s + (k - 1) * d + 1 - n, 0)
+        small, big = total // 2, total - total // 2
+        begin.append(small if auto == 'SAME_UPPER' else big)
+        end.append(big if auto == 'SAME_UPPER' else small)
+    return begin + end
 
-    def __init__(self, w: np.ndarray, b: Optional[np.ndarray], attrs: dict, in_shape):
-        self.w = np.ascontiguousarray(w, np.float32)
-        self.b = None if b is None else b.astype(np.float32).reshape(-1, 1)
-        self.m, cg, self.kh, self.kw = w.shape
-        self.group = int(attrs.get('group', 1))
-        self.sh, self.sw = attrs.get('strides', [1, 1])
-        self.dh, self.dw = attrs.get('dilations', [1, 1])
-        pads = attrs.get('pads', [0, 0, 0, 0])
-        self.pt, self.pl, self.pb, self.pr = pads
-        _, self.c, self.h, self.wd = in_shape
-        self.hp, self.wp = self.h + self.pt + self.pb, self.wd + self.pl + self.pr
+
+def _windows(xp: np.ndarray, kh, kw, ho, wo, sh, sw, dh, dw) -> np.ndarray:
+    """View [C, H, W] as [C, kh, kw, Ho, Wo] windows (no copy)."""
+    s0, s1, s2 = xp.strides
+    return as_strided(xp, (xp.shape[0], kh, kw, ho, wo),
+                      (s0, s1 * dh, s2 * dw, s1 * sh, s2 * sw), writeable=False)
+
+
+class _Conv:
+    """One convolution layer: its weights in the layouts each lowering wants, its buffers."""
+
+    def __init__(self, w: np.ndarray, b: Optional[np.ndarray], a: dict, in_shape, where: str):
+        self.n, self.c, self.h, self.wd = in_shape
+        self.m, self.cg, self.kh, self.kw = w.shape
+        self.group = int(a.get('group', 1))
+        if self.c != self.cg * self.group or self.m % self.group:
+            raise BackendError(f'numpy-blas: Conv channels {self.c} / weight {w.shape} / '
+                               f'group {self.group} do not fit ({where})')
+        self.sh, self.sw = [int(s) for s in a.get('strides', [1, 1])]
+        self.dh, self.dw = [int(d) for d in a.get('dilations', [1, 1])]
+        self.pads = _explicit_pads(a, (self.h, self.wd), (self.kh, self.kw),
+                                   (self.sh, self.sw), (self.dh, self.dw), where)
+        pt, pl, pb, pr = self.pads
+        self.hp, self.wp = self.h + pt + pb, self.wd + pl + pr
         self.ho = (self.hp - (self.kh - 1) * self.dh - 1) // self.sh + 1
         self.wo = (self.wp - (self.kw - 1) * self.dw - 1) // self.sw + 1
-        self.depthwise = self.group == self.c == self.m and cg == 1
-        self.pointwise = (self.kh == self.kw == 1 and self.sh == self.sw == 1
-                          and self.group == 1 and not any(pads))
-        self.xp = np.zeros((self.c, self.hp, self.wp), np.float32)
-        self.w2 = self.w.reshape(self.m, -1)
-        self.method = 'gemm' if self.pointwise else ('depthwise' if self.depthwise else 'im2col')
-        self._cols = None
-        self._rows = None
-        self.w_off = np.ascontiguousarray(self.w.transpose(2, 3, 0, 1))  # [kh, kw, M, C/g]
+        g, mg, k = self.group, self.m // self.group, self.cg * self.kh * self.kw
+        self.mg, self.k, self.hw = mg, k, self.ho * self.wo
+        if self.group == self.c and self.cg == 1 and self.group > 1:
+            self.kind = 'depthwise'
+        elif self.kh == self.kw == 1 and self.group == 1:
+            self.kind = 'pointwise'
+        else:
+            self.kind = 'dense' if self.group == 1 else 'grouped'
+        w = np.asarray(w, np.float32)
+        self.wg = np.ascontiguousarray(w.reshape(g, mg, k))              # im2col
+        self.wg_t = np.ascontiguousarray(self.wg.transpose(0, 2, 1))      # im2row
+        # direct: [kh, kw, G, M/G, C/G]; depthwise: [kh, kw, C, M/C, 1, 1]
+        self.w_off = np.ascontiguousarray(
+            w.reshape(g, mg, self.cg, self.kh, self.kw).transpose(3, 4, 0, 1, 2))
+        self.w_dw = np.ascontiguousarray(
+            w.reshape(self.c, mg, self.kh, self.kw).transpose(2, 3, 0, 1))[..., None, None]
+        self.bias = None if b is None else np.asarray(b, np.float32).reshape(g, mg, 1)
+        self.padded = any(self.pads)
+        self.xp = np.zeros((self.c, self.hp, self.wp), np.float32) if self.padded else None
+        self.out = np.empty((self.n, self.m, self.ho, self.wo), np.float32)
+        self.method = {'depthwise': 'depthwise', 'pointwise': 'gemm'}.get(self.kind, 'im2col')
+        self._scratch = np.empty(0, np.float32)
+
+    def key(self) -> tuple:
+        """Return what decides the speed of the layer (layers alike are tuned once)."""
+        return (self.n, self.c, self.h, self.wd, self.m, self.kh, self.kw, self.sh, self.sw,
+                self.dh, self.dw, tuple(self.pads), self.group)
+
+    def describe(self) -> str:
+        """Return the layer's shape in a short text."""
+        return (f'{self.c}x{self.h}x{self.wd}->{self.m}x{self.ho}x{self.wo} '
+                f'k{self.kh}x{self.kw} s{self.sh} d{self.dh} g{self.group}')
+
+    def scratch_need(self, method: str) -> int:
+        """Return the float32 elements of shared scratch ``method`` needs."""
+        if self.kind == 'depthwise':
+            return self.m * self.hw
+        if self.kind == 'pointwise':
+            plain = self.sh == self.sw == 1 and not self.padded
+            return 0 if plain else self.c * self.hw
+        if method == 'im2col':
+            return self.group * self.k * self.hw
+        if method == 'im2row':
+            return self.group * self.k * self.hw + self.m * self.hw
+        return self.m * self.hw      # direct: one offset's product
+
+    def bind(self, scratch: np.ndarray) -> None:
+        """Use ``scratch`` (shared with other layers) for the patch matrices."""
+        self._scratch = scratch
 
     def _pad(self, x: np.ndarray) -> np.ndarray:
-        if not (self.pt or self.pb or self.pl or self.pr):
-            return x[0]
-        self.xp[:, self.pt:self.pt + self.h, self.pl:self.pl + self.wd] = x[0]
+        if not self.padded:
+            return x
+        pt, pl = self.pads[0], self.pads[1]
+        self.xp[:, pt:pt + self.h, pl:pl + self.wd] = x
         return self.xp
 
-    def _shift(self, xp, i, j):
-        r0, c0 = i * self.dh, j * self.dw
-        return xp[:, r0:r0 + self.sh * (self.ho - 1) + 1:self.sh,
-                  c0:c0 + self.sw * (self.wo - 1) + 1:self.sw]
-
     def __call__(self, x: np.ndarray, method: Optional[str] = None) -> np.ndarray:
+        """Convolve ``x`` [N, C, H, W] into the layer's output buffer and return it."""
         method = method or self.method
-        if self.pointwise:
-            out = self.w2 @ x[0].reshape(self.c, -1)
-        elif self.depthwise:
-            xp = self._pad(x)
-            out = np.zeros((self.m, self.ho, self.wo), np.float32)
+        for n in range(self.n):
+            self._one(x[n], self.out[n], method)
+        return self.out
+
+    def _one(self, x: np.ndarray, out: np.ndarray, method: str) -> None:
+        g, mg, k, hw = self.group, self.mg, self.k, self.hw
+        ho, wo = self.ho, self.wo
+        s = self._scratch
+        if self.kind == 'pointwise':
+            if self.sh == self.sw == 1 and not self.padded:
+                cols = x.reshape(self.c, hw)
+            else:
+                cols = s[:self.c * hw].reshape(self.c, ho, wo)
+                np.copyto(cols, _windows(self._pad(x), 1, 1, ho, wo, self.sh, self.sw,
+                                         1, 1)[:, 0, 0])
+                cols = cols.reshape(self.c, hw)
+            o = out.reshape(self.m, hw)
+            np.matmul(self.wg[0], cols, out=o)
+            if self.bias is not None:
+                o += self.bias[0]
+            return
+        win = _windows(self._pad(x), self.kh, self.kw, ho, wo, self.sh, self.sw,
+                       self.dh, self.dw)
+        if self.kind == 'depthwise':
+            o = out.reshape(self.c, mg, ho, wo)
+            tmp = s[:self.m * hw].reshape(self.c, mg, ho, wo)
             for i in range(self.kh):
                 for j in range(self.kw):
-                    out += self.w[:, 0, i, j][:, None, None] * self._shift(xp, i, j)
-            out = out.reshape(self.m, -1)
-        elif self.group > 1:
-            out = self._grouped(x)
-        elif method == 'direct':
-            xp = self._pad(x)
-            out = np.zeros((self.m, self.ho * self.wo), np.float32)
-            for i in range(self.kh):
-                for j in range(self.kw):
-                    out += self.w_off[i, j] @ self._shift(xp, i, j).reshape(self.c, -1)
+                    xs = win[:, i, j][:, None]
+                    if i == 0 and j == 0:
+                        np.multiply(xs, self.w_dw[i, j], out=o)
+                    else:
+                        np.multiply(xs, self.w_dw[i, j], out=tmp)
+                        o += tmp
+            if self.bias is not None:
+                o += self.bias.reshape(self.c, mg, 1, 1)
+            return
+        win_g = win.reshape(g, self.cg, self.kh, self.kw, ho, wo)
+        o = out.reshape(g, mg, hw)
+        if method == 'im2col':
+            cols = s[:g * k * hw].reshape(g, self.cg, self.kh, self.kw, ho, wo)
+            np.copyto(cols, win_g)
+            np.matmul(self.wg, cols.reshape(g, k, hw), out=o)
+            if self.bias is not None:
+                o += self.bias
         elif method == 'im2row':
-            xp = self._pad(x)
-            if self._rows is None:
-                self._rows = np.empty((self.ho, self.wo, self.c, self.kh, self.kw), np.float32)
+            rows = s[:g * k * hw].reshape(g, ho, wo, self.cg, self.kh, self.kw)
+            np.copyto(rows, win_g.transpose(0, 4, 5, 1, 2, 3))
+            res = s[g * k * hw:g * k * hw + self.m * hw].reshape(g, hw, mg)
+            np.matmul(rows.reshape(g, hw, k), self.wg_t, out=res)
+            if self.bias is not None:
+                np.add(res.transpose(0, 2, 1), self.bias, out=o)
+            else:
+                np.copyto(o, res.transpose(0, 2, 1))
+        elif method == 'direct':
+            o4 = out.reshape(g, mg, ho, wo)
+            tmp = s[:self.m * hw].reshape(g, mg, ho, wo)
             for i in range(self.kh):
                 for j in range(self.kw):
-                    self._rows[:, :, :, i, j] = self._shift(xp, i, j).transpose(1, 2, 0)
-            out = (self._rows.reshape(self.ho * self.wo, -1) @ self.w2.T).T
-        else:   # im2col
-            xp = self._pad(x)
-            if self._cols is None:
-                self._cols = np.empty((self.c, self.kh, self.kw, self.ho, self.wo), np.float32)
-            for i in range(self.kh):
-                for j in range(self.kw):
-                    self._cols[:, i, j] = self._shift(xp, i, j)
-            out = self.w2 @ self._cols.reshape(self.c * self.kh * self.kw, -1)
-        if self.b is not None:
-            out = out + self.b
-        return np.ascontiguousarray(out).reshape(1, self.m, self.ho, self.wo)
+                    xs = win_g[:, :, i, j]          # [G, C/G, Ho, Wo], strided view
+                    if i == 0 and j == 0:
+                        np.einsum('gmc,gchw->gmhw', self.w_off[i, j], xs, out=o4)
+                    else:
+                        np.einsum('gmc,gchw->gmhw', self.w_off[i, j], xs, out=tmp)
+                        o4 += tmp
+            if self.bias is not None:
+                o += self.bias
+        else:
+            raise ValueError(f'conv method {method!r}')
 
-    def _grouped(self, x):
-        xp = self._pad(x)
-        cg, mg = self.c // self.group, self.m // self.group
-        out = np.empty((self.m, self.ho * self.wo), np.float32)
-        for g in range(self.group):
-            cols = np.stack([self._shift(xp[g * cg:(g + 1) * cg], i, j)
-                             for i in range(self.kh) for j in range(self.kw)], axis=1)
-            out[g * mg:(g + 1) * mg] = self.w2[g * mg:(g + 1) * mg] @ cols.reshape(
-                cg * self.kh * self.kw, -1)
-        return out
+    def tune(self, runs: int, rng: np.random.Generator) -> Tuple[Dict[str, float], List[str]]:
+        """Time each method on a random input of the layer's shape; keep the fastest.
 
-    def tune(self, x: np.ndarray, runs: int) -> Dict[str, float]:
-        """Time each method on ``x``; keep the fastest; return ms per method."""
-        if self.pointwise or self.depthwise or self.group > 1:
-            return {}
+        Returns ms per method (median of ``runs``, or the one run of a method
+        that took over SLOW_FACTOR x the best so far) and the methods cut short.
+        """
+        x = rng.standard_normal((self.n, self.c, self.h, self.wd)).astype(np.float32)
+        self.bind(np.empty(max(self.scratch_need(m) for m in METHODS), np.float32))
         ms: Dict[str, float] = {}
+        cut: List[str] = []
         for m in METHODS:
+            t = time.perf_counter()
+            self(x, m)      # first run: page faults and caches; also the cut-off check
+            first = (time.perf_counter() - t) * 1e3
+            best = min(ms.values(), default=None)
+            if best is not None and first > SLOW_FACTOR * best:
+                ms[m] = first
+                cut.append(m)
+                continue
             times = []
-            for _ in range(runs):
+            for _ in range(max(1, runs)):
                 t = time.perf_counter()
                 self(x, m)
                 times.append((time.perf_counter() - t) * 1e3)
             ms[m] = statistics.median(times)
         self.method = min(ms, key=ms.get)
-        return ms
+        self.bind(np.empty(0, np.float32))
+        return ms, cut
 
 
-def _resize_linear_axis(x: np.ndarray, axis: int, out_len: int) -> np.ndarray:
-    """Linear resize along one axis, half_pixel coordinates (ONNX Resize, no antialias)."""
-    n = x.shape[axis]
-    if n == out_len:
-        return x
-    src = (np.arange(out_len) + 0.5) * (n / out_len) - 0.5
-    src = np.clip(src, 0, n - 1)
-    i0 = np.floor(src).astype(np.int64)
-    i1 = np.minimum(i0 + 1, n - 1)
-    w = (src - i0).astype(np.float32)
-    shape = [1] * x.ndim
-    shape[axis] = out_len
-    w = w.reshape(shape)
-    return np.take(x, i0, axis=axis) * (1 - w) + np.take(x, i1, axis=axis) * w
+def _resize_coords(mode: str, n_out: int, n_in: int, scale: float) -> np.ndarray:
+    x = np.arange(n_out, dtype=np.float64)
+    if mode == 'half_pixel':
+        return (x + 0.5) / scale - 0.5
+    if mode == 'pytorch_half_pixel':
+        return (x + 0.5) / scale - 0.5 if n_out > 1 else np.zeros(n_out)
+    if mode == 'align_corners':
+        return x * (n_in - 1) / (n_out - 1) if n_out > 1 else np.zeros(n_out)
+    return x / scale    # asymmetric
+
+
+class _Planner:
+    """Turns ONNX nodes into numpy steps with preallocated outputs (see the module docstring)."""
+
+    UNARY = ('Relu', 'LeakyRelu', 'Clip', 'Sigmoid')
+    BINARY = {'Add': np.add, 'Sub': np.subtract, 'Mul': np.multiply, 'Div': np.divide}
+    VIEWS = ('Reshape', 'Flatten', 'Split', 'Identity')
+    OTHER = ('Conv', 'Concat', 'Transpose', 'MaxPool', 'GlobalAveragePool', 'Gemm', 'MatMul',
+             'Resize', 'Constant')
+
+    def __init__(self, graph, method: str, tune_runs: int):
+        from onnx import numpy_helper
+        self.method = method
+        self.tune_runs = tune_runs
+        self.rng = np.random.default_rng(0)
+        self.consts: Dict[str, np.ndarray] = {i.name: numpy_helper.to_array(i)
+                                              for i in graph.initializer}
+        self.shapes: Dict[str, tuple] = {}
+        self.owned: Dict[str, bool] = {}
+        self.graph_outputs = {o.name for o in graph.output}
+        self.readers: Dict[str, int] = {}
+        for node in graph.node:
+            for name in node.input:
+                self.readers[name] = self.readers.get(name, 0) + 1
+        self.steps: List[Tuple[Callable, List[str], List[str]]] = []
+        self.convs: List[_Conv] = []
+        self.plan: List[dict] = []
+        self.tuned: Dict[tuple, Tuple[str, Dict[str, float], List[str], str]] = {}
+        self.tune_ms = 0.0
+
+    def may_overwrite(self, name: str) -> bool:
+        """Say whether ``name`` is a buffer of ours that only one node reads and nobody returns."""
+        return (self.owned.get(name, False) and self.readers.get(name, 0) == 1
+                and name not in self.graph_outputs)
+
+    def add(self, node) -> None:
+        """Plan one node: constant-fold it, or add a step."""
+        op, where = node.op_type, node.name or node.output[0]
+        if op not in self.UNARY and op not in self.BINARY and op not in self.VIEWS \
+                and op not in self.OTHER:
+            raise BackendError(f'numpy-blas: unsupported op {op} ({where})')
+        a = _attrs(node)
+        if op == 'Constant':
+            self._constant(node, a, where)
+            return
+        names = list(node.input)
+        for name in names:
+            if name and name not in self.consts and name not in self.shapes:
+                raise BackendError(f'numpy-blas: input {name} of {op} ({where}) is not '
+                                   f'produced before it (graph not sorted)')
+        folding = all(not n or n in self.consts for n in names)
+        fn, out_shapes, owned = getattr(self, '_' + op.lower())(node, a, names, where)
+        outs = list(node.output)
+        if folding:     # every input known at load: compute it now, once
+            vals = fn(*[self.consts[n] if n else None for n in names])
+            vals = vals if isinstance(vals, (tuple, list)) else [vals]
+            for name, v in zip(outs, vals):
+                if name:
+                    self.consts[name] = np.array(v, copy=True)
+            return
+        for name, shape, own in zip(outs, out_shapes, owned):
+            self.shapes[name] = tuple(int(d) for d in shape)
+            self.owned[name] = own
+        self.steps.append((fn, names, outs))
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _shape(self, name: str) -> tuple:
+        return self.consts[name].shape if name in self.consts else self.shapes[name]
+
+    def _const(self, name: str, op: str, where: str, what: str) -> np.ndarray:
+        if name not in self.consts:
+            raise BackendError(f'numpy-blas: {op} with a computed {what} not supported '
+                               f'({where})')
+        return self.consts[name]
+
+    def _opt(self, names: List[str], i: int) -> Optional[str]:
+        return names[i] if len(names) > i and names[i] else None
+
+    # -- ops ------------------------------------------------------------------------------
+
+    def _constant(self, node, a, where):
+        from onnx import numpy_helper
+        if 'value' in a:
+            v = numpy_helper.to_array(a['value'])
+        elif 'value_float' in a or 'value_floats' in a:
+            v = np.array(a.get('value_float', a.get('value_floats')), np.float32)
+        elif 'value_int' in a or 'value_ints' in a:
+            v = np.array(a.get('value_int', a.get('value_ints')), np.int64)
+        else:
+            raise BackendError(f'numpy-blas: Constant {sorted(a)} not supported ({where})')
+        self.consts[node.output[0]] = v
+
+    def _conv(self, node, a, names, where):
+        x = names[0]
+        w = self._const(names[1], 'Conv', where, 'weight')
+        b_name = self._opt(names, 2)
+        b = self._const(b_name, 'Conv', where, 'bias') if b_name else None
+        shape = self._shape(x)
+        if len(shape) != 4:
+            raise BackendError(f'numpy-blas: only 2-D Conv supported, input {shape} ({where})')
+        conv = _Conv(w, b, a, shape, where)
+        entry = {'node': where, 'op': 'Conv', 'kind': conv.kind, 'shape': conv.describe(),
+                 'ms': {}}
+        if conv.kind in ('depthwise', 'pointwise'):
+            entry['note'] = ('per-offset multiply-add for every method' if conv.kind ==
+                             'depthwise' else 'one plain GEMM for every method')
+        elif self.method != 'auto':
+            conv.method = self.method
+        elif conv.key() in self.tuned:
+            conv.method, ms, cut, first = self.tuned[conv.key()]
+            entry.update(ms=dict(ms), cut=list(cut), note=f'timings of {first} (same shape)')
+        else:
+            t = time.perf_counter()
+            ms, cut = conv.tune(self.tune_runs, self.rng)
+            self.tune_ms += (time.perf_counter() - t) * 1e3
+            ms = {m: round(v, 3) for m, v in ms.items()}
+            self.tuned[conv.key()] = (conv.method, ms, cut, where)
+            entry.update(ms=dict(ms), cut=list(cut))
+        entry['method'] = conv.method
+        self.plan.append(entry)
+        self.convs.append(conv)
+        return (lambda x, *_: conv(x)), [conv.out.shape], [True]
+
+    def _unary(self, node, a, names, where, kernel):
+        x = names[0]
+        shape = self._shape(x)
+        out = None if self.may_overwrite(x) else np.empty(shape, np.float32)
+
+        def fn(v, *_):
+            return kernel(v, v if out is None else out)
+        return fn, [shape], [True]
+
+    def _relu(self, node, a, names, where):
+        return self._unary(node, a, names, where, lambda v, o: np.maximum(v, 0, out=o))
+
+    def _leakyrelu(self, node, a, names, where):
+        alpha = np.float32(a.get('alpha', 0.01))
+        shape = self._shape(names[0])
+        out = np.empty(shape, np.float32)   # max(x, alpha x) needs alpha x somewhere
+
+        def fn(v):
+            np.multiply(v, alpha, out=out)
+            if 0 <= alpha <= 1:
+                return np.maximum(v, out, out=out)
+            np.copyto(out, np.where(v > 0, v, out))
+            return out
+        return fn, [shape], [True]
+
+    def _clip(self, node, a, names, where):
+        lo_n, hi_n = self._opt(names, 1), self._opt(names, 2)
+        lo = self._const(lo_n, 'Clip', where, 'min') if lo_n else a.get('min')
+        hi = self._const(hi_n, 'Clip', where, 'max') if hi_n else a.get('max')
+        lo = -np.inf if lo is None else np.float32(lo)
+        hi = np.inf if hi is None else np.float32(hi)
+        return self._unary(node, a, names, where, lambda v, o: np.clip(v, lo, hi, out=o))
+
+    def _sigmoid(self, node, a, names, where):
+        def kernel(v, o):
+            np.negative(v, out=o)
+            np.exp(o, out=o)
+            o += 1
+            return np.reciprocal(o, out=o)
+        return self._unary(node, a, names, where, kernel)
+
+    def _binary(self, node, a, names, where):
+        ufunc = self.BINARY[node.op_type]
+        sa, sb = self._shape(names[0]), self._shape(names[1])
+        shape = np.broadcast_shapes(sa, sb)
+        out = None
+        for i, (n, s) in enumerate(((names[0], sa), (names[1], sb))):
+            if tuple(s) == tuple(shape) and n not in self.consts and self.may_overwrite(n):
+                out = i
+                break
+        buf = np.empty(shape, np.float32) if out is None else None
+
+        def fn(x, y):
+            return ufunc(x, y, out=buf if out is None else (x, y)[out])
+        return fn, [shape], [True]
+
+    _add = _sub = _mul = _div = _binary
+
+    def _concat(self, node, a, names, where):
+        axis = int(a['axis'])
+        shapes = [self._shape(n) for n in names]
+        axis = axis % len(shapes[0])
+        shape = list(shapes[0])
+        shape[axis] = sum(s[axis] for s in shapes)
+        buf = np.empty(shape, np.float32)
+        return (lambda *xs: np.concatenate(xs, axis=axis, out=buf)), [shape], [True]
+
+    def _transpose(self, node, a, names, where):
+        shape = self._shape(names[0])
+        perm = a.get('perm', list(range(len(shape)))[::-1])
+        out_shape = [shape[p] for p in perm]
+        buf = np.empty(out_shape, np.float32)
+
+        def fn(x):
+            np.copyto(buf, x.transpose(perm))
+            return buf
+        return fn, [out_shape], [True]
+
+    def _reshape(self, node, a, names, where):
+        shape = self._shape(names[0])
+        target = [int(s) for s in self._const(names[1], 'Reshape', where, 'shape')]
+        if not a.get('allowzero', 0):
+            target = [shape[i] if s == 0 else s for i, s in enumerate(target)]
+        if -1 in target:
+            known = int(np.prod([s for s in target if s != -1]))
+            target[target.index(-1)] = int(np.prod(shape)) // max(known, 1)
+        if int(np.prod(target)) != int(np.prod(shape)):
+            raise BackendError(f'numpy-blas: Reshape {shape} -> {target} ({where})')
+        return (lambda x, *_: x.reshape(target)), [target], [self.may_overwrite(names[0])]
+
+    def _flatten(self, node, a, names, where):
+        shape = self._shape(names[0])
+        axis = int(a.get('axis', 1)) % (len(shape) + 1) if shape else 0
+        target = [int(np.prod(shape[:axis])), int(np.prod(shape[axis:]))]
+        return (lambda x: x.reshape(target)), [target], [self.may_overwrite(names[0])]
+
+    def _identity(self, node, a, names, where):
+        return (lambda x: x), [self._shape(names[0])], [self.may_overwrite(names[0])]
+
+    def _split(self, node, a, names, where):
+        shape = self._shape(names[0])
+        axis = int(a.get('axis', 0)) % len(shape)
+        split_n = self._opt(names, 1)
+        n_out = len(node.output)
+        if split_n:
+            sizes = [int(s) for s in self._const(split_n, 'Split', where, 'split')]
+        elif 'split' in a:
+            sizes = [int(s) for s in a['split']]
+        else:
+            n_out = int(a.get('num_outputs', n_out))
+            step = -(-shape[axis] // n_out)
+            sizes = [min(step, shape[axis] - i * step) for i in range(n_out)]
+        if sum(sizes) != shape[axis] or len(sizes) != len(node.output):
+            raise BackendError(f'numpy-blas: Split {sizes} of {shape} axis {axis} ({where})')
+        cuts = np.cumsum([0] + sizes)
+        slices = [tuple([slice(None)] * axis + [slice(int(lo), int(hi))])
+                  for lo, hi in zip(cuts[:-1], cuts[1:])]
+        shapes = [[s if d != axis else n for d, s in enumerate(shape)] for n in sizes]
+        own = self.may_overwrite(names[0])
+        return (lambda x, *_: tuple(x[s] for s in slices)), shapes, [own] * len(sizes)
+
+    def _maxpool(self, node, a, names, where):
+        if len([o for o in node.output if o]) > 1:
+            raise BackendError(f'numpy-blas: MaxPool with indices not supported ({where})')
+        if a.get('ceil_mode', 0):
+            raise BackendError(f'numpy-blas: MaxPool ceil_mode not supported ({where})')
+        n, c, h, w = self._shape(names[0])
+        kh, kw = a['kernel_shape']
+        sh, sw = a.get('strides', [1, 1])
+        dh, dw = a.get('dilations', [1, 1])
+        pt, pl, pb, pr = _explicit_pads(a, (h, w), (kh, kw), (sh, sw), (dh, dw), where)
+        xp = np.full((n, c, h + pt + pb, w + pl + pr), -np.inf, np.float32)
+        ho = (xp.shape[2] - (kh - 1) * dh - 1) // sh + 1
+        wo = (xp.shape[3] - (kw - 1) * dw - 1) // sw + 1
+        out = np.empty((n, c, ho, wo), np.float32)
+        wins = [_windows(xp[b], kh, kw, ho, wo, sh, sw, dh, dw) for b in range(n)]
+
+        def fn(x):
+            xp[:, :, pt:pt + h, pl:pl + w] = x
+            for b in range(n):
+                np.copyto(out[b], wins[b][:, 0, 0])
+                for i in range(kh):
+                    for j in range(kw):
+                        if i or j:
+                            np.maximum(out[b], wins[b][:, i, j], out=out[b])
+            return out
+        return fn, [out.shape], [True]
+
+    def _globalaveragepool(self, node, a, names, where):
+        shape = self._shape(names[0])
+        axes = tuple(range(2, len(shape)))
+        out = np.empty(shape[:2] + (1,) * len(axes), np.float32)
+        return (lambda x: np.mean(x, axis=axes, keepdims=True, out=out)), [out.shape], [True]
+
+    def _gemm(self, node, a, names, where):
+        sa = self._shape(names[0])
+        alpha, beta = np.float32(a.get('alpha', 1.0)), np.float32(a.get('beta', 1.0))
+        ta = bool(a.get('transA', 0))
+        b = self._const(names[1], 'Gemm', where, 'B')
+        bt = np.ascontiguousarray((b.T if a.get('transB', 0) else b) * alpha, np.float32)
+        rows = sa[1] if ta else sa[0]
+        buf = np.empty((rows, bt.shape[1]), np.float32)
+        c_n = self._opt(names, 2)
+        c = None
+        if c_n:
+            c = np.asarray(self._const(c_n, 'Gemm', where, 'C') * beta, np.float32)
+
+        def fn(x, *_):
+            np.matmul(x.T if ta else x, bt, out=buf)
+            if c is not None:
+                np.add(buf, c, out=buf)
+            return buf
+        return fn, [buf.shape], [True]
+
+    def _matmul(self, node, a, names, where):
+        sa, sb = self._shape(names[0]), self._shape(names[1])
+        zero = np.float32(0)
+        shape = np.matmul(np.broadcast_to(zero, sa), np.broadcast_to(zero, sb)).shape
+        out = np.empty(shape, np.float32)
+        return (lambda x, y: np.matmul(x, y, out=out)), [shape], [True]
+
+    def _resize(self, node, a, names, where):
+        mode = a.get('mode', 'nearest')
+        coord = a.get('coordinate_transformation_mode', 'half_pixel')
+        if mode != 'linear' or coord not in ('half_pixel', 'pytorch_half_pixel',
+                                             'align_corners', 'asymmetric') \
+                or a.get('antialias', 0) or 'axes' in a \
+                or a.get('keep_aspect_ratio_policy', 'stretch') != 'stretch':
+            raise BackendError(f'numpy-blas: Resize mode {mode} / {coord} not supported '
+                               f'({where})')
+        shape = self._shape(names[0])
+        sizes_n, scales_n = self._opt(names, 3), self._opt(names, 2)
+        if sizes_n:
+            sizes = [int(s) for s in self._const(sizes_n, 'Resize', where, 'sizes')]
+            scales = [o / i for o, i in zip(sizes, shape)]
+        elif scales_n:
+            scales = [float(s) for s in self._const(scales_n, 'Resize', where, 'scales')]
+            sizes = [int(np.floor(d * s)) for d, s in zip(shape, scales)]
+        else:
+            raise BackendError(f'numpy-blas: Resize without sizes or scales ({where})')
+        if len(shape) != 4 or sizes[:2] != list(shape[:2]):
+            raise BackendError(f'numpy-blas: Resize only over H and W of NCHW ({where})')
+        n, c, h, w = shape
+        ho, wo = sizes[2], sizes[3]
+
+        def axis(n_out, n_in, scale):
+            src = np.clip(_resize_coords(coord, n_out, n_in, scale), 0, n_in - 1)
+            i0 = np.minimum(src.astype(np.int64), n_in - 1)
+            i1 = np.minimum(i0 + 1, n_in - 1)
+            f = (src - i0).astype(np.float32)
+            return i0, i1, (1 - f), f
+        y0, y1, wy0, wy1 = axis(ho, h, scales[2])
+        x0, x1, wx0, wx1 = axis(wo, w, scales[3])
+        wy0, wy1 = wy0[:, None], wy1[:, None]
+        t0 = np.empty((n, c, ho, w), np.float32)
+        t1 = np.empty_like(t0)
+        out = np.empty((n, c, ho, wo), np.float32)
+        u = np.empty_like(out)
+
+        def fn(x, *_):
+            np.take(x, y0, axis=2, out=t0, mode='clip')
+            np.take(x, y1, axis=2, out=t1, mode='clip')
+            np.multiply(t0, wy0, out=t0)
+            np.multiply(t1, wy1, out=t1)
+            np.add(t0, t1, out=t0)
+            np.take(t0, x0, axis=3, out=out, mode='clip')
+            np.take(t0, x1, axis=3, out=u, mode='clip')
+            np.multiply(out, wx0, out=out)
+            np.multiply(u, wx1, out=u)
+            np.add(out, u, out=out)
+            return out
+        return fn, [out.shape], [True]
 
 
 class BlasSession(Session):
-    """The graph as a list of numpy steps."""
+    """The graph as a list of numpy steps writing into buffers allocated at load."""
 
     def __init__(self, path: pathlib.Path, method: str, tune_runs: int, name: str):
         import onnx
-        from onnx import numpy_helper
+        t0 = time.perf_counter()
         model = onnx.load(str(path))
         g = model.graph
         self.backend_name = name
-        self.consts: Dict[str, np.ndarray] = {i.name: numpy_helper.to_array(i)
-                                              for i in g.initializer}
-        inputs = [i for i in g.input if i.name not in self.consts]
+        planner = _Planner(g, method, tune_runs)
+        inputs = [i for i in g.input if i.name not in planner.consts]
         if len(inputs) != 1:
-            raise BackendError(f'numpy-blas: model has {len(inputs)} inputs')
-        self.input_name = inputs[0].name
+            raise BackendError(f'numpy-blas: model has {len(inputs)} inputs; '
+                               f'edge_infer feeds one image')
+        inp = inputs[0]
+        if inp.type.tensor_type.elem_type != onnx.TensorProto.FLOAT:
+            raise BackendError('numpy-blas: only a float32 input is supported')
+        dims = [d.dim_value for d in inp.type.tensor_type.shape.dim]
+        if dims and not dims[0]:
+            dims[0] = 1          # symbolic batch: plan for one image
+        if not dims or not all(dims):
+            raise BackendError(f'numpy-blas: needs a static input shape, got {dims}')
+        self.input_name = inp.name
+        self.input_shape = tuple(dims)
         self.output_names = [o.name for o in g.output]
-        dims = [d.dim_value for d in inputs[0].type.tensor_type.shape.dim]
-        if not all(dims) or dims[0] != 1:
-            raise BackendError(f'numpy-blas: needs a static batch-1 input, got {dims}')
-        self.nodes = list(g.node)
-        supported = {'Conv', 'Relu', 'LeakyRelu', 'Clip', 'Sigmoid', 'Add', 'Mul', 'Concat',
-                     'Reshape', 'Flatten', 'Transpose', 'Split', 'MaxPool',
-                     'GlobalAveragePool', 'Gemm', 'Resize', 'Identity', 'Constant'}
-        for n in self.nodes:
-            if n.op_type not in supported:
-                raise BackendError(f'numpy-blas: unsupported op {n.op_type} ({n.name})')
-        self.attrs = [_attrs(n) for n in self.nodes]
-        self.convs: Dict[int, _Conv] = {}
-        self.plan: List[dict] = []
-        t0 = time.perf_counter()
-        # one pass on zeros: shapes for the conv layers, and their tuning
-        env = {self.input_name: np.zeros(dims, np.float32)}
-        self._forward(env, build=True, method=method, tune_runs=tune_runs)
-        self.tune_ms = (time.perf_counter() - t0) * 1e3
-
-    def _forward(self, env, build=False, method='auto', tune_runs=3):
-        consts = self.consts
-        for k, (n, a) in enumerate(zip(self.nodes, self.attrs)):
-            def val(i):
-                name = n.input[i]
-                return env[name] if name in env else consts.get(name)
-            op = n.op_type
-            if op == 'Conv':
-                x = val(0)
-                if build:
-                    b = val(2) if len(n.input) > 2 and n.input[2] else None
-                    conv = _Conv(val(1), b, a, x.shape)
-                    ms = {}
-                    if method == 'auto':
-                        ms = conv.tune(x, tune_runs)
-                    elif not (conv.pointwise or conv.depthwise or conv.group > 1):
-                        conv.method = method
-                    self.convs[k] = conv
-                    self.plan.append({'node': n.name, 'method': conv.method,
-                                      'shape': f'{conv.c}x{conv.h}x{conv.wd}->{conv.m}x'
-                                               f'{conv.ho}x{conv.wo} k{conv.kh}',
-                                      'ms': ms})
-                y = self.convs[k](x)
-            elif op == 'Relu':
-                y = np.maximum(val(0), 0)
-            elif op == 'LeakyRelu':
-                x = val(0)
-                y = np.where(x > 0, x, x * np.float32(a.get('alpha', 0.01)))
-            elif op == 'Clip':
-                lo = val(1) if len(n.input) > 1 and n.input[1] else None
-                hi = val(2) if len(n.input) > 2 and n.input[2] else None
-                y = np.clip(val(0), lo, hi)
-            elif op == 'Sigmoid':
-                y = 1.0 / (1.0 + np.exp(-val(0)))
-            elif op == 'Add':
-                y = val(0) + val(1)
-            elif op == 'Mul':
-                y = val(0) * val(1)
-            elif op == 'Concat':
-                y = np.concatenate([val(i) for i in range(len(n.input))], axis=a['axis'])
-            elif op == 'Reshape':
-                shape = [int(s) for s in val(1)]
-                x = val(0)
-                shape = [x.shape[i] if s == 0 else s for i, s in enumerate(shape)]
-                y = x.reshape(shape)
-            elif op == 'Flatten':
-                x = val(0)
-                ax = a.get('axis', 1)
-                y = x.reshape(int(np.prod(x.shape[:ax])), -1)
-            elif op == 'Transpose':
-                y = np.ascontiguousarray(val(0).transpose(a['perm']))
-            elif op == 'Split':
-                x = val(0)
-                ax = a.get('axis', 0)
-                sizes = val(1) if len(n.input) > 1 and n.input[1] else a.get('split')
-                cuts = np.cumsum(sizes)[:-1]
-                for name, part in zip(n.output, np.split(x, cuts, axis=ax)):
-                    env[name] = part
-                continue
-            elif op == 'MaxPool':
-                y = self._maxpool(val(0), a)
-            elif op == 'GlobalAveragePool':
-                y = val(0).mean(axis=(2, 3), keepdims=True)
-            elif op == 'Gemm':
-                x, w = val(0), val(1)
-                if a.get('transA', 0):
-                    x = x.T
-                w = w.T if a.get('transB', 0) else w
-                y = a.get('alpha', 1.0) * (x @ w)
-                if len(n.input) > 2 and n.input[2]:
-                    y = y + a.get('beta', 1.0) * val(2)
-            elif op == 'Resize':
-                y = self._resize(n, a, val)
-            elif op == 'Constant':
-                from onnx import numpy_helper
-                y = numpy_helper.to_array(a['value'])
-            else:   # Identity
-                y = val(0)
-            env[n.output[0]] = y.astype(np.float32, copy=False) if y.dtype != np.float32 \
-                and y.dtype.kind == 'f' else y
-        return [env[o] for o in self.output_names]
-
-    @staticmethod
-    def _maxpool(x, a):
-        kh, kw = a['kernel_shape']
-        sh, sw = a.get('strides', [1, 1])
-        pt, pl, pb, pr = a.get('pads', [0, 0, 0, 0])
-        xp = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)), constant_values=-np.inf)
-        ho = (xp.shape[2] - kh) // sh + 1
-        wo = (xp.shape[3] - kw) // sw + 1
-        out = None
-        for i in range(kh):
-            for j in range(kw):
-                s = xp[:, :, i:i + sh * (ho - 1) + 1:sh, j:j + sw * (wo - 1) + 1:sw]
-                out = s.copy() if out is None else np.maximum(out, s)
-        return out
-
-    @staticmethod
-    def _resize(n, a, val):
-        if a.get('mode', 'nearest') != 'linear' or \
-                a.get('coordinate_transformation_mode', 'half_pixel') != 'half_pixel':
-            raise BackendError(f'numpy-blas: Resize {a} not supported ({n.name})')
-        x = val(0)
-        sizes = val(3) if len(n.input) > 3 and n.input[3] else None
-        if sizes is None:
-            scales = val(2)
-            sizes = [int(np.floor(d * s)) for d, s in zip(x.shape, scales)]
-        y = _resize_linear_axis(x, 2, int(sizes[2]))
-        return _resize_linear_axis(y, 3, int(sizes[3]))
+        planner.shapes[inp.name] = self.input_shape
+        for node in g.node:
+            planner.add(node)
+        for o in self.output_names:
+            if o not in planner.shapes and o not in planner.consts:
+                raise BackendError(f'numpy-blas: output {o} is not computed by the graph')
+        need = max((c.scratch_need(c.method) for c in planner.convs), default=0)
+        self._scratch = np.empty(need, np.float32)
+        for conv in planner.convs:
+            conv.bind(self._scratch)
+        self._steps = planner.steps
+        self._env: Dict[str, object] = {'': None}
+        used = {n for _, ins, _ in self._steps for n in ins} | set(self.output_names)
+        self._env.update({k: v for k, v in planner.consts.items() if k in used})
+        self._convs = planner.convs
+        self.plan: List[dict] = planner.plan
+        self.tune_ms = planner.tune_ms
+        self.load_ms = (time.perf_counter() - t0) * 1e3
 
     def run(self, tensor: np.ndarray) -> List[np.ndarray]:
-        """Run one input tensor through the numpy graph."""
-        return self._forward({self.input_name: tensor})
+        """Run one float32 input tensor; outputs are buffers reused by the next run."""
+        x = np.asarray(tensor, np.float32)
+        if x.shape != self.input_shape:
+            raise BackendError(f'numpy-blas: input shape {x.shape}, the plan is for '
+                               f'{self.input_shape}')
+        env = self._env
+        env[self.input_name] = x
+        for fn, ins, outs in self._steps:
+            res = fn(*[env[n] for n in ins])
+            if len(outs) == 1:
+                env[outs[0]] = res
+            else:
+                for name, r in zip(outs, res):
+                    env[name] = r
+        out = [env[o] for o in self.output_names]
+        env[self.input_name] = None     # do not hold on to the caller's array
+        return out
 
     def close(self) -> None:
-        """Drop the layers and buffers."""
-        self.convs.clear()
+        """Drop the steps and every buffer."""
+        self._steps = []
+        self._env = {'': None}
+        self._convs = []
+        self._scratch = np.empty(0, np.float32)
+
+
+def _blas_info() -> Tuple[str, str]:
+    """Return the name and version of the BLAS numpy was built with, where numpy says."""
+    try:
+        cfg = np.show_config(mode='dicts')
+        blas = cfg.get('Build Dependencies', {}).get('blas', {})
+        return str(blas.get('name', 'unknown BLAS')), str(blas.get('version', ''))
+    except Exception:  # numpy < 1.26 has no dict mode
+        return 'unknown BLAS', ''
 
 
 class BlasBackend(Backend):
-    """numpy / OpenBLAS, conv lowered per layer (see the module docstring)."""
+    """numpy and its BLAS on the CPU, conv lowered per layer (see the module docstring)."""
 
     library = 'numpy'
     device = 'cpu'
     precision = 'fp32'
-    tensor_passing = 'numpy arrays between layers (im2col/im2row buffers reused)'
+    tensor_passing = 'numpy arrays in place (no copies between layers)'
 
     def __init__(self, conv_method: str = 'auto', tune_runs: int = 3):
-        if conv_method not in ('auto', *METHODS):
+        if conv_method not in ('auto',) + METHODS:
             raise ValueError(f"conv_method '{conv_method}': use auto or one of {METHODS}")
         self.conv_method = conv_method
-        self.tune_runs = int(tune_runs)
+        self.tune_runs = max(1, int(tune_runs))
         self.name = 'numpy-blas/cpu' + ('' if conv_method == 'auto' else f'/{conv_method}')
 
     def options(self) -> Dict[str, object]:
-        """Return the conv method and tuning runs."""
+        """Return the conv method and the tuning runs."""
         return {'conv_method': self.conv_method, 'tune_runs': self.tune_runs}
 
     def versions(self) -> Dict[str, str]:
-        """Return numpy's version and its BLAS."""
-        return {'numpy': np.__version__, 'blas': _blas_name()}
+        """Return numpy's version and its BLAS library's name and version."""
+        name, version = _blas_info()
+        return {'numpy': np.__version__, 'blas': name, 'blas_version': version}
 
     def available(self) -> Tuple[bool, str]:
         """Return True (numpy is always there) and which BLAS it uses."""
-        return True, f'numpy {np.__version__} with {_blas_name()}'
+        name, version = _blas_info()
+        return True, f'numpy {np.__version__} with {name} {version}'.strip()
 
     def load(self, model_path: pathlib.Path) -> Session:
-        """Parse the model and plan (and tune) every conv layer."""
+        """Parse the model, plan every op and (auto) time the conv lowerings per layer."""
         path = pathlib.Path(model_path)
         if not path.is_file():
             raise BackendError(f'model file {path} not found')
@@ -355,12 +748,3 @@ class BlasBackend(Backend):
         except Exception as exc:  # onnx parse errors and the like
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise BackendError(f'{self.name}: cannot load {path.name}: {first}') from None
-
-
-def _blas_name() -> str:
-    try:
-        cfg = np.show_config(mode='dicts')
-        blas = cfg.get('Build Dependencies', {}).get('blas', {})
-        return f"{blas.get('name', '?')} {blas.get('version', '')}".strip()
-    except Exception:  # older numpy: no dict mode
-        return 'unknown BLAS'
