@@ -280,3 +280,21 @@ def test_results_round_trip_and_edp():
     assert r.edp == pytest.approx(0.01)
     assert CandidateResult.from_dict({**r.to_dict(), 'future_field': 1}) == r
     assert math.isnan(CandidateResult('y').p50_ms)
+
+
+def test_thread_budget_leaves_out_candidates_that_need_more_cores(tmp_path, mobilenet):
+    import cv2
+    before = cv2.getNumThreads()
+    manager_mod.set_thread_budget(1, '2 models share 2 cores in this process')
+    try:
+        mgr = _small_manager(tmp_path, ort_threads=[1, 2], variants=['fp16'])
+        backend, run = mgr.choose(*mobilenet)
+        by = {r.backend: r for r in run.results}
+        assert by['onnxruntime/cpu/t2'].status == 'unavailable'
+        assert 'thread budget 1 per model (2 models share' in by['onnxruntime/cpu/t2'].reason
+        assert 'onnxruntime/cpu/t1/fp16' in by             # the variant runs within the cap
+        assert backend.name != 'onnxruntime/cpu/t2'
+        assert cv2.getNumThreads() == 1                    # OpenCV's pool capped as well
+    finally:
+        manager_mod.set_thread_budget(0)
+        cv2.setNumThreads(before)

@@ -56,6 +56,28 @@ DEFAULTS = {
 }
 
 
+_thread_budget = {'threads': 0, 'why': ''}
+
+
+def set_thread_budget(threads: int, why: str = '') -> None:
+    """Cap the threads one model may use (0 = no cap): the container sets it.
+
+    Profiling runs one model alone, so on a 2-core board every model would
+    pick a 2-thread session; run together they then fight for the cores
+    (measured in the demo: both models drifted 1.5-2.2x off their profile).
+    With N models in one process the container caps each at cores // N
+    (ONNX Runtime candidates above the cap are left out, OpenCV's pool is set
+    to the cap; numpy's OpenBLAS pool is not capped: it is fixed at import).
+    """
+    _thread_budget['threads'] = max(0, int(threads))
+    _thread_budget['why'] = why
+    if threads > 0:
+        # OpenCV's thread pool is process-wide: cap it too, so the OpenCV DNN
+        # candidate is profiled and run with the same share as the others
+        import cv2
+        cv2.setNumThreads(int(threads))
+
+
 def load_config(path: Optional[pathlib.Path] = None) -> dict:
     """Return the manager's settings: DEFAULTS updated by ``path`` (config/backends.yaml)."""
     from .. import paths
@@ -159,6 +181,15 @@ class BackendManager:
         excluded = set(cfg['exclude'] or ())
         return [b for b in out if b.name not in excluded]
 
+    def over_budget(self, backend: Backend) -> str:
+        """Return why a candidate exceeds the process's thread budget ('' if it does not)."""
+        cap = _thread_budget['threads']
+        threads = getattr(getattr(backend, 'base', backend), 'intra_op_threads', 0)
+        if cap and threads > cap:
+            return (f'needs {threads} threads; thread budget {cap} per model'
+                    + (f" ({_thread_budget['why']})" if _thread_budget['why'] else ''))
+        return ''
+
     def _versions_key(self, backend: Backend) -> dict:
         return {'board': self.board, 'backend': backend.name, 'options': backend.options(),
                 'versions': backend.versions()}
@@ -221,6 +252,13 @@ class BackendManager:
         run = ProfileRun(model=spec.name)
         reference = None
         cands = self.candidates(spec, model_path)
+        if _thread_budget['threads']:
+            base_threads = min(int(self.config['variant_threads']), _thread_budget['threads'])
+            for b in cands:
+                if isinstance(b, VariantBackend) and hasattr(b.base, 'intra_op_threads'):
+                    from .ort import OrtBackend
+                    b.base = OrtBackend(intra_op_threads=base_threads)
+                    b.name = f'{b.base.name}/{b.kind}'
         if only:
             cands = [b for b in cands if b.name in set(only)]
         t_start = time.monotonic()
@@ -230,6 +268,11 @@ class BackendManager:
                      **self._versions_key(backend)}
             key = entry_key(parts)
             hit = self.cache.get(key) if use_cache else None
+            over = self.over_budget(backend)
+            if over:
+                run.results.append(describe(backend, status='unavailable', reason=over))
+                run.from_cache[backend.name] = False
+                continue
             if hit is not None and hit.get('status') in ('ok', 'rejected'):
                 res = CandidateResult.from_dict(hit)
                 run.from_cache[backend.name] = True

@@ -18,6 +18,7 @@ executor and hand tensors over without copies (rclpy has no intra-process
 transport).
 """
 
+import os
 import sys
 from typing import List
 
@@ -28,6 +29,7 @@ from rclpy.node import Node
 
 from .perception_node import PerceptionNode
 from .telemetry_node import TelemetryNode
+from ..backends.manager import set_thread_budget
 
 
 class PerceptionContainer:
@@ -38,11 +40,20 @@ class PerceptionContainer:
         self.node.declare_parameter('nodes', ['detector', 'classifier'])
         self.node.declare_parameter('autostart', False)
         self.node.declare_parameter('telemetry', 'telemetry')
+        self.node.declare_parameter('thread_budget', 0)
         names: List[str] = list(self.node.get_parameter('nodes').value)
         telemetry = self.node.get_parameter('telemetry').value
         if len(set(names)) != len(names) or not all(names) or telemetry in names:
             raise ValueError(f"parameter 'nodes' must hold distinct non-empty names, other "
                              f"than the telemetry node's ('{telemetry}'): {names}")
+        budget = int(self.node.get_parameter('thread_budget').value)
+        cores = os.cpu_count() or 1
+        if budget == 0 and len(names) > 1:
+            budget = max(1, cores // len(names))
+        if budget > 0:
+            why = f'{len(names)} models share {cores} cores in this process'
+            set_thread_budget(budget, why)
+            self.node.get_logger().info(f'inference thread budget {budget} per model ({why})')
         self.telemetry = TelemetryNode(telemetry) if telemetry else None
         self.perception: List[PerceptionNode] = [PerceptionNode(n) for n in names]
         self.lifecycle_nodes = ([self.telemetry] if self.telemetry else []) + self.perception

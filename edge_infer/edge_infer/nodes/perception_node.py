@@ -80,6 +80,7 @@ PARAMETERS = {
 }
 
 NAN = float('nan')
+_REEVALUATION = threading.Lock()
 
 
 def energy_msg(rec: Optional[MeterRecord]) -> Energy:
@@ -489,6 +490,10 @@ class PerceptionNode(ManagedNode):
                          daemon=True).start()
 
     def _reevaluate(self) -> None:
+        with _REEVALUATION:     # one at a time: two nodes measuring at once measure each other
+            self._reevaluate_now()
+
+    def _reevaluate_now(self) -> None:
         try:
             spec, old = self._model.spec, self._run
             names = [r.backend for r in old.results if r.status == 'ok']
