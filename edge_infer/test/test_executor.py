@@ -187,3 +187,13 @@ def test_buffer_providers_probe_and_say_why():
         ctypes.CDLL('libcuda.so.1')
     except OSError:
         assert 'no libcuda.so.1' in found['cuda-mapped'][2]
+
+
+def test_default_devices_use_cuda_only_with_mapped_memory():
+    from edge_infer.executor.core import default_devices
+    lines = []
+    devices = default_devices(lines.append)
+    assert [d[:2] for d in devices] == [('accelerator', 'accelerator'), ('cpu', 'cpu')]
+    if 'CUDAExecutionProvider' not in ort.get_available_providers():
+        assert {d[2] for d in devices} == {'CPUExecutionProvider'}
+        assert 'one CPU worker plays the accelerator' in lines[-1]

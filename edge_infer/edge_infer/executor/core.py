@@ -50,8 +50,9 @@ class SegmentRunner:
     """A segment's ORT session on one device, zero-copy in and out (see the module doc)."""
 
     def __init__(self, segment: Segment, threads: int = 1, slots: int = 2,
-                 provider: str = 'CPUExecutionProvider'):
+                 provider: str = 'CPUExecutionProvider', buffers=None):
         import onnxruntime as ort
+        from .buffers import BufferProvider
         so = ort.SessionOptions()
         so.intra_op_num_threads = threads
         so.inter_op_num_threads = 1
@@ -62,8 +63,14 @@ class SegmentRunner:
                                          providers=[provider])
         meta = {o.name: o for o in self.sess.get_outputs()}
         self.out_names = list(segment.outputs)
-        self.slots = [[np.empty(meta[n].shape, np.float32) for n in self.out_names]
+        # On a CUDA device the buffers are pinned host memory mapped into the GPU
+        # (cuda-mapped provider): ORT gets their device pointers, the CPU side
+        # reads the same memory. On the CPU: plain numpy.
+        self.buffers = buffers or BufferProvider()
+        self.where = 'cuda' if provider == 'CUDAExecutionProvider' else 'cpu'
+        self.slots = [[self.buffers.empty(meta[n].shape, np.float32) for n in self.out_names]
                       for _ in range(slots)]
+        self._staging: Dict[str, np.ndarray] = {}
         self.binding = self.sess.io_binding()
         self.copied = 0     # bytes ORT had to copy (a moved output buffer); should stay 0
 
@@ -76,16 +83,57 @@ class SegmentRunner:
                 raise ExecutorError(f'{self.segment.name}: input {name} must be C-contiguous '
                                     f'float32 (got {arr.dtype}, contiguous '
                                     f'{arr.flags.c_contiguous})')
-            b.bind_input(name, 'cpu', 0, np.float32, arr.shape, arr.ctypes.data)
+            b.bind_input(name, self.where, 0, np.float32, arr.shape, self._pointer(name, arr))
         bufs = self.slots[slot]
         for name, buf in zip(self.out_names, bufs):
-            b.bind_output(name, 'cpu', 0, np.float32, buf.shape, buf.ctypes.data)
+            b.bind_output(name, self.where, 0, np.float32, buf.shape, self._pointer(None, buf))
         self.sess.run_with_iobinding(b)
         for name, buf, ov in zip(self.out_names, bufs, b.get_outputs()):
             if ov.data_ptr() != buf.ctypes.data:     # ORT allocated elsewhere: count it
                 np.copyto(buf, ov.numpy())
                 self.copied += buf.nbytes
         return dict(zip(self.out_names, bufs))
+
+    def _pointer(self, name: Optional[str], arr: np.ndarray) -> int:
+        """Return the address the device uses for ``arr`` (staging it if it is not mapped)."""
+        if self.where == 'cpu':
+            return arr.ctypes.data
+        ptr = self.buffers.device_pointer(arr)
+        if ptr is None and name is not None:    # e.g. the preprocessed frame: one copy
+            stage = self._staging.get(name)
+            if stage is None or stage.shape != arr.shape:
+                stage = self._staging[name] = self.buffers.empty(arr.shape, np.float32)
+            np.copyto(stage, arr)
+            self.copied += arr.nbytes
+            ptr = self.buffers.device_pointer(stage)
+        if ptr is None:
+            raise ExecutorError(f'{self.segment.name}: buffer not mapped for the device')
+        return ptr
+
+
+def default_devices(log: Callable[[str], None] = print) -> List[tuple]:
+    """Return (name, role, provider) of the devices this machine really has.
+
+    The accelerator is the CUDA execution provider when onnxruntime lists it
+    AND mapped pinned memory is available (Jetson); otherwise one CPU worker
+    plays the accelerator's part, and the log says so.
+    """
+    from .buffers import CudaMappedBuffers
+    try:
+        import onnxruntime as ort
+        listed = ort.get_available_providers()
+    except ImportError:
+        listed = []
+    if 'CUDAExecutionProvider' in listed:
+        ok, why = CudaMappedBuffers().available()
+        if ok:
+            log(f'executor: accelerator = CUDA ({why}), zero-copy through mapped pinned memory')
+            return [('accelerator', 'accelerator', 'CUDAExecutionProvider'),
+                    ('cpu', 'cpu', 'CPUExecutionProvider')]
+        log(f'executor: onnxruntime lists CUDA but mapped memory is unavailable ({why})')
+    log('executor: no accelerator usable here; one CPU worker plays the accelerator')
+    return [('accelerator', 'accelerator', 'CPUExecutionProvider'),
+            ('cpu', 'cpu', 'CPUExecutionProvider')]
 
 
 @dataclass
@@ -234,7 +282,18 @@ class SharedExecutor:
         # cost of handing a segment's outputs to another device, ms: 0 on one
         # memory (zero-copy); the cost model adds it when the device changes
         self.transfer_ms = float(transfer_ms)
-        self.devices = {name: Device(name, role) for name, role in devices}
+        specs = [tuple(d) + ('CPUExecutionProvider',) * (3 - len(d)) for d in devices]
+        self.devices = {name: Device(name, role) for name, role, _ in specs}
+        self.providers = {name: provider for name, _, provider in specs}
+        self._buffers = {}
+        for name, provider in self.providers.items():
+            if provider == 'CUDAExecutionProvider':
+                from .buffers import CudaMappedBuffers
+                mapped = CudaMappedBuffers()
+                ok, why = mapped.available()
+                if not ok:
+                    raise ExecutorError(f'device {name}: CUDA without mapped memory: {why}')
+                self._buffers[name] = mapped
         self.threads, self.slots, self.min_nodes = threads_per_device, slots, min_nodes
         self.models: Dict[str, dict] = {}
         self._ids = itertools.count()
@@ -250,7 +309,8 @@ class SharedExecutor:
     def add_model(self, name: str, model_path: pathlib.Path) -> List[Segment]:
         """Partition the model and open every segment on every device; measure costs."""
         segments = partition(model_path, min_nodes=self.min_nodes)
-        runners = {d: [SegmentRunner(s, self.threads, self.slots) for s in segments]
+        runners = {d: [SegmentRunner(s, self.threads, self.slots, self.providers[d],
+                                     self._buffers.get(d)) for s in segments]
                    for d in self.devices}
         import onnx
         g = onnx.load(str(model_path), load_external_data=False).graph

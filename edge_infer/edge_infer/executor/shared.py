@@ -9,7 +9,7 @@ The last node to let go stops the workers.
 import threading
 from typing import Callable, Optional
 
-from .core import SharedExecutor
+from .core import default_devices, SharedExecutor
 
 _lock = threading.Lock()
 _executor: Optional[SharedExecutor] = None
@@ -21,7 +21,7 @@ def acquire(policy: str, log: Callable[[str], None] = print) -> SharedExecutor:
     global _executor, _users
     with _lock:
         if _executor is None:
-            _executor = SharedExecutor(policy, log=log)
+            _executor = SharedExecutor(policy, devices=default_devices(log), log=log)
             log(f'shared executor started: policy {policy}, devices '
                 + ', '.join(f'{d.name} ({d.role})' for d in _executor.devices.values()))
         elif policy != _executor.policy:
