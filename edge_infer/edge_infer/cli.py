@@ -10,6 +10,8 @@ Verbs::
   edge_infer lifecycle NODE TRANSITION  configure | activate | deactivate | cleanup
                                         | shutdown | get   (like `ros2 lifecycle`)
   edge_infer info                       where config, data and models are
+  edge_infer bringup [--nodes a,b] [--camera-topic T] [--bag DIR]
+                                        the graph (config/graph.yaml) as processes, active
   edge_infer backends [--no-cache]      inference backends: available or why not
   edge_infer profile MODEL [--objective latency|energy|edp] [--energy] [--no-cache]
                                         measure MODEL on every backend; table + PNG
@@ -17,7 +19,8 @@ Verbs::
 
 import sys
 
-VERBS = ('prepare', 'demo', 'record', 'play', 'lifecycle', 'info', 'backends', 'profile')
+VERBS = ('prepare', 'demo', 'record', 'play', 'lifecycle', 'info', 'backends', 'profile',
+         'bringup')
 
 
 def _lifecycle(argv) -> int:
@@ -86,6 +89,8 @@ def main(argv=None) -> int:
         from .backends.tool import backends_main as run
     elif verb == 'profile':
         from .backends.tool import profile_main as run
+    elif verb == 'bringup':
+        from .bringup import main as run
     else:
         return _info(rest)
     return run(rest)

@@ -1,45 +1,72 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
-"""Bring up the perception container (detector + classifier) on a robot with ROS 2.
+"""Bring up edge_infer's graph (config/graph.yaml) on a robot with ROS 2.
 
     ros2 launch edge_infer perception.launch.py
-    ros2 launch edge_infer perception.launch.py camera_topic:=/front/image_raw \
-        namespace:=robot1 autostart:=false
+    ros2 launch edge_infer perception.launch.py camera_topic:=/front/image_raw
+        objective:=energy nodes:=detector namespace:=robot1 autostart:=false
+    (one command line)
 
-All nodes live in one process (so they can share the inference executor);
-with autostart:=true the container configures and activates them itself,
-otherwise drive them with `ros2 lifecycle set /detector configure` etc.
+The processes, executables, parameters and remappings come from
+edge_infer.graph.plan(), the same function `edge_infer bringup` uses, so the
+two cannot drift apart. With autostart:=true (default) the container
+configures and activates its lifecycle nodes itself; with false they stay
+unconfigured for a lifecycle manager (`ros2 lifecycle set /detector configure`,
+or `edge_infer lifecycle`). The Fast DDS profile for camera-sized samples is
+exported unless FASTRTPS_DEFAULT_PROFILES_FILE is already set.
 """
 
+import os
+import pathlib
+import tempfile
+
+from edge_infer import graph, paths
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument
-from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
+from launch.actions import DeclareLaunchArgument, OpaqueFunction, SetEnvironmentVariable
+from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
-from launch_ros.parameter_descriptions import ParameterValue
-from launch_ros.substitutions import FindPackageShare
+
+ARGUMENTS = {
+    'camera_topic': ('/camera/image_raw', 'camera topic (sensor_msgs/Image); '
+                     '<topic>/compressed feeds the JPEG nodes'),
+    'objective': ('', 'backend objective of every perception node: latency | energy | edp '
+                  "('' = the params file's)"),
+    'executor_policy': ('-', "shared executor policy of every perception node ('-' = the "
+                        "params file's, '' = off)"),
+    'nodes': ('', "comma-separated perception nodes to host ('' = the params file's)"),
+    'namespace': ('', 'namespace of every node'),
+    'params_file': ('', "params file ('' = the package's config/perception.yaml)"),
+    'autostart': ('true', 'configure and activate the lifecycle nodes at start'),
+}
+
+
+def _processes(context):
+    def arg(name):
+        return LaunchConfiguration(name).perform(context)
+    policy = arg('executor_policy')
+    plans = graph.plan(camera_topic=arg('camera_topic'), objective=arg('objective'),
+                       executor_policy=None if policy == '-' else policy,
+                       nodes=[n for n in arg('nodes').split(',') if n],
+                       namespace=arg('namespace'),
+                       params_file=pathlib.Path(arg('params_file')) if arg('params_file')
+                       else None,
+                       autostart=arg('autostart').lower() in ('true', '1', 'yes'))
+    out_dir = pathlib.Path(tempfile.mkdtemp(prefix='edge_infer_launch_'))
+    actions = []
+    for p in plans:
+        params = p.write_params(out_dir / f'{p.name}.yaml')
+        # No `name=`: it would rename every node of the process.
+        actions.append(Node(package=p.package, executable=p.executable,
+                            namespace=p.namespace, output='screen', emulate_tty=True,
+                            parameters=[str(params)], remappings=list(p.remappings.items())))
+    return actions
 
 
 def generate_launch_description():
     """Return the launch description."""
-    camera = LaunchConfiguration('camera_topic')
-    return LaunchDescription([
-        DeclareLaunchArgument(
-            'params_file',
-            default_value=PathJoinSubstitution(
-                [FindPackageShare('edge_infer'), 'config', 'perception.yaml']),
-            description='parameters of the container and its nodes'),
-        DeclareLaunchArgument('namespace', default_value='',
-                              description='namespace of every node'),
-        DeclareLaunchArgument('camera_topic', default_value='/camera/image_raw',
-                              description='camera topic (sensor_msgs/Image); '
-                                          '<topic>/compressed for the JPEG stream'),
-        DeclareLaunchArgument('autostart', default_value='true',
-                              description='configure and activate the nodes at start'),
-        # No `name=`: it would rename every node of the process.
-        Node(package='edge_infer', executable='perception_container',
-             namespace=LaunchConfiguration('namespace'), output='screen', emulate_tty=True,
-             parameters=[LaunchConfiguration('params_file'),
-                         {'autostart': ParameterValue(LaunchConfiguration('autostart'),
-                                                      value_type=bool)}],
-             remappings=[('/camera/image_raw', camera),
-                         ('/camera/image_raw/compressed', [camera, '/compressed'])]),
-    ])
+    actions = [DeclareLaunchArgument(k, default_value=v, description=d)
+               for k, (v, d) in ARGUMENTS.items()]
+    if 'FASTRTPS_DEFAULT_PROFILES_FILE' not in os.environ:
+        actions.append(SetEnvironmentVariable('FASTRTPS_DEFAULT_PROFILES_FILE',
+                                              str(paths.fastdds_profile())))
+    actions.append(OpaqueFunction(function=_processes))
+    return LaunchDescription(actions)

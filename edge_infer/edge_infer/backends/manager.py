@@ -244,8 +244,12 @@ class BackendManager:
 
     def profile(self, spec: ModelSpec, model_path: pathlib.Path, use_cache: bool = True,
                 min_accuracy: float = 0.0, budget_s: Optional[float] = None,
-                only: Optional[Sequence[str]] = None) -> ProfileRun:
-        """Measure every candidate on the model (cached entries reused); return the run."""
+                only: Optional[Sequence[str]] = None, cancel=None) -> ProfileRun:
+        """Measure every candidate on the model (cached entries reused); return the run.
+
+        ``cancel`` (a threading.Event): stop between candidates when set (the
+        run then holds what was measured so far).
+        """
         model_path = pathlib.Path(model_path)
         sha = sha256_file(model_path)
         floor = self.min_accuracy(spec, min_accuracy)
@@ -263,6 +267,8 @@ class BackendManager:
             cands = [b for b in cands if b.name in set(only)]
         t_start = time.monotonic()
         for i, backend in enumerate(cands, 1):
+            if cancel is not None and cancel.is_set():
+                break
             parts = {'kind': 'profile', 'model': spec.name, 'model_sha256': sha,
                      'min_accuracy': floor, 'metered': self.meter is not None,
                      **self._versions_key(backend)}

@@ -73,6 +73,8 @@ class PerceptionContainer:
 
     def shutdown(self) -> None:
         """Shut every node down and destroy them."""
+        for n in self.perception:
+            n.join_background()
         for n in reversed(self.lifecycle_nodes):
             try:
                 n.trigger_shutdown()

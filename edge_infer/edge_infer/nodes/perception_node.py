@@ -138,6 +138,8 @@ class PerceptionNode(ManagedNode):
         self._next_model: Optional[Model] = None    # swapped in by the worker
         self._executor = None
         self._reevaluating = threading.Lock()
+        self._reeval_thread: Optional[threading.Thread] = None
+        self._cancel = threading.Event()            # stops a re-evaluation between candidates
         self._model_path = None
         self._overrides = {}
         self._joules = deque(maxlen=1000)   # recent energy per inference, for diagnostics
@@ -291,6 +293,25 @@ class PerceptionNode(ManagedNode):
         if self._worker is not None:
             self._worker.join(timeout=10.0)
             self._worker = None
+        self.join_background()
+
+    def join_background(self, timeout: float = 30.0) -> None:
+        """Stop the worker and any re-evaluation; wait for both (no ROS calls).
+
+        A thread still inside ONNX Runtime when the process exits aborts it
+        ("terminate called without an active exception"): the container calls
+        this before shutting rclpy down, even when a signal already ended the
+        ROS context and lifecycle transitions can no longer run.
+        """
+        self._running = False
+        self._slot.close()
+        self._cancel.set()
+        if self._worker is not None:
+            self._worker.join(timeout=10.0)
+            self._worker = None
+        if self._reeval_thread is not None:
+            self._reeval_thread.join(timeout=timeout)
+            self._reeval_thread = None
         if self._slot.clear():
             self.stats.count('dropped')
 
@@ -486,8 +507,10 @@ class PerceptionNode(ManagedNode):
             f'latency drift: median {med:.1f} ms over {self._drift.window_s:g} s vs '
             f'{self._drift.expected_ms:.1f} ms profiled (x{med / self._drift.expected_ms:.2f}); '
             f're-evaluating backends in the background')
-        threading.Thread(target=self._reevaluate, name=f'{self.get_name()}-reeval',
-                         daemon=True).start()
+        self._cancel.clear()
+        self._reeval_thread = threading.Thread(target=self._reevaluate, daemon=True,
+                                               name=f'{self.get_name()}-reeval')
+        self._reeval_thread.start()
 
     def _reevaluate(self) -> None:
         with _REEVALUATION:     # one at a time: two nodes measuring at once measure each other
@@ -498,7 +521,10 @@ class PerceptionNode(ManagedNode):
             spec, old = self._model.spec, self._run
             names = [r.backend for r in old.results if r.status == 'ok']
             run = self._manager.profile(spec, self._model_path, use_cache=False,
-                                        min_accuracy=self._param('min_accuracy'), only=names)
+                                        min_accuracy=self._param('min_accuracy'), only=names,
+                                        cancel=self._cancel)
+            if self._cancel.is_set():
+                return
             chosen, why = select(run.results, self._param('objective'),
                                  self._param('max_latency_ms'),
                                  self._manager.min_accuracy(spec, self._param('min_accuracy')))

@@ -1,0 +1,101 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""The node graph, described once (config/graph.yaml), for launch files and bring-up.
+
+``launch/perception.launch.py`` (robots with ROS 2) and ``edge_infer bringup``
+(here, without launch) both call :func:`plan`: which processes, which
+executables, which parameters (the params file with the arguments applied),
+which remappings, and the lifecycle nodes in bring-up order. They cannot
+drift apart because neither has its own copy.
+"""
+
+from dataclasses import dataclass, field
+import pathlib
+from typing import Dict, List, Optional, Sequence
+
+import yaml
+
+from . import paths
+from .backends.selection import OBJECTIVES
+from .executor.core import POLICIES
+
+
+class GraphError(ValueError):
+    """The graph description or an argument is unusable."""
+
+
+@dataclass
+class ProcessPlan:
+    """One process of the graph, ready to start."""
+
+    name: str
+    package: str
+    executable: str
+    params: dict                    # the full params-file content, arguments applied
+    remappings: Dict[str, str]
+    namespace: str
+    lifecycle_nodes: List[str] = field(default_factory=list)   # bring-up order
+
+    def write_params(self, path: pathlib.Path) -> pathlib.Path:
+        """Write the params file this process starts with; return its path."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump(self.params, sort_keys=False))
+        return path
+
+
+def load_graph(path: Optional[pathlib.Path] = None) -> dict:
+    """Return the graph description (config/graph.yaml)."""
+    path = pathlib.Path(path) if path else paths.config_dir() / 'graph.yaml'
+    data = yaml.safe_load(path.read_text()) or {}
+    if not data.get('processes'):
+        raise GraphError(f'{path}: no processes')
+    return data
+
+
+def plan(camera_topic: str = '', objective: str = '', executor_policy: Optional[str] = None,
+         nodes: Optional[Sequence[str]] = None, namespace: str = '',
+         params_file: Optional[pathlib.Path] = None, autostart: bool = False,
+         graph: Optional[dict] = None) -> List[ProcessPlan]:
+    """Return the processes to start, with every argument applied.
+
+    ``camera_topic``: remaps the camera (raw, and ``<topic>/compressed``);
+    ``objective``: backend objective of every perception node; ``nodes``: the
+    perception nodes to host (a subset of the params file's); ``autostart``:
+    the container configures and activates its nodes itself.
+    """
+    graph = graph or load_graph()
+    if objective and objective not in OBJECTIVES:
+        raise GraphError(f"objective '{objective}': use one of {', '.join(OBJECTIVES)}")
+    if executor_policy and executor_policy not in POLICIES:
+        raise GraphError(f"executor policy '{executor_policy}': use one of "
+                         f"{', '.join(POLICIES)}")
+    out = []
+    for proc in graph['processes']:
+        pfile = pathlib.Path(params_file) if params_file else \
+            paths.config_dir() / proc['params']
+        params = yaml.safe_load(pfile.read_text()) or {}
+        own = params.setdefault(proc['name'], {'ros__parameters': {}})['ros__parameters']
+        hosted = list(own.get('nodes', []))
+        if nodes:
+            unknown = [n for n in nodes if n not in params]
+            if unknown:
+                raise GraphError(f'nodes {unknown} have no section in {pfile.name} '
+                                 f'(known: {", ".join(k for k in params if k != proc["name"])})')
+            hosted = list(nodes)
+            own['nodes'] = hosted
+        own['autostart'] = bool(autostart)
+        for n in hosted:
+            p = params[n]['ros__parameters']
+            if objective:
+                p['objective'] = objective
+            if executor_policy is not None:
+                p['executor_policy'] = executor_policy
+        remap = {}
+        default_cam = graph.get('camera_topic', '/camera/image_raw')
+        if camera_topic and camera_topic != default_cam:
+            remap = {default_cam: camera_topic,
+                     f'{default_cam}/compressed': f'{camera_topic}/compressed'}
+        telemetry = own.get('telemetry', 'telemetry')
+        order = ([telemetry] if telemetry else []) + hosted
+        out.append(ProcessPlan(proc['name'], proc.get('package', 'edge_infer'),
+                               proc['executable'], params, remap, namespace, order))
+    return out

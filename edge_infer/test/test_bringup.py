@@ -1,0 +1,137 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""The graph described once, and the scenarios of the launch tests run through bring-up.
+
+launch / launch_ros / launch_testing do not install on this machine, so the
+launch file cannot run here; it and `edge_infer bringup` both take their
+processes from edge_infer.graph.plan(), tested below, and the same scenarios
+run here through the bring-up (separate processes, lifecycle services).
+"""
+
+import glob
+import os
+import pathlib
+import signal
+
+from edge_infer import graph, procs
+from edge_infer.bringup import Running
+from edge_infer_msgs.msg import DetectionArray
+import pytest
+from rclpy.qos import qos_profile_sensor_data
+from sensor_msgs.msg import Image
+
+
+def test_plan_defaults_and_arguments():
+    (p,) = graph.plan()
+    assert p.executable == 'perception_container' and not p.remappings
+    assert p.lifecycle_nodes == ['telemetry', 'detector', 'classifier']
+    (q,) = graph.plan(camera_topic='/front/image', nodes=['detector', 'detector_cam2'],
+                      objective='energy', executor_policy='cost-model', namespace='robot1',
+                      autostart=True)
+    assert q.remappings == {'/camera/image_raw': '/front/image',
+                            '/camera/image_raw/compressed': '/front/image/compressed'}
+    assert q.params['perception_container']['ros__parameters']['nodes'] == \
+        ['detector', 'detector_cam2']
+    assert q.params['perception_container']['ros__parameters']['autostart'] is True
+    assert q.params['detector_cam2']['ros__parameters']['objective'] == 'energy'
+    assert q.params['detector']['ros__parameters']['executor_policy'] == 'cost-model'
+    assert q.namespace == 'robot1'
+    with pytest.raises(graph.GraphError, match="nodes \\['lidar'\\] have no section"):
+        graph.plan(nodes=['lidar'])
+    with pytest.raises(graph.GraphError, match="objective 'fastest'"):
+        graph.plan(objective='fastest')
+
+
+def test_launch_file_builds_its_processes_from_the_plan():
+    src = (pathlib.Path(__file__).parents[1] / 'launch' / 'perception.launch.py').read_text()
+    assert 'graph.plan(' in src and 'OpaqueFunction' in src
+    for arg in ('camera_topic', 'objective', 'nodes', 'namespace', 'autostart'):
+        assert f"'{arg}'" in src
+    try:
+        import launch  # noqa: F401
+    except ImportError:
+        pytest.skip('launch is not installable here: the launch file is checked on a robot '
+                    '(colcon test runs test_launch_perception.py there)')
+
+
+def _image(stamp: int, rgb):
+    m = Image(height=rgb.shape[0], width=rgb.shape[1], encoding='rgb8',
+              step=rgb.shape[1] * 3, data=rgb.tobytes())
+    m.header.stamp.sec = stamp
+    m.header.frame_id = 'cam'
+    return m
+
+
+def test_two_cameras_into_two_detectors(ros, tmp_path, footage):
+    import cv2
+    rgb = cv2.cvtColor(cv2.imread(str(next(p for p in footage['photos']
+                                           if p.name == 'astronaut.png'))), cv2.COLOR_BGR2RGB)
+    plans = graph.plan(nodes=['detector', 'detector_cam2'])
+    run = Running(plans, ros.env, tmp_path).start()
+    got = {'/detector/detections': [], '/detector_cam2/detections': []}
+    for topic, box in got.items():
+        ros.node.create_subscription(DetectionArray, topic, box.append, 20)
+    try:
+        run.activate(ros.node, ros.executor)
+        pubs = {cam: ros.node.create_publisher(Image, cam, qos_profile_sensor_data)
+                for cam in ('/camera/image_raw', '/camera2/image_raw')}
+        assert ros.spin_until(lambda: all(p.get_subscription_count() for p in pubs.values()),
+                              20)
+        for k in range(3):
+            pubs['/camera/image_raw'].publish(_image(100 + k, rgb))
+            pubs['/camera2/image_raw'].publish(_image(200 + k, rgb))
+            ros.spin_until(lambda: False, 0.3)
+        assert ros.spin_until(lambda: all(len(v) >= 2 for v in got.values()), 30)
+        # each detector answers its own camera only
+        assert {m.header.stamp.sec for m in got['/detector/detections']} <= {100, 101, 102}
+        assert {m.header.stamp.sec for m in got['/detector_cam2/detections']} <= \
+            {200, 201, 202}
+        assert all(any(d.label == 'person' for d in m.detections)
+                   for v in got.values() for m in v)
+    finally:
+        codes = run.stop()
+    assert codes == {'perception_container': 0}
+
+
+def _shm_files():
+    return set(glob.glob('/dev/shm/fastrtps_*') + glob.glob('/dev/shm/sem.fastrtps_*'))
+
+
+def test_kill_9_during_replay_then_restart_recovers(ros, tmp_path, small_bag):
+    before = _shm_files()
+    plans = graph.plan(nodes=['detector'])
+    got = []
+    ros.node.create_subscription(DetectionArray, '/detector/detections', got.append, 50)
+    run = Running(plans, ros.env, tmp_path / 'first').start()
+    run.activate(ros.node, ros.executor)
+    player = procs.start_player(small_bag, ros.env, ['--wait-for-subscribers', '20',
+                                                     '--rate', '0.5'])
+    assert ros.spin_until(lambda: len(got) >= 2, 60)
+    (_, proc), = run.procs
+    os.killpg(proc.pid, signal.SIGKILL)                  # the container dies mid-replay
+    proc.wait(10)
+    assert proc.returncode == -signal.SIGKILL
+    n_dead = len(got)
+    ros.spin_until(lambda: player.poll() is not None, 60)
+    assert player.returncode == 0                        # the player is not disturbed
+    assert len(got) == n_dead                            # nothing from a dead process
+    # restart from the same plan: clean recovery, results again
+    again = Running(plans, ros.env, tmp_path / 'second').start()
+    try:
+        again.activate(ros.node, ros.executor)
+        player = procs.start_player(small_bag, ros.env, ['--wait-for-subscribers', '20'])
+        assert ros.spin_until(lambda: len(got) >= n_dead + 5, 60)
+        ros.spin_until(lambda: player.poll() is not None, 60)
+    finally:
+        codes = again.stop()
+    assert codes == {'perception_container': 0}
+    # Shared memory: a SIGKILLed Fast DDS participant leaves its segment in
+    # /dev/shm (measured here; cleaning it is open work, see the issue notes).
+    # What must hold: the restarted container shut down cleanly (above), and
+    # a third start on top of the leftovers works just as well.
+    leftover = _shm_files() - before
+    print(f'\n[kill -9] new Fast DDS files left in /dev/shm: {len(leftover)}')
+    third = Running(plans, ros.env, tmp_path / 'third').start()
+    try:
+        third.activate(ros.node, ros.executor)
+    finally:
+        assert third.stop() == {'perception_container': 0}
