@@ -127,3 +127,74 @@ def test_drift_switches_backend_without_dropping_the_stream(ros, injected_manage
         node.trigger_shutdown()
         ros.executor.remove_node(node)
         node.destroy_node()
+
+
+class _Failing(_DelayedBackend):
+    def load(self, model_path, strict=False):
+        sess = super().load(model_path)
+        real = sess.run
+
+        def run(tensor):
+            if FAIL.is_set():
+                raise RuntimeError('CUDA error: an illegal memory access was encountered')
+            return real(tensor)
+        sess.run = run
+        return sess
+
+
+FAIL = threading.Event()
+
+
+class _FailingFirst(manager_mod.BackendManager):
+    def candidates(self, spec=None, model_path=None):
+        return [_Failing('test/fast-but-breaks', lambda: 0.0),
+                _DelayedBackend('test/steady', lambda: 0.015)]
+
+
+def test_backend_raising_mid_run_falls_back_and_keeps_serving(ros, tmp_path, monkeypatch,
+                                                              capfd):
+    monkeypatch.setenv('EDGE_INFER_CACHE', str(tmp_path))
+    manager_mod._shared[str(tmp_path)] = _FailingFirst(
+        tmp_path, config={'budget_s': 0.2, 'min_runs': 3, 'warmup': 1,
+                          'calibration_frames': 2}, log=lambda s: None)
+    FAIL.clear()
+    node = PerceptionNode('fallback_node', context=ros.ctx, parameter_overrides=[
+        Parameter('model', value='mobilenet_v2'), Parameter('image_topic', value='/fb_cam'),
+        Parameter('transport', value='raw'), Parameter('energy_metering', value=False),
+        Parameter('drift_threshold', value=0.0), Parameter('diagnostics_period', value=0.0)])
+    ros.executor.add_node(node)
+    results, reports = [], []
+    ros.node.create_subscription(Classification, '/fallback_node/classification',
+                                 results.append, 100)
+    ros.node.create_subscription(
+        BackendReport, '/fallback_node/backend_report', reports.append,
+        QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                   durability=DurabilityPolicy.TRANSIENT_LOCAL))
+    pub = ros.node.create_publisher(Image, '/fb_cam', qos_profile_sensor_data)
+    img = Image(height=224, width=224, encoding='rgb8', step=224 * 3,
+                data=bytes(224 * 224 * 3))
+    try:
+        assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+        assert node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+        assert ros.spin_until(lambda: reports, 5)
+        assert reports[-1].chosen == 'test/fast-but-breaks'
+        for k in range(30):
+            if k == 10:
+                FAIL.set()                      # the device goes away mid-stream
+            img.header.stamp.sec = k
+            pub.publish(img)
+            ros.spin_until(lambda: False, 0.05)
+        assert ros.spin_until(lambda: len(results) >= 25, 10)
+        stamps = [m.header.stamp.sec for m in results]
+        assert stamps == sorted(stamps)
+        assert {m.backend for m in results if m.header.stamp.sec >= 12} == {'test/steady'}
+        assert node.stats.rejected == 0          # the failing frame was retried, not lost
+        assert any(r.trigger == 'fallback' and r.chosen == 'test/steady' for r in reports)
+        err = capfd.readouterr().err
+        assert err.count('falling back to test/steady') == 1, err[-1500:]
+    finally:
+        FAIL.clear()
+        manager_mod._shared.pop(str(tmp_path), None)
+        node.trigger_shutdown()
+        ros.executor.remove_node(node)
+        node.destroy_node()

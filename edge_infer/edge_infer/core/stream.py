@@ -71,6 +71,7 @@ class StreamStats:
         self.dropped = 0
         self.rejected = 0
         self.energy_missing = 0     # frames whose energy no power sample covered
+        self.fallbacks = 0          # backends replaced after raising mid-run
         self.last_error = ''
         self._latency = deque(maxlen=window)
 

@@ -140,6 +140,7 @@ class PerceptionNode(ManagedNode):
         self._reevaluating = threading.Lock()
         self._reeval_thread: Optional[threading.Thread] = None
         self._cancel = threading.Event()            # stops a re-evaluation between candidates
+        self._failed_backends = set()
         self._model_path = None
         self._overrides = {}
         self._joules = deque(maxlen=1000)   # recent energy per inference, for diagnostics
@@ -186,6 +187,7 @@ class PerceptionNode(ManagedNode):
 
     # ------------------------------------------------------------------- helpers
     def _configure(self) -> None:
+        self._failed_backends = set()
         model_name = self._param('model')
         transport = self._param('transport')
         topic = self._param('image_topic')
@@ -409,7 +411,17 @@ class PerceptionNode(ManagedNode):
         if meter is not None:
             pending = _Pending()
             around = self._energy_window(meter, pending)
-        result = self._model.infer(frame, around_run=around)
+        try:
+            result = self._model.infer(frame, around_run=around)
+        except (ImageError, OutputError):
+            raise
+        except Exception as exc:  # the backend itself failed: fall back, retry this frame
+            if not self._fall_back(exc):
+                raise
+            if meter is not None:
+                pending = _Pending()
+                around = self._energy_window(meter, pending)
+            result = self._model.infer(frame, around_run=around)
         if self._drift is not None and self._drift.add(result.inference_ms):
             self._start_reevaluation()
         out = self._to_msg(frame, result, t_decode)
@@ -497,6 +509,40 @@ class PerceptionNode(ManagedNode):
         if unavailable:
             log('not used: ' + '; '.join(
                 f'{r.backend} {r.status} ({r.reason})' for r in unavailable))
+
+    def _fall_back(self, exc: Exception) -> bool:
+        """Replace a backend that raised by the next best measured one; False if none is left."""
+        run, spec = self._run, self._model.spec
+        failed = run.chosen if run else self._model.backend_name
+        self._failed_backends.add(failed)
+        if run is None or self._executor is not None:
+            return False
+        left = [r for r in run.results if r.backend not in self._failed_backends]
+        chosen, why = select(left, self._param('objective'), self._param('max_latency_ms'),
+                             self._manager.min_accuracy(spec, self._param('min_accuracy')))
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if chosen is None:
+            self.get_logger().error(f'backend {failed} failed ({type(exc).__name__}: {first}) '
+                                    f'and no other candidate is usable: {why}')
+            return False
+        backend = {b.name: b for b in self._manager.candidates(
+            spec, self._model_path)}[chosen.backend]
+        old, self._model = self._model, Model(spec, backend, self._model_path.parent,
+                                              verify_checksum=False, **self._overrides)
+        try:
+            old.close()
+        except Exception:  # the failed session may not close cleanly either
+            pass
+        for r in run.results:
+            r.chosen = r is chosen
+        run.chosen, run.why = chosen.backend, f'fallback after {failed} failed: {why}'
+        self.get_logger().warning(f'backend {failed} failed ({type(exc).__name__}: {first}); '
+                                  f'falling back to {chosen.backend}')
+        if self._drift is not None:
+            self._drift.rebase(chosen.p50_ms)
+        self.stats.count('fallbacks')
+        self._publish_report(run, 'fallback')
+        return True
 
     def _start_reevaluation(self) -> None:
         """Re-measure the candidates that worked, in the background, and switch if needed."""
