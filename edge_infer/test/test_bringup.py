@@ -152,3 +152,27 @@ def test_overload_newest_frame_counted_drops_bounded_latency_flat_memory(ros, tm
     assert r['rejected'] == 0
     assert r['latency_p95_ms'] < 1000               # no queue builds up behind the model
     assert r['rss_growth'] < 0.05, r
+
+
+def test_bag_player_dying_mid_bag_leaves_the_graph_serving(ros, tmp_path, small_bag):
+    plans = graph.plan(nodes=['detector'])
+    got = []
+    ros.node.create_subscription(DetectionArray, '/detector/detections', got.append, 50)
+    run = Running(plans, ros.env, tmp_path).start()
+    try:
+        run.activate(ros.node, ros.executor)
+        player = procs.start_player(small_bag, ros.env, ['--wait-for-subscribers', '20',
+                                                         '--rate', '0.3'])
+        assert ros.spin_until(lambda: len(got) >= 1, 60)
+        os.killpg(player.pid, signal.SIGKILL)            # the player dies mid-bag
+        player.wait(10)
+        n = len(got)
+        ros.spin_until(lambda: False, 2.0)
+        assert run.procs[0][1].poll() is None            # the container does not care
+        player = procs.start_player(small_bag, ros.env, ['--wait-for-subscribers', '20'])
+        assert ros.spin_until(lambda: len(got) >= n + 5, 60)    # a new player: results again
+        ros.spin_until(lambda: player.poll() is not None, 60)
+        assert player.returncode == 0
+    finally:
+        codes = run.stop()
+    assert codes == {'perception_container': 0}

@@ -1,94 +1,147 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
-"""fp16 / int8 model variants: float32 I/O kept, cached, checked against fp32 on real photos."""
+"""fp16 / int8 model variants: float32 I/O kept, cached, checked against fp32 on real frames."""
 
-import os
+import dataclasses
 
+import cv2
 from edge_infer import paths
-from edge_infer.backends.profiling import calibration_frames, Reference
-from edge_infer.backends.variants import calibration_tensors, make_variant, VariantError
-from edge_infer.core.backend import OrtBackend
+from edge_infer.backends.variants import (calibration_tensors, footage_frames, make_variant,
+                                          variant_kinds, VariantError)
+from edge_infer.core.backend import OrtCpuBackend
+from edge_infer.core.image import Frame
+from edge_infer.core.model import Model
 from edge_infer.core.registry import load_registry
 import numpy as np
 import onnx
+from onnx import helper, numpy_helper, TensorProto
+import onnxruntime as ort
 import pytest
+
+
+def _quiet(line):
+    pass
 
 
 @pytest.fixture(scope='module')
 def mobilenet(data_home):
     spec = load_registry(paths.config_dir() / 'models.yaml')['mobilenet_v2']
-    return spec, data_home / 'models' / spec.file
+    return spec, data_home / 'models'
 
 
-def _top1_agreement(spec, path, variant, frames):
-    ref = Reference(spec, path, frames)
-    sess = OrtBackend(intra_op_threads=1).load(variant)
-    got = [ref.decoder([np.array(o, copy=True) for o in sess.run(x)], tf) for x, tf in ref.inputs]
-    return ref.agreement(got)
+def _model(spec, folder, file=None):
+    spec = dataclasses.replace(spec, file=file or spec.file)
+    return Model(spec, OrtCpuBackend(intra_op_threads=2), folder, verify_checksum=False)
 
 
-def test_fp16_keeps_float32_io_and_the_top1(mobilenet, tmp_path):
-    spec, path = mobilenet
-    out = make_variant(path, 'fp16', tmp_path, log=lambda s: None)
-    model = onnx.load(str(out))
-    onnx.checker.check_model(model)
-    assert model.graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.FLOAT
-    assert model.graph.output[0].type.tensor_type.elem_type == onnx.TensorProto.FLOAT
-    halves = [i for i in model.graph.initializer if i.data_type == onnx.TensorProto.FLOAT16]
-    assert len(halves) > 100 and out.stat().st_size < 0.6 * path.stat().st_size
-    frames, what = calibration_frames(8)            # 4 video frames + the 4 photos
-    photos = frames[-4:]
-    agreement, detail = _top1_agreement(spec, path, out, photos)
-    assert agreement == 1.0, detail      # clear subjects: the same top-1
-    agreement, detail = _top1_agreement(spec, path, out, frames)
-    # video frames of a street have near-tied classes ('pole' ~0.3): measured here
-    # one of the four flips under fp16 while scores move by < 0.005
-    assert agreement >= 0.75 and 'max top-1 score diff 0.00' in detail, detail
+def _top1(model, frames):
+    return [int(model.infer(f).output.class_ids[0]) for f in frames]
 
 
-def test_int8_calibrated_on_other_frames_mostly_agrees(mobilenet, tmp_path):
-    spec, path = mobilenet
-    out = make_variant(path, 'int8', tmp_path, calibration=calibration_tensors(spec, 6),
-                       log=lambda s: None)
+def test_kinds():
+    assert variant_kinds() == ('fp16', 'int8')
+
+
+def test_fp16_keeps_float32_io_and_the_top1(mobilenet, footage, tmp_path):
+    spec, models = mobilenet
+    src = models / spec.file
+    out = make_variant(src, 'fp16', tmp_path, log=_quiet)
+    m = onnx.load(str(out))
+    onnx.checker.check_model(m, full_check=True)
+    assert [i.type.tensor_type.elem_type for i in m.graph.input] == [TensorProto.FLOAT]
+    assert [o.type.tensor_type.elem_type for o in m.graph.output] == [TensorProto.FLOAT]
+    assert {i.data_type for i in m.graph.initializer} == {TensorProto.FLOAT16}
+    assert out.stat().st_size < 0.55 * src.stat().st_size
+    photos = [Frame(cv2.imread(str(p)), 'bgr') for p in footage['photos']
+              if p.stem in ('chelsea', 'coffee')]
+    assert len(photos) == 2
+    assert _top1(_model(spec, tmp_path, out.name), photos) == _top1(_model(spec, models), photos)
+
+
+def test_int8_agrees_on_most_frames(mobilenet, tmp_path):
+    spec, models = mobilenet
+    out = make_variant(models / spec.file, 'int8', tmp_path,
+                       calibration=calibration_tensors(spec, 8, log=_quiet), log=_quiet)
     assert any(n.op_type == 'QuantizeLinear' for n in onnx.load(str(out)).graph.node)
-    frames, _ = calibration_frames(6)                 # not the calibration frames
-    agreement, detail = _top1_agreement(spec, path, out, frames)
-    # measured here: 3 of 6 (MinMax on 6 street frames is a rough calibration):
-    # the manager must then refuse it, whatever its speed
-    from edge_infer.backends.manager import VariantBackend
-    from edge_infer.backends.profiling import profile_candidate
-    ref = Reference(spec, path, frames)
-    backend = VariantBackend(OrtBackend(intra_op_threads=1), 'int8', tmp_path / 'vb',
-                             calibration=lambda: calibration_tensors(spec, 6))
-    res = profile_candidate(backend, spec, path, ref, budget_s=0.1, min_accuracy=0.99)
-    assert res.accuracy == pytest.approx(agreement)
-    assert (res.status == 'rejected') == (agreement < 0.99), (res.status, detail)
+    calib = footage_frames(8, log=_quiet)           # 4 video frames + the 4 photos
+    others = footage_frames(8, phase=0.5, photos=False, log=_quiet)
+    ref = _top1(_model(spec, models), calib + others)
+    got = _top1(_model(spec, tmp_path, out.name), calib + others)
+    same = [r == g for r, g in zip(ref, got)]
+    # The photos have clear subjects: the same top-1. Street frames have near-tied
+    # classes (fp32 'pole' at 0.14-0.33 vs 'flagpole', 'swing'): measured on this
+    # x86 AVX2 machine 13 of 16 agree (3 street frames flip); 11 leaves a margin
+    # for other CPUs' int8 kernels and for calibration ranges moving slightly.
+    assert all(same[4:8]), (ref, got)
+    assert sum(same) >= 11, f'top-1 same on {sum(same)}/16 frames: {ref} vs {got}'
 
 
 def test_cache_reuses_and_a_new_source_gets_a_new_file(mobilenet, tmp_path):
-    _, path = mobilenet
-    first = make_variant(path, 'fp16', tmp_path, log=lambda s: None)
+    spec, models = mobilenet
+    src = models / spec.file
+    lines = []
+    first = make_variant(src, 'fp16', tmp_path, log=lines.append)
+    assert len(lines) == 1 and first.name.startswith('mobilenet_v2.fp16.')
     mtime = first.stat().st_mtime_ns
-    assert make_variant(path, 'fp16', tmp_path, log=lambda s: None) == first
-    assert first.stat().st_mtime_ns == mtime
-    model = onnx.load(str(path))
-    onnx.helper.set_model_props(model, {'edited': 'yes'})
-    other = tmp_path / 'src' / path.name
+    assert make_variant(src, 'fp16', tmp_path, log=lines.append) == first
+    assert first.stat().st_mtime_ns == mtime and len(lines) == 1     # no reconversion
+    model = onnx.load(str(src))
+    helper.set_model_props(model, {'edited': 'yes'})
+    other = tmp_path / 'src' / src.name
     other.parent.mkdir()
     onnx.save(model, str(other))
-    second = make_variant(other, 'fp16', tmp_path, log=lambda s: None)
-    assert second != first and second.is_file()
-    assert not [f for f in os.listdir(tmp_path) if f.endswith('.tmp')]
+    second = make_variant(other, 'fp16', tmp_path, log=_quiet)
+    assert second != first and second.is_file() and first.is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [first.name, second.name, 'src'])                             # no temporary left
 
 
 def test_bad_requests_fail_clearly(mobilenet, tmp_path):
-    _, path = mobilenet
-    with pytest.raises(VariantError, match="kind 'int4'"):
-        make_variant(path, 'int4', tmp_path)
-    with pytest.raises(VariantError, match='needs calibration'):
-        make_variant(path, 'int8', tmp_path)
+    spec, models = mobilenet
+    src = models / spec.file
+    with pytest.raises(VariantError, match="kind 'int4' unknown: use one of fp16, int8"):
+        make_variant(src, 'int4', tmp_path)
+    with pytest.raises(VariantError, match='int8 needs calibration frames'):
+        make_variant(src, 'int8', tmp_path)
+    with pytest.raises(VariantError, match='int8 needs calibration frames'):
+        make_variant(src, 'int8', tmp_path, calibration=[])
     garbage = tmp_path / 'garbage.onnx'
     garbage.write_bytes(b'\x00not a model' * 50)
-    with pytest.raises(VariantError, match='fp16 conversion of garbage.onnx failed'):
+    with pytest.raises(VariantError, match='source garbage.onnx is not a valid ONNX model'):
         make_variant(garbage, 'fp16', tmp_path)
     with pytest.raises(VariantError, match='not found'):
         make_variant(tmp_path / 'missing.onnx', 'fp16', tmp_path)
+    assert [p.name for p in tmp_path.iterdir()] == ['garbage.onnx']
+
+
+def test_fp16_keeps_shape_inputs_in_float32(tmp_path):
+    """Resize scales and float math on a shape stay float32; the rest goes float16."""
+    f32 = TensorProto.FLOAT
+    nodes = [
+        helper.make_node('Resize', ['x', '', 'scales'], ['up'], mode='nearest'),
+        helper.make_node('Constant', [], ['k'], value_float=0.5),
+        helper.make_node('Mul', ['up', 'k'], ['half']),
+        helper.make_node('Shape', ['half'], ['shape']),
+        helper.make_node('Cast', ['shape'], ['shape_f'], to=f32),
+        helper.make_node('Mul', ['shape_f', 'one'], ['shape_f1']),
+        helper.make_node('Cast', ['shape_f1'], ['shape_i'], to=TensorProto.INT64),
+        helper.make_node('Reshape', ['half', 'shape_i'], ['y']),
+    ]
+    graph = helper.make_graph(
+        nodes, 'g', [helper.make_tensor_value_info('x', f32, [1, 2, 3, 3])],
+        [helper.make_tensor_value_info('y', f32, [1, 2, 6, 6])],
+        [numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), 'scales'),
+         numpy_helper.from_array(np.ones(4, np.float32), 'one')])
+    src = tmp_path / 'tiny.onnx'
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid('', 17)], ir_version=8)
+    onnx.save(model, str(src))
+    out = make_variant(src, 'fp16', tmp_path / 'cache', log=_quiet)
+    m = onnx.load(str(out))
+    kinds = {i.name: i.data_type for i in m.graph.initializer}
+    assert kinds == {'scales': TensorProto.FLOAT, 'one': TensorProto.FLOAT}
+    casts = {n.output[0]: n.attribute[0].i for n in m.graph.node if n.op_type == 'Cast'}
+    assert casts['shape_f'] == f32                  # shape arithmetic kept float32
+    assert m.graph.output[0].type.tensor_type.elem_type == f32
+    x = np.arange(18, dtype=np.float32).reshape(1, 2, 3, 3)
+    run = ort.InferenceSession(str(out), providers=['CPUExecutionProvider']).run
+    ref = ort.InferenceSession(str(src), providers=['CPUExecutionProvider']).run
+    np.testing.assert_allclose(run(None, {'x': x})[0], ref(None, {'x': x})[0], rtol=1e-3)
