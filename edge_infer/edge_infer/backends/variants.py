@@ -18,7 +18,7 @@ against the fp32 model on real frames decides whether they may be chosen.
   caller's calibration tensors.
   :func:`calibration_tensors` makes such tensors from the bundled footage.
 
-Files are named ``<stem>.<kind>.<12 hex of the source sha256>.onnx`` in the
+Files are named ``<stem>.<kind>.<12 hex of the source sha256>.c<converter version>.onnx`` in the
 cache directory and written atomically (temporary file + ``os.replace``); an
 existing one is returned as is.
 """
@@ -282,10 +282,16 @@ def _to_int8(src: pathlib.Path, dst: pathlib.Path, calibration: Sequence[np.ndar
 
 
 # ---------------------------------------------------------------------- API
+# Part of every variant's file name: bump it when a conversion changes, so files
+# made by an older converter (e.g. int8 before reduce_range) are not reused.
+CONVERTER_VERSION = 2
+
+
 def variant_path(src: pathlib.Path, kind: str, cache_dir: pathlib.Path) -> pathlib.Path:
     """Return where the ``kind`` variant of ``src`` lives in ``cache_dir`` (hashes src)."""
     src = pathlib.Path(src)
-    return pathlib.Path(cache_dir) / f'{src.stem}.{kind}.{sha256_file(src)[:12]}.onnx'
+    return pathlib.Path(cache_dir) / (f'{src.stem}.{kind}.{sha256_file(src)[:12]}'
+                                      f'.c{CONVERTER_VERSION}.onnx')
 
 
 def make_variant(src: pathlib.Path, kind: str, cache_dir: pathlib.Path,
