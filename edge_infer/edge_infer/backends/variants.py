@@ -305,7 +305,7 @@ def make_variant(src: pathlib.Path, kind: str, cache_dir: pathlib.Path,
     :param calibration: int8 only: preprocessed input tensors (see
         :func:`calibration_tensors`).
     :param log: gets one line when a variant is made (nothing on a cache hit).
-    :returns: ``cache_dir/<stem>.<kind>.<12 hex of src's sha256>.onnx``.
+    :returns: ``cache_dir/<stem>.<kind>.<12 hex of src's sha256>.c<N>.onnx``.
     :raises VariantError: unknown kind, missing or unreadable source, no
         calibration for int8, or a conversion that failed.
     """
