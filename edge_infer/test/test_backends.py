@@ -298,3 +298,16 @@ def test_thread_budget_leaves_out_candidates_that_need_more_cores(tmp_path, mobi
     finally:
         manager_mod.set_thread_budget(0)
         cv2.setNumThreads(before)
+
+
+def test_variant_chosen_under_a_thread_budget_is_loadable_by_name(tmp_path, mobilenet):
+    """A variant's name under the budget is the same wherever the manager lists it."""
+    manager_mod.set_thread_budget(1)
+    try:
+        mgr = _small_manager(tmp_path, ort_threads=[1], opencv_targets=[], variants=['fp16'],
+                             min_accuracy={'classification': 0.0})
+        backend, run = mgr.choose(*mobilenet, force='onnxruntime/cpu/t1/fp16')
+        assert backend.name == run.chosen == 'onnxruntime/cpu/t1/fp16'
+        assert {b.name for b in mgr.candidates(*mobilenet)} >= {r.backend for r in run.results}
+    finally:
+        manager_mod.set_thread_budget(0)

@@ -69,8 +69,12 @@ def set_thread_budget(threads: int, why: str = '') -> None:
     (ONNX Runtime candidates above the cap are left out, OpenCV's pool is set
     to the cap; numpy's OpenBLAS pool is not capped: it is fixed at import).
     """
+    capped_before = _thread_budget['threads'] > 0
     _thread_budget['threads'] = max(0, int(threads))
     _thread_budget['why'] = why
+    if threads <= 0 and capped_before:
+        import cv2
+        cv2.setNumThreads(-1)       # OpenCV's default pool again
     if threads > 0:
         # OpenCV's thread pool is process-wide: cap it too, so the OpenCV DNN
         # candidate is profiled and run with the same share as the others
@@ -174,6 +178,8 @@ class BackendManager:
                 self.log(f'backend numpy-blas: not importable ({exc})')
         if spec is not None and model_path is not None:
             base_threads = int(cfg['variant_threads'])
+            if _thread_budget['threads']:       # variants run within the budget
+                base_threads = min(base_threads, _thread_budget['threads'])
             for kind in cfg['variants']:
                 out.append(VariantBackend(
                     OrtBackend(intra_op_threads=base_threads), kind, self.cache_dir,
@@ -256,13 +262,6 @@ class BackendManager:
         run = ProfileRun(model=spec.name)
         reference = None
         cands = self.candidates(spec, model_path)
-        if _thread_budget['threads']:
-            base_threads = min(int(self.config['variant_threads']), _thread_budget['threads'])
-            for b in cands:
-                if isinstance(b, VariantBackend) and hasattr(b.base, 'intra_op_threads'):
-                    from .ort import OrtBackend
-                    b.base = OrtBackend(intra_op_threads=base_threads)
-                    b.name = f'{b.base.name}/{b.kind}'
         if only:
             cands = [b for b in cands if b.name in set(only)]
         t_start = time.monotonic()

@@ -154,6 +154,10 @@ class PerceptionNode(ManagedNode):
             self.get_logger().error(f'configure failed: {exc}')
             self._release()
             return TransitionCallbackReturn.FAILURE
+        except Exception as exc:  # a bug or a library error: still one line, and no crash
+            self.get_logger().error(f'configure failed: {type(exc).__name__}: {exc}')
+            self._release()
+            return TransitionCallbackReturn.FAILURE
         return TransitionCallbackReturn.SUCCESS
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
