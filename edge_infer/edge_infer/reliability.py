@@ -12,7 +12,7 @@ shorter test.
 
 import pathlib
 import time
-from typing import Callable, Dict
+from typing import Callable, Dict, Optional
 
 import numpy as np
 
@@ -22,14 +22,21 @@ from .bringup import Running
 
 def soak(ros_node, executor, env: Dict[str, str], work_dir: pathlib.Path, frames: int = 10000,
          rate_hz: float = 60.0, warmup: int = 500, size=(480, 640),
-         log: Callable[[str], None] = print) -> dict:
-    """Run the soak; return counters, latencies and RSS figures."""
+         log: Callable[[str], None] = print, detector_params: Optional[dict] = None) -> dict:
+    """Run the soak; return counters, latencies and RSS figures.
+
+    ``detector_params`` override the detector's parameters (e.g. turn the
+    drift monitor off to measure the node alone: a re-evaluation loads every
+    candidate's session once, which raises RSS by a step, see the notes).
+    """
     import psutil
     from diagnostic_msgs.msg import DiagnosticArray
     from edge_infer_msgs.msg import DetectionArray
     from rclpy.qos import qos_profile_sensor_data
     from sensor_msgs.msg import Image
     plans = graph.plan(nodes=['detector'])
+    if detector_params:
+        plans[0].params['detector']['ros__parameters'].update(detector_params)
     run = Running(plans, env, work_dir).start()
     results, diag = [], {}
     sent_at: Dict[int, float] = {}

@@ -311,3 +311,19 @@ def test_variant_chosen_under_a_thread_budget_is_loadable_by_name(tmp_path, mobi
         assert {b.name for b in mgr.candidates(*mobilenet)} >= {r.backend for r in run.results}
     finally:
         manager_mod.set_thread_budget(0)
+
+
+def test_detector_agreement_punishes_a_frame_that_loses_all_its_objects():
+    from edge_infer.backends.profiling import _detection_agreement
+    from edge_infer.core.postprocess import Detections
+
+    def dets(boxes, cls):
+        b = np.array(boxes, np.float32).reshape(-1, 4)
+        return Detections(b, np.full(len(b), 0.8, np.float32), np.array(cls, np.int64))
+    crowd = dets([[i * 20, 0, i * 20 + 10, 10] for i in range(20)], [0] * 20)
+    lone = dets([[0, 0, 100, 200]], [0])
+    f1_box, _ = _detection_agreement([crowd, lone], [crowd, lone])
+    assert f1_box == 1.0
+    f1, detail = _detection_agreement([crowd, lone], [crowd, dets([], [])])
+    assert 2 * 20 / 41 * 0.5 == pytest.approx(f1)           # not 0.98: the photo lost its person
+    assert 'every object missed on 1 of 2 frames' in detail

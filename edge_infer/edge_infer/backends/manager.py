@@ -57,6 +57,10 @@ DEFAULTS = {
 
 
 _thread_budget = {'threads': 0, 'why': ''}
+# Part of every profile's cache key: bump when the accuracy check changes, so
+# candidates accepted by an older check are measured again (v2: a detector
+# frame that loses all its objects counts).
+ACCURACY_CHECK_VERSION = 2
 
 
 def set_thread_budget(threads: int, why: str = '') -> None:
@@ -269,6 +273,7 @@ class BackendManager:
             if cancel is not None and cancel.is_set():
                 break
             parts = {'kind': 'profile', 'model': spec.name, 'model_sha256': sha,
+                     'accuracy_check': ACCURACY_CHECK_VERSION,
                      'min_accuracy': floor, 'metered': self.meter is not None,
                      **self._versions_key(backend)}
             key = entry_key(parts)
