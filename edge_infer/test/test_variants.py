@@ -5,7 +5,8 @@ import dataclasses
 
 import cv2
 from edge_infer import paths
-from edge_infer.backends.variants import (calibration_tensors, footage_frames, make_variant,
+from edge_infer.backends.profiling import calibration_frames
+from edge_infer.backends.variants import (calibration_tensors, make_variant,
                                           variant_kinds, VariantError)
 from edge_infer.core.backend import OrtCpuBackend
 from edge_infer.core.image import Frame
@@ -62,8 +63,8 @@ def test_int8_agrees_on_most_frames(mobilenet, tmp_path):
     out = make_variant(models / spec.file, 'int8', tmp_path,
                        calibration=calibration_tensors(spec, 8, log=_quiet), log=_quiet)
     assert any(n.op_type == 'QuantizeLinear' for n in onnx.load(str(out)).graph.node)
-    calib = footage_frames(8, log=_quiet)           # 4 video frames + the 4 photos
-    others = footage_frames(8, phase=0.5, photos=False, log=_quiet)
+    calib = calibration_frames(8, log=_quiet)[0]           # 4 video frames + the 4 photos
+    others = calibration_frames(8, log=_quiet, phase=0.5, photos=False)[0]
     ref = _top1(_model(spec, models), calib + others)
     got = _top1(_model(spec, tmp_path, out.name), calib + others)
     same = [r == g for r, g in zip(ref, got)]

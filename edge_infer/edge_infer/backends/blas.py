@@ -40,7 +40,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from ..core.backend import Backend, BackendError, Session
+from ..core.backend import Backend, BackendError, first_line, Session
 
 METHODS = ('im2col', 'im2row', 'direct')
 SLOW_FACTOR = 10.0      # a method this much slower than the best so far is timed once only
@@ -746,5 +746,5 @@ class BlasBackend(Backend):
         except BackendError:
             raise
         except Exception as exc:  # onnx parse errors and the like
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise BackendError(f'{self.name}: cannot load {path.name}: {first}') from None
+            raise BackendError(
+                f'{self.name}: cannot load {path.name}: {first_line(exc)}') from None

@@ -59,8 +59,8 @@ DEFAULTS = {
 _thread_budget = {'threads': 0, 'why': ''}
 # Part of every profile's cache key: bump when the accuracy check changes, so
 # candidates accepted by an older check are measured again (v2: a detector
-# frame that loses all its objects counts).
-ACCURACY_CHECK_VERSION = 2
+# frame that loses all its objects counts; v3: frames spread over the whole video).
+ACCURACY_CHECK_VERSION = 3
 
 
 def set_thread_budget(threads: int, why: str = '') -> None:
@@ -239,11 +239,9 @@ class BackendManager:
 
     def _calibration_tensors(self, spec: ModelSpec) -> List:
         """Return int8 calibration inputs: video frames disjoint from the accuracy frames."""
-        import numpy as np
-        from ..core.preprocess import Preprocessor
-        pre = Preprocessor(spec.input_spec)
-        frames, _ = calibration_frames(int(self.config['calibration_frames']), phase=0.5)
-        return [np.array(pre(f)[0], copy=True) for f in frames]
+        from .variants import calibration_tensors
+        return calibration_tensors(spec, int(self.config['calibration_frames']), phase=0.5,
+                                   photos=False, log=self.log)
 
     def min_accuracy(self, spec: ModelSpec, override: float = 0.0) -> float:
         """Return the accuracy floor for the model's task (an override > 0 wins)."""

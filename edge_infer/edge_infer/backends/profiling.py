@@ -21,7 +21,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..core.backend import Backend, BackendError
+from ..core.backend import Backend, BackendError, first_line
 from ..core.image import Frame
 from ..core.postprocess import Classes, Detections
 from ..core.preprocess import Preprocessor
@@ -74,11 +74,6 @@ def describe(backend: Backend, **kw) -> CandidateResult:
     return CandidateResult(backend=backend.name, library=backend.library,
                            device=backend.device, precision=backend.precision,
                            tensor_passing=backend.tensor_passing, **kw)
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 # ------------------------------------------------------------------------ probing
@@ -139,7 +134,7 @@ def probe_backend(backend: Backend, cache_dir: pathlib.Path) -> Tuple[bool, str]
         ms = (time.perf_counter() - t0) * 1e3
         sess.close()
     except Exception as exc:  # any library error means: not usable
-        return False, f'probe model failed: {_first_line(exc)}'
+        return False, f'probe model failed: {first_line(exc)}'
     out = np.asarray(out, np.float32).reshape(ref.shape)
     err = float(np.abs(out - ref).max())
     tol = 2e-2 if backend.precision != 'fp32' else 1e-3
@@ -150,13 +145,15 @@ def probe_backend(backend: Backend, cache_dir: pathlib.Path) -> Tuple[bool, str]
 
 
 # ---------------------------------------------------------------- frames, reference
-def calibration_frames(n: int = 6, log: Optional[Log] = None,
-                       phase: float = 0.0) -> Tuple[List[Frame], str]:
-    """Return (frames, what they are): video frames and photos from the footage cache.
+def calibration_frames(n: int = 6, log: Optional[Log] = None, phase: float = 0.0,
+                       photos: Optional[bool] = None) -> Tuple[List[Frame], str]:
+    """Return (frames, what they are): video frames, then photos, from the footage cache.
 
-    ``phase`` in (0, 1) shifts the video positions by that share of the step
-    and leaves the photos out: frames disjoint from the phase-0 set (int8
-    calibration uses them, so accuracy is judged on frames it never saw).
+    Video frames are spread evenly over the video; the photos (at most half
+    of ``n``) come last. ``phase`` in (0, 1) shifts the video positions by
+    that share of the step; by default it also leaves the photos out
+    (``photos``): frames disjoint from the phase-0 set (int8 calibration uses
+    them, so accuracy is judged on frames it never saw).
     Falls back to seeded random frames when the footage is not there (a robot
     that skipped ``edge_infer prepare``) and says so.
     """
@@ -166,23 +163,25 @@ def calibration_frames(n: int = 6, log: Optional[Log] = None,
         import cv2
         cache = paths.data_home() / 'cache'
         videos = sorted(cache.glob('*.avi'))
-        photos = sorted(cache.glob('photos/*.png')) if phase == 0 else []
+        use_photos = phase == 0 if photos is None else photos
+        pics = sorted(cache.glob('photos/*.png'))[:n // 2] if use_photos else []
+        n_video = max(1, n - len(pics))
         if videos:
             cap = cv2.VideoCapture(str(videos[0]))
             total = int(cap.get(cv2.CAP_PROP_FRAME_COUNT)) or 100
-            for k in range(max(1, n - len(photos[:n // 2]))):
-                cap.set(cv2.CAP_PROP_POS_FRAMES, int((k + phase) * total / max(1, n)))
+            for k in range(n_video):
+                cap.set(cv2.CAP_PROP_POS_FRAMES, int((k + phase) * total / n_video))
                 ok, img = cap.read()
                 if ok:
                     frames.append(Frame(img, 'bgr'))
             cap.release()
-        for p in photos[:max(0, n - len(frames))]:
+        for p in pics[:max(0, n - len(frames))]:
             img = cv2.imread(str(p))
             if img is not None:
                 frames.append(Frame(img, 'bgr'))
     except Exception as exc:  # unreadable footage: synthetic frames below
         if log:
-            log(f'calibration footage unreadable: {_first_line(exc)}')
+            log(f'calibration footage unreadable: {first_line(exc)}')
     if frames:
         return frames[:n], f'{len(frames[:n])} real frames (vtest.avi + photos)'
     rng = np.random.default_rng(3 + int(phase * 1000))
@@ -291,7 +290,7 @@ def profile_candidate(backend: Backend, spec: ModelSpec, model_path: pathlib.Pat
         res.status, res.reason = 'failed', str(exc)
         return res
     except Exception as exc:  # a library's own error type
-        res.status, res.reason = 'failed', f'{backend.name}: load: {_first_line(exc)}'
+        res.status, res.reason = 'failed', f'{backend.name}: load: {first_line(exc)}'
         return res
     res.load_ms = (time.perf_counter() - t0) * 1e3
     try:
@@ -317,7 +316,7 @@ def profile_candidate(backend: Backend, spec: ModelSpec, model_path: pathlib.Pat
             if times[0] > budget_s * 1e3 and len(times) >= 2:
                 break   # very slow candidate: two runs are all the budget allows
     except Exception as exc:  # a backend failing mid-run is a result, not a crash
-        res.status, res.reason = 'failed', f'{backend.name}: run: {_first_line(exc)}'
+        res.status, res.reason = 'failed', f'{backend.name}: run: {first_line(exc)}'
         return res
     finally:
         sess.close()

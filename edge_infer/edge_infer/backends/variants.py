@@ -33,6 +33,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 import numpy as np
 
 from ..checksums import sha256_file
+from ..core.backend import first_line
 
 KINDS = ('fp16', 'int8')
 Log = Callable[[str], object]
@@ -327,7 +328,7 @@ def make_variant(src: pathlib.Path, kind: str, cache_dir: pathlib.Path,
         onnx.checker.check_model(model)
     except Exception as exc:  # protobuf DecodeError, checker ValidationError, ...
         raise VariantError(f'{kind}: source {src.name} is not a valid ONNX model: '
-                           f'{_first_line(exc)}') from None
+                           f'{first_line(exc)}') from None
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=out.name + '.', suffix='.tmp', dir=out.parent)
     os.close(fd)
@@ -342,7 +343,7 @@ def make_variant(src: pathlib.Path, kind: str, cache_dir: pathlib.Path,
             raise
         except Exception as exc:  # onnx / ORT errors on an unusual graph
             raise VariantError(f'{kind} conversion of {src.name} failed: '
-                               f'{_first_line(exc)}') from None
+                               f'{first_line(exc)}') from None
         os.replace(tmp, out)
     finally:
         if os.path.exists(tmp):
@@ -352,60 +353,20 @@ def make_variant(src: pathlib.Path, kind: str, cache_dir: pathlib.Path,
     return out
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
-def footage_frames(n: int = 8, phase: float = 0.0, photos: bool = True,
-                   log: Log = print) -> list:
-    """Return up to ``n`` real frames (core.image.Frame): video frames, then the photos.
-
-    Video frames are read at ``n_video`` evenly spread positions shifted by
-    ``phase`` (0..1) of the step, so another phase gives other frames; the
-    photos (up to 4, at most half of ``n``) come last when ``photos`` is true.
-
-    :raises VariantError: the footage cannot be fetched or read.
-    """
-    import cv2
-    from .. import paths
-    from ..bag.footage import fetch_footage
-    from ..core.image import Frame
-    try:
-        found = fetch_footage(paths.data_home() / 'cache', log=log)
-    except Exception as exc:  # FootageError, a missing client
-        raise VariantError(f'no footage for calibration: {_first_line(exc)}') from None
-    pics = list(found['photos'])[:n // 2] if photos else []
-    n_video = n - len(pics)
-    frames = []
-    cap = cv2.VideoCapture(str(found['video']))
-    try:
-        total = int(cap.get(cv2.CAP_PROP_FRAME_COUNT))
-        for k in range(n_video if total > 0 else 0):
-            cap.set(cv2.CAP_PROP_POS_FRAMES, int((k + phase) * total / n_video))
-            ok, img = cap.read()
-            if ok:
-                frames.append(Frame(img, 'bgr'))
-    finally:
-        cap.release()
-    for p in pics:
-        img = cv2.imread(str(p), cv2.IMREAD_COLOR)
-        if img is not None:
-            frames.append(Frame(img, 'bgr'))
-    if not frames:
-        raise VariantError(f"no readable frames in {found['video']} or the photos")
-    return frames
-
-
 def calibration_tensors(spec, n: int = 8, phase: float = 0.0, photos: bool = True,
                         log: Log = print) -> List[np.ndarray]:
     """Return ``n`` preprocessed real frames for registry model ``spec`` (int8 calibration).
 
-    Video frames and photos from :func:`footage_frames`, each preprocessed as
-    the model's node does (``core.preprocess.Preprocessor``) and copied (the
-    preprocessor reuses its buffer).
+    Video frames and photos from :func:`profiling.calibration_frames`, each
+    preprocessed as the model's node does (``core.preprocess.Preprocessor``)
+    and copied (the preprocessor reuses its buffer).
+
+    :raises VariantError: no real footage (random frames would calibrate nothing).
     """
     from ..core.preprocess import Preprocessor
+    from .profiling import calibration_frames
+    frames, what = calibration_frames(n, log=log, phase=phase, photos=photos)
+    if 'synthetic' in what:
+        raise VariantError(f'no footage for calibration: {what}')
     pre = Preprocessor(spec.input_spec)
-    return [np.array(pre(f)[0], copy=True)
-            for f in footage_frames(n, phase=phase, photos=photos, log=log)]
+    return [np.array(pre(f)[0], copy=True) for f in frames]

@@ -19,6 +19,12 @@ class BackendError(RuntimeError):
     """A backend cannot load or run a model; the message says why."""
 
 
+def first_line(exc: BaseException) -> str:
+    """Return the first line of an exception's message (its type when empty)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 class Session:
     """An opened model on one backend."""
 
@@ -229,8 +235,8 @@ class OrtBackend(Backend):
         try:
             sess = ort.InferenceSession(os.fspath(path), so, providers=providers)
         except Exception as exc:  # ORT raises several types for bad files / failed EPs
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise BackendError(f'{self.name}: cannot load {path.name}: {first}') from None
+            raise BackendError(f'{self.name}: cannot load {path.name}: {first_line(exc)}') \
+                from None
         used = sess.get_providers()
         if not used or used[0] != self.provider:
             raise BackendError(f'{self.name}: asked for {self.provider}, the session runs on '

@@ -35,7 +35,7 @@ from ..backends.drift import DriftMonitor
 from ..backends.manager import shared_manager
 from ..backends.profiling import CandidateResult, ProfileRun
 from ..backends.selection import OBJECTIVES, select
-from ..core.backend import BackendError
+from ..core.backend import BackendError, first_line
 from ..core.cdr import CdrError, parse_compressed_image, parse_image
 from ..core.image import from_compressed, from_raw, ImageError
 from ..core.model import Model, model_file
@@ -524,7 +524,7 @@ class PerceptionNode(ManagedNode):
         left = [r for r in run.results if r.backend not in self._failed_backends]
         chosen, why = select(left, self._param('objective'), self._param('max_latency_ms'),
                              self._manager.min_accuracy(spec, self._param('min_accuracy')))
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = first_line(exc)
         if chosen is None:
             self.get_logger().error(f'backend {failed} failed ({type(exc).__name__}: {first}) '
                                     f'and no other candidate is usable: {why}')
