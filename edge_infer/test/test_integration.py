@@ -311,3 +311,82 @@ def test_configure_fails_cleanly_on_bad_model_file_and_bad_parameter(
     log = (tmp_path / 'perception.yaml.log').read_text()
     assert 'cannot load nanodet.onnx' in log and 'Protobuf parsing failed' in log
     assert "parameter 'transport' is 'carrier_pigeon'" in log
+
+
+
+def _poisoned_copy(src, dst, limit=2.3):
+    """Write ``src`` with its output multiplied by 1 / relu(limit - mean(input)).
+
+    Natural frames (normalised mean near 0) get finite outputs; a white frame
+    (normalised mean 2.44 for ImageNet statistics) divides by zero: Inf/NaN
+    outputs, as a broken backend or an overflowing layer would give.
+    """
+    import onnx
+    from onnx import helper, numpy_helper
+    m = onnx.load(str(src))
+    x, out = m.graph.input[0].name, m.graph.output[0].name
+    for node in m.graph.node:
+        node.output[:] = [o + '_pre' if o == out else o for o in node.output]
+    m.graph.initializer.extend([numpy_helper.from_array(np.float32(limit), 'poison_limit'),
+                                numpy_helper.from_array(np.float32(1), 'poison_one')])
+    m.graph.node.extend([
+        helper.make_node('ReduceMean', [x], ['poison_mean'], keepdims=0),
+        helper.make_node('Sub', ['poison_limit', 'poison_mean'], ['poison_gap']),
+        helper.make_node('Relu', ['poison_gap'], ['poison_relu']),
+        helper.make_node('Div', ['poison_one', 'poison_relu'], ['poison_factor']),
+        helper.make_node('Mul', [out + '_pre', 'poison_factor'], [out])])
+    onnx.save(m, str(dst))
+
+
+def test_nan_inf_outputs_rejected_and_8k_frames_served(ros, container, results, footage,
+                                                        tmp_path):
+    from edge_infer import paths
+    bad = tmp_path / 'poisoned'
+    bad.mkdir()
+    _poisoned_copy(paths.models_dir() / 'mobilenet_v2.onnx', bad / 'mobilenet_v2.onnx')
+    fast_diag = {'diagnostics_period': 0.1}
+    proc = container({'detector': fast_diag,
+                      'classifier': {**fast_diag, 'models_dir': str(bad), 'verify_checksum': False,
+                                     'backend': 'onnxruntime/cpu/t1'}})
+    _bring_up(ros)
+    raw_pub = _publisher(ros, Image, '/camera/image_raw')
+    jpg_pub = _publisher(ros, CompressedImage, '/camera/image_raw/compressed')
+    good = cv2.cvtColor(cv2.imread(str(_photo(footage, 'astronaut.png'))), cv2.COLOR_BGR2RGB)
+    ok, jpeg = cv2.imencode('.jpg', good)
+    ok, white = cv2.imencode('.jpg', np.full_like(good, 255))
+
+    def send_until(data, stamp, done):
+        for _ in range(5):      # best effort: re-send only if it never arrived
+            c = CompressedImage(format='jpeg', data=data.tobytes())
+            c.header.stamp.nanosec = stamp
+            jpg_pub.publish(c)
+            if ros.spin_until(done, 5):
+                return True
+        return False
+    # A natural frame: finite outputs, a result.
+    assert send_until(jpeg, 1, lambda: any(_stamp(c.header) == 1 for c in results.cls))
+    # A white frame: Inf/NaN out of the model -> rejected with the reason, no result.
+    assert send_until(white, 2, lambda: _counter(results, '/classifier', 'rejected') >= 1)
+    assert 'model output logits holds NaN or Inf' in results.diag['/classifier']['last_error']
+    assert not any(_stamp(c.header) == 2 for c in results.cls)
+    # ... and the node keeps serving.
+    assert send_until(jpeg, 3, lambda: any(_stamp(c.header) == 3 for c in results.cls))
+    assert LifecycleClient(ros.node, ros.executor).get_state('/classifier') == 'active'
+    # An 8K mono8 frame (33 MB, 7680x4320) to the detector: viewed in place, letterboxed,
+    # the person found and the box mapped back into 8K pixel coordinates.
+    gray = cv2.cvtColor(good, cv2.COLOR_RGB2GRAY)
+    big = cv2.resize(gray, (7680, 4320), interpolation=cv2.INTER_LINEAR)
+    msg = _image_msg(big, 4242, encoding='mono8')
+    assert len(msg.data) == 7680 * 4320
+    for _ in range(5):      # best effort: re-send only if it never arrived
+        raw_pub.publish(msg)
+        if ros.spin_until(lambda: any(_stamp(d.header) == 4242 for d in results.det), 15):
+            break
+    det = next(d for d in results.det if _stamp(d.header) == 4242)
+    people = [d for d in det.detections if d.label == 'person']
+    assert people, [d.label for d in det.detections]
+    box = max(people, key=lambda d: d.score)
+    # the astronaut fills most of the (stretched) frame: the box spans thousands of pixels
+    assert box.size_x > 2000 and box.size_y > 2000
+    assert 0 <= box.center_x <= 7680 and 0 <= box.center_y <= 4320
+    assert proc.poll() is None
