@@ -29,13 +29,15 @@ class Running:
     """The started processes of a plan."""
 
     def __init__(self, plans: List[graph_mod.ProcessPlan], env: Dict[str, str],
-                 log_dir: pathlib.Path):
-        self.plans, self.env, self.log_dir = plans, env, log_dir
+                 log_dir: pathlib.Path, log=print):
+        self.plans, self.env, self.log_dir, self.log = plans, env, log_dir, log
+        self.shm_cleaned: Optional[Dict[str, int]] = None
         self.procs: List[Tuple[graph_mod.ProcessPlan, object]] = []
 
     def start(self) -> 'Running':
-        """Start every process of the plan."""
+        """Start every process of the plan (after removing what killed ones left in /dev/shm)."""
         self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.shm_cleaned = procs.clean_stale_shm(self.env, log=self.log)
         for p in self.plans:
             pfile = p.write_params(self.log_dir / f'{p.name}.params.yaml')
             ros_args = ['--ros-args', '--params-file', str(pfile)]

@@ -11,6 +11,8 @@ segment carries full camera frames (config/fastdds_large_frames.xml).
 import os
 import pathlib
 import random
+import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -83,3 +85,40 @@ def stop(proc: subprocess.Popen, timeout: float = 10.0) -> int:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     return proc.returncode
+
+
+def clean_stale_shm(env: Optional[Dict[str, str]] = None, log=print) -> Optional[Dict[str, int]]:
+    """Remove the Fast DDS shared-memory files of dead processes (``fastdds shm clean``).
+
+    A participant killed with SIGKILL cannot unlink its segment
+    (/dev/shm/fastrtps_<id> and its _el lock file). Fast DDS's own tool removes
+    only files whose lock no live process holds, so this is safe while other
+    ROS processes run. Returns the tool's counts, or None (one line logged)
+    when the tool is not installed.
+    """
+    env = dict(os.environ if env is None else env)
+    tool = shutil.which('fastdds', path=env.get('PATH'))
+    if tool is None:
+        tool = shutil.which('fastdds', path=str(pathlib.Path(sys.executable).parent))
+    if tool is None:
+        log('shared memory: the fastdds tool is not installed; Fast DDS files of killed '
+            'processes are left in /dev/shm (remove them with `fastdds shm clean`)')
+        return None
+    try:
+        res = subprocess.run([tool, 'shm', 'clean'], env=env, capture_output=True, text=True,
+                             timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        log(f'shared memory: `fastdds shm clean` failed: {exc}')
+        return None
+    counts = {key.replace(' ', '_'): int(n) for n, key in re.findall(
+        r'(\d+) (zombie ports cleaned|zombie segments cleaned|ports in use|segments in use)',
+        res.stdout)}
+    if res.returncode != 0 or not counts:
+        log(f'shared memory: `fastdds shm clean` exited {res.returncode}: '
+            f'{(res.stderr or res.stdout).strip()[:200]}')
+        return None
+    if counts.get('zombie_segments_cleaned') or counts.get('zombie_ports_cleaned'):
+        log('shared memory: removed what killed processes left in /dev/shm: '
+            f"{counts.get('zombie_segments_cleaned', 0)} segment(s), "
+            f"{counts.get('zombie_ports_cleaned', 0)} port(s) (fastdds shm clean)")
+    return counts

@@ -313,7 +313,6 @@ def test_configure_fails_cleanly_on_bad_model_file_and_bad_parameter(
     assert "parameter 'transport' is 'carrier_pigeon'" in log
 
 
-
 def _poisoned_copy(src, dst, limit=2.3):
     """Write ``src`` with its output multiplied by 1 / relu(limit - mean(input)).
 
@@ -338,8 +337,8 @@ def _poisoned_copy(src, dst, limit=2.3):
     onnx.save(m, str(dst))
 
 
-def test_nan_inf_outputs_rejected_and_8k_frames_served(ros, container, results, footage,
-                                                        tmp_path):
+def test_nan_inf_outputs_rejected_and_8k_frames_served(
+        ros, container, results, footage, tmp_path):
     from edge_infer import paths
     bad = tmp_path / 'poisoned'
     bad.mkdir()
