@@ -33,7 +33,7 @@ import onnxruntime as ort
 INSTANCES = [('nanodet#1', 'nanodet'), ('mobilenet_v2', 'mobilenet_v2'), ('nanodet#2', 'nanodet')]
 
 
-def bag_tensors(n: int) -> dict:
+def bag_tensors(n: int, instances=INSTANCES) -> dict:
     """Return {registry model: [tensor, ...]} from the first n raw frames of the demo bag."""
     from rclpy.serialization import deserialize_message
     from sensor_msgs.msg import Image
@@ -47,7 +47,7 @@ def bag_tensors(n: int) -> dict:
         if len(frames) >= n:
             break
     out = {}
-    for name in {m for _, m in INSTANCES}:
+    for name in {m for _, m in instances}:
         pre = Preprocessor(reg[name].input_spec)
         out[name] = [np.array(pre(f)[0], copy=True) for f in frames]
     return out
@@ -68,10 +68,10 @@ def check(out, ref) -> float:
     return max(float(np.abs(a - b).max() / max(1.0, np.abs(b).max())) for a, b in zip(out, ref))
 
 
-def run_naive(tensors, refs, load: float) -> dict:
+def run_naive(tensors, refs, load: float, instances=INSTANCES) -> dict:
     """One whole session per model instance, each in its own thread."""
     sessions = {}
-    for inst, name in INSTANCES:
+    for inst, name in instances:
         so = ort.SessionOptions()
         so.log_severity_level = 3
         sessions[inst] = ort.InferenceSession(str(paths.models_dir() / f'{name}.onnx'), so,
@@ -98,7 +98,7 @@ def run_naive(tensors, refs, load: float) -> dict:
             lat.append((time.perf_counter() - t) * 1e3)
             err[0] = max(err[0], check(out, ref))
     t0 = time.perf_counter()
-    threads = [threading.Thread(target=feed, args=i) for i in INSTANCES]
+    threads = [threading.Thread(target=feed, args=i) for i in instances]
     [t.start() for t in threads]
     [t.join() for t in threads]
     wall = time.perf_counter() - t0
@@ -109,14 +109,14 @@ def run_naive(tensors, refs, load: float) -> dict:
             'err': err[0], 'placement': '-', 'duty': duty}
 
 
-def run_policy(policy, tensors, refs, load: float) -> dict:
+def run_policy(policy, tensors, refs, load: float, instances=INSTANCES) -> dict:
     """Run the executor with ``policy``; every instance fed from its own thread."""
     ex = SharedExecutor(policy, log=lambda s: None)
-    for inst, name in INSTANCES:
+    for inst, name in instances:
         ex.add_model(inst, paths.models_dir() / f'{name}.onnx')
     gen = LoadGenerator(ex.devices['accelerator'], load).start()
     lat, err, jobs = [], [0.0], dict.fromkeys(ex.devices, 0)
-    n_total = sum(len(tensors[name]) for _, name in INSTANCES)
+    n_total = sum(len(tensors[name]) for _, name in instances)
     done = threading.Semaphore(0)
     lock = threading.Lock()
 
@@ -131,7 +131,7 @@ def run_policy(policy, tensors, refs, load: float) -> dict:
                 done.release()
             ex.submit(inst, x, cb)
     t0 = time.perf_counter()
-    threads = [threading.Thread(target=feed, args=i) for i in INSTANCES]
+    threads = [threading.Thread(target=feed, args=i) for i in instances]
     [t.start() for t in threads]
     [t.join() for t in threads]
     for _ in range(n_total):
