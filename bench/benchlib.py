@@ -46,7 +46,13 @@ def machine_slug() -> str:
 
 def library_versions() -> Dict[str, str]:
     """Return the versions of the libraries an experiment may use (absent ones skipped)."""
+    import importlib
     out = {'python': platform.python_version()}
+    for mod in ('numpy', 'onnxruntime', 'cv2', 'onnx', 'pyopencl', 'pycuda', 'tensorrt'):
+        try:
+            importlib.import_module(mod)
+        except Exception:  # absent (or broken): not listed
+            pass
     for mod, attr in (('numpy', '__version__'), ('onnxruntime', '__version__'),
                       ('cv2', '__version__'), ('onnx', '__version__'),
                       ('pyopencl', 'VERSION_TEXT'), ('pycuda', 'VERSION_TEXT'),

@@ -1,0 +1,64 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""bench/: the shared output writer, the runner's index and the GPU check's probes."""
+
+import csv
+import pathlib
+import sys
+
+import pytest
+
+BENCH = pathlib.Path(__file__).resolve().parents[2] / 'bench'
+if not BENCH.is_dir():
+    pytest.skip('bench/ is not next to the package (an installed copy)', allow_module_level=True)
+sys.path.insert(0, str(BENCH))
+
+import benchlib  # noqa: E402
+
+
+def test_summary_is_median_min_max():
+    s = benchlib.summary([5.0, 1.0, 3.0, 100.0])
+    assert (s['median'], s['min'], s['max'], s['n']) == (4.0, 1.0, 100.0, 4)
+    assert benchlib.summary([])['n'] == 0
+
+
+def test_results_write_csv_markdown_png_with_machine_and_command(tmp_path):
+    res = benchlib.Results('t', 'A title', 'seed 999', machine='m1', out_dir=tmp_path)
+    res.power = 'estimated at 100 Hz (ESTIMATED)'
+    res.add(lib='a', ms=1.5, extra='only in csv')
+    res.add(lib='b', ms=float('nan'))
+    res.note('b did not run: reason here')
+
+    def plot(plt, rows):
+        plt.figure()
+        plt.bar([r['lib'] for r in rows], [1, 2])
+    paths = res.write(['lib', 'ms'], ['library', 'ms p50'], plot=plot)
+    rows = list(csv.DictReader(open(paths['csv'])))
+    assert [r['lib'] for r in rows] == ['a', 'b'] and rows[0]['extra'] == 'only in csv'
+    md = paths['md'].read_text()
+    assert '# A title' in md and 'Reproduces: seed 999' in md
+    assert '| library | ms p50 |' in md and '| a | 1.5 |' in md and '| b | — |' in md
+    assert 'Power source: estimated at 100 Hz (ESTIMATED)' in md
+    assert 'numpy' in md and 'machine' in md and './run.sh exec python' in md
+    assert '- b did not run: reason here' in md
+    assert paths['png'].read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
+
+
+def test_runner_reports_a_failed_experiment_in_the_index(tmp_path, monkeypatch):
+    import run
+    monkeypatch.setitem(run.EXPERIMENTS, '9', ('exp9_missing', 'not written', 'none'))
+    assert run.main(['9', '--out', str(tmp_path), '--machine', 'm1']) == 1
+    index = (tmp_path / 'index.md').read_text()
+    assert '| 9 | [not written](exp9_missing.md) | none | FAILED (exit 127)' in index
+    with pytest.raises(SystemExit):
+        run.main(['42', '--out', str(tmp_path)])
+
+
+def test_gpu_check_lists_every_accelerator_candidate_with_a_reason(tmp_path):
+    import gpu_check
+    assert gpu_check.main(['--probe-only', '--out', str(tmp_path)]) == 0
+    md = (tmp_path / 'gpu_check.md').read_text()
+    for name, ok, why in gpu_check.backend_probes():
+        assert f'| {name} | {"yes" if ok else "no"} | {why} |' in md
+        assert why
+    assert 'onnxruntime/cuda' in md and 'onnxruntime/tensorrt' in md
+    assert 'pycuda mapped pinned memory:' in md and 'shared executor:' in md
