@@ -327,3 +327,10 @@ def test_detector_agreement_punishes_a_frame_that_loses_all_its_objects():
     f1, detail = _detection_agreement([crowd, lone], [crowd, dets([], [])])
     assert 2 * 20 / 41 * 0.5 == pytest.approx(f1)           # not 0.98: the photo lost its person
     assert 'every object missed on 1 of 2 frames' in detail
+
+
+def test_freed_profile_memory_goes_back_to_the_os_on_glibc():
+    import platform
+    from edge_infer.backends.manager import release_freed_memory
+    glibc = platform.libc_ver()[0] == 'glibc'
+    assert release_freed_memory() is glibc

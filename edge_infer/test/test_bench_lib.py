@@ -12,7 +12,7 @@ if not BENCH.is_dir():
     pytest.skip('bench/ is not next to the package (an installed copy)', allow_module_level=True)
 sys.path.insert(0, str(BENCH))
 
-import benchlib  # noqa: E402
+import benchlib  # noqa: E402, I100
 
 
 def test_summary_is_median_min_max():
