@@ -452,9 +452,9 @@ def main(argv=None) -> int:
         if 'in-process, defaults' in by and 'in-process, lean' in by:
             diff = by['in-process, defaults']['p50'] - by['in-process, lean']['p50']
             res.note(f'{model}: defaults - lean = {diff:.1f} ms at p50: the telemetry node '
-                     'and energy metering (the node waits for the first power sample after '
-                     'each run before it publishes the result: up to one sample period; a '
-                     'closed loop can lock to the sampler phase).')
+                     'and energy metering (with a measured power source the node also waits '
+                     'for the first power sample after each run, up to one sample period, '
+                     'before it publishes; with the estimator it does not).')
     for f in failed:
         res.note(f'FAILED: {f}')
     if failed:

@@ -658,3 +658,35 @@ def test_shared_meter_one_per_process_first_settings_win(tmp_path):
     assert shared.users() == 0 and a._thread is None           # the last user stopped it
     with pytest.raises(ValueError, match='sample rate'):
         shared.settings(rate_hz=0)
+
+
+@pytest.mark.parametrize('measured', [True, False])
+def test_the_estimator_holds_the_tail_at_once_a_sensor_waits_for_it(meters, measured):
+    src = FnSource(lambda t: 4.0)
+    src.measured = measured         # False: as the CPU-load estimator reports itself
+    m = PowerMeter([src], rate_hz=40.0, log=lambda s: None)     # 25 ms between samples
+    meters.append(m)
+    m.start()
+    time.sleep(0.12)
+    got = []
+    t = m.begin('net')
+    time.sleep(0.03)
+    t_end = time.monotonic()
+    assert m.end(t, callback=got.append) is None
+    if measured:                    # delivered later, from the sampler, fully covered
+        assert not got
+        deadline = time.monotonic() + 1.0
+        while not got and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert got and 'tail held' not in got[0].method
+    else:                           # delivered before end() returned, tail held
+        assert len(got) == 1 and 'tail held' in got[0].method
+        assert time.monotonic() - t_end < 0.02
+    rec = got[0]
+    assert rec.joules == pytest.approx(4.0 * rec.duration_s, rel=1e-6)
+    # without a callback: the estimator returns at once, a sensor waits (up to 37.5 ms)
+    t = m.begin('net')
+    t_end = time.monotonic()
+    rec = m.end(t)
+    assert rec is not None and rec.joules == pytest.approx(4.0 * rec.duration_s, rel=1e-6)
+    assert ('tail held' in rec.method) is (not measured)

@@ -435,8 +435,9 @@ class PerceptionNode(ManagedNode):
         out.header.stamp.sec, out.header.stamp.nanosec = sec, nanosec
         out.header.frame_id = frame_id
         if pending is not None:
-            # The window's tail needs the first power sample after the run: at
-            # 100 Hz it is usually in by the time decoding is done (wait <= 10 ms).
+            # A measured source: the window's tail needs the first power sample
+            # after the run (wait <= 1 period, 10 ms at 100 Hz). The estimator:
+            # the record came with end(), tail held (see telemetry.meter).
             if not pending.event.wait(timeout=max(0.25, 3.0 / meter.rate_hz)):
                 self.stats.count('energy_missing')
             out.energy = energy_msg(pending.record)
