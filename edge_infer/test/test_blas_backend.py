@@ -1,6 +1,8 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
 """The numpy BLAS backend: each conv lowering, every op and both whole models equal ORT."""
 
+import time
+
 import cv2
 from edge_infer import paths
 from edge_infer.backends.blas import BlasBackend, METHODS, SLOW_FACTOR
@@ -203,3 +205,31 @@ def test_describes_itself():
     assert BlasBackend('im2row').name == 'numpy-blas/cpu/im2row'
     with pytest.raises(ValueError, match='winograd'):
         BlasBackend('winograd')
+
+
+def test_the_energy_window_covers_the_timed_run_and_its_own_work_stays_out(data_home):
+    """Model.infer: around_run opens before the timed run and closes after it.
+
+    The meter's end() may take a while (integration, a callback, a lock, the
+    GIL); that time must not show up as inference time. Here the closing
+    callable sleeps 50 ms: the window (begin .. finish) contains the run, and
+    inference_ms stays within the time between begin returning and finish
+    being called.
+    """
+    spec = load_registry(paths.config_dir() / 'models.yaml')['mobilenet_v2']
+    model = Model(spec, OrtCpuBackend(1), data_home / 'models')
+    marks = {}
+
+    def around():
+        marks['opened'] = time.perf_counter()
+
+        def finish():
+            marks['closing'] = time.perf_counter()
+            time.sleep(0.05)
+        return finish
+    frame = Frame(np.full((240, 320, 3), 90, np.uint8), 'rgb')
+    result = model.infer(frame, around_run=around)
+    window_ms = (marks['closing'] - marks['opened']) * 1e3
+    assert 0 < result.inference_ms <= window_ms
+    assert result.postprocess_ms < 50      # the 50 ms sleep is in neither figure
+    model.close()

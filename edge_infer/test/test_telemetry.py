@@ -690,3 +690,4 @@ def test_the_estimator_holds_the_tail_at_once_a_sensor_waits_for_it(meters, meas
     rec = m.end(t)
     assert rec is not None and rec.joules == pytest.approx(4.0 * rec.duration_s, rel=1e-6)
     assert ('tail held' in rec.method) is (not measured)
+    assert 'head held' not in rec.method    # a sample before the start was there

@@ -236,6 +236,8 @@ def _attribute(entries: Sequence[_Entry], run: _Run, runs: Sequence[_Run], perio
     if uts[0] <= t0 and uts[-1] > t0:
         k = int(np.searchsorted(uts, t0, side='right'))
         dt_start = uts[k] - uts[k - 1]
+    elif uts[0] <= t0:      # every sample is before the start: the tail note says so
+        dt_start = period
     else:
         dt_start = max(uts[0] - t0, 0.0) + period
         notes.append('head held (no sample before start)')
