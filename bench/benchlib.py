@@ -248,11 +248,14 @@ class Results:
     @staticmethod
     def command() -> str:
         """Return the command line that ran this experiment (as typed from the repo root)."""
+        root = BENCH_DIR.parent
         argv = list(sys.argv)
-        try:
-            argv[0] = str(pathlib.Path(argv[0]).resolve().relative_to(BENCH_DIR.parent))
-        except ValueError:
-            pass
+        for i, a in enumerate(argv):    # paths inside the checkout: as typed from its root
+            if i == 0 or a.startswith(str(root) + '/'):
+                try:
+                    argv[i] = str(pathlib.Path(a).resolve().relative_to(root))
+                except ValueError:
+                    pass
         return './run.sh exec python ' + ' '.join(shlex.quote(a) for a in argv)
 
 

@@ -43,6 +43,15 @@ def test_results_write_csv_markdown_png_with_machine_and_command(tmp_path):
     assert paths['png'].read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
 
 
+def test_the_recorded_command_names_checkout_paths_from_its_root(monkeypatch):
+    root = BENCH.parent
+    monkeypatch.setattr(sys, 'argv', [str(BENCH / 'exp1_sgemm.py'), '--out',
+                                      str(root / 'bench' / 'results' / 'm1'), '--n', '64'])
+    cmd = benchlib.Results.command()
+    assert cmd == './run.sh exec python bench/exp1_sgemm.py --out bench/results/m1 --n 64'
+    assert str(root) not in cmd
+
+
 def test_runner_reports_a_failed_experiment_in_the_index(tmp_path, monkeypatch):
     import run
     monkeypatch.setitem(run.EXPERIMENTS, '9', ('exp9_missing', 'not written', 'none'))
