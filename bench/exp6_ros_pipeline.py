@@ -353,6 +353,17 @@ def plot_data(data: Dict) -> Callable:
     return plot
 
 
+PROFILE_ENV = 'FASTRTPS_DEFAULT_PROFILES_FILE'
+
+
+def _shown(path: str) -> str:
+    """Return ``path`` relative to the checkout when it lies inside it."""
+    try:
+        return str(pathlib.Path(path).resolve().relative_to(benchlib.BENCH_DIR.parent))
+    except ValueError:
+        return path
+
+
 def main(argv=None) -> int:
     """Run both measurements and write the results."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -434,9 +445,10 @@ def main(argv=None) -> int:
              f'({args.backend}); interleaved frame by frame; {args.frames} bag frames per '
              f'model and variant after 3 warm-up frames. ratio p50 = ROS p50 / bare p50; '
              f'per-frame ratio = ROS_i / bare_i over the same frame.')
-    res.note('ROS end-to-end includes: CDR parse (pixels viewed in place), energy window and '
-             'the wait for the power sample after the run (defaults variant), result message '
-             'building, publish, DDS delivery and the executor waking the callback.')
+    res.note('ROS end-to-end includes: CDR parse (pixels viewed in place), the energy window '
+             '(defaults variant; with a measured power source also the wait for the first '
+             'sample after the run, with the estimator none), result message building, '
+             'publish, DDS delivery and the executor waking the callback.')
     res.note(f'Hand-off: {args.handoff_frames} frames at {args.rate:g} Hz from a timer, '
              f'{first.width}x{first.height} rgb8 (the bag frame), publisher reliable depth 10 '
              '(as the bag offers), subscriber sensor-data QoS (as PerceptionNode); camera and '
@@ -444,7 +456,7 @@ def main(argv=None) -> int:
              'call to the callback; lost = frames that never arrived.')
     res.note(f'Intra-process comms: not used, and not available: rclpy has no intra-process '
              f'transport, so in one process a message is still serialized and handed through '
-             f'the RMW ({rmw}, profile {os.environ.get("FASTRTPS_DEFAULT_PROFILES_FILE", "")}). '
+             f'the RMW ({rmw}, profile {_shown(os.environ.get(PROFILE_ENV, ""))}). '
              f'The container shares one process for the shared executor, not for transport.')
     for model in args.models:
         by = {r['variant']: r for r in summaries

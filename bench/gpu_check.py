@@ -97,8 +97,10 @@ def main(argv=None) -> int:
     lines += ['', 'shared executor: ' + '; '.join(said) + ' -> '
               + ', '.join(f'{n}={p}' for n, _, p in devices)]
     if not any(ok for _, ok, _ in probes):
-        lines += ['', 'No GPU candidate works here: experiments 2 and 4 below ran on the CPU '
-                  'only. Install a GPU build of ONNX Runtime (and pycuda) and run again.']
+        lines += ['', 'No GPU candidate works here: experiments 2 and 4 '
+                  + ('(not run: --probe-only) would run' if args.probe_only else 'ran')
+                  + ' on the CPU only. Install a GPU build of ONNX Runtime (and pycuda) '
+                  'and run again.']
     out.mkdir(parents=True, exist_ok=True)
     (out / 'gpu_check.md').write_text('\n'.join(lines) + '\n')
     print('\n'.join(lines))
