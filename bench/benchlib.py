@@ -248,15 +248,18 @@ class Results:
     @staticmethod
     def command() -> str:
         """Return the command line that ran this experiment (as typed from the repo root)."""
-        root = BENCH_DIR.parent
-        argv = list(sys.argv)
-        for i, a in enumerate(argv):    # paths inside the checkout: as typed from its root
-            if i == 0 or a.startswith(str(root) + '/'):
-                try:
-                    argv[i] = str(pathlib.Path(a).resolve().relative_to(root))
-                except ValueError:
-                    pass
+        root = str(BENCH_DIR.parent) + '/'
+        argv = [shown_path(a) if i == 0 or a.startswith(root) else a
+                for i, a in enumerate(sys.argv)]
         return './run.sh exec python ' + ' '.join(shlex.quote(a) for a in argv)
+
+
+def shown_path(path: str) -> str:
+    """Return ``path`` relative to the checkout when it lies inside it (no /home/... shown)."""
+    try:
+        return str(pathlib.Path(path).resolve().relative_to(BENCH_DIR.parent))
+    except ValueError:
+        return path
 
 
 def common_args(ap) -> None:

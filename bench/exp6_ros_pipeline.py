@@ -356,14 +356,6 @@ def plot_data(data: Dict) -> Callable:
 PROFILE_ENV = 'FASTRTPS_DEFAULT_PROFILES_FILE'
 
 
-def _shown(path: str) -> str:
-    """Return ``path`` relative to the checkout when it lies inside it."""
-    try:
-        return str(pathlib.Path(path).resolve().relative_to(benchlib.BENCH_DIR.parent))
-    except ValueError:
-        return path
-
-
 def main(argv=None) -> int:
     """Run both measurements and write the results."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -456,7 +448,7 @@ def main(argv=None) -> int:
              'call to the callback; lost = frames that never arrived.')
     res.note(f'Intra-process comms: not used, and not available: rclpy has no intra-process '
              f'transport, so in one process a message is still serialized and handed through '
-             f'the RMW ({rmw}, profile {_shown(os.environ.get(PROFILE_ENV, ""))}). '
+             f'the RMW ({rmw}, profile {benchlib.shown_path(os.environ.get(PROFILE_ENV, ""))}). '
              f'The container shares one process for the shared executor, not for transport.')
     for model in args.models:
         by = {r['variant']: r for r in summaries
