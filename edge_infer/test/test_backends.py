@@ -16,10 +16,11 @@ from edge_infer.backends.cache import ProfileCache
 from edge_infer.backends.drift import DriftMonitor
 from edge_infer.backends.manager import BackendManager
 from edge_infer.backends.opencv_dnn import OpenCvDnnBackend
+from edge_infer.backends.ort import OrtBackend
 from edge_infer.backends.profiling import (calibration_frames, CandidateResult, probe_backend,
                                            profile_candidate, Reference)
 from edge_infer.backends.selection import select
-from edge_infer.core.backend import BackendError, OrtBackend, Session
+from edge_infer.core.backend import BackendError, Session
 from edge_infer.core.registry import load_registry
 import numpy as np
 import onnx

@@ -5,10 +5,10 @@ import dataclasses
 
 import cv2
 from edge_infer import paths
+from edge_infer.backends.ort import OrtCpuBackend
 from edge_infer.backends.profiling import calibration_frames
 from edge_infer.backends.variants import (calibration_tensors, make_variant,
                                           variant_kinds, VariantError)
-from edge_infer.core.backend import OrtCpuBackend
 from edge_infer.core.image import Frame
 from edge_infer.core.model import Model
 from edge_infer.core.registry import load_registry
