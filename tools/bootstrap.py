@@ -5,7 +5,10 @@ Run by ``run.sh`` with the venv's python. Each step is skipped when a stamp
 file records that it was done with the same inputs (a hash of the files the
 step reads), so a second run takes seconds:
 
-1. pip install the pinned requirements;
+1. pip install the pinned requirements (and requirements-nodeps.txt with
+   --no-deps); check for a Vulkan loader + device (Mesa's lavapipe from apt
+   when run as root; otherwise the missing packages are named and the ncnn
+   Vulkan candidates say why they are unavailable);
 2. rewrite the ROS wheels' CMake exports that name the wheel build host's
    include paths (CMake refuses paths that do not exist);
 3. build and install edge_infer_msgs with cmake into the venv;
@@ -17,6 +20,7 @@ import argparse
 import hashlib
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -61,6 +65,49 @@ def _run(cmd: list, **kw) -> None:
 def pip_install(root: pathlib.Path) -> None:
     """Install the pinned requirements."""
     _run([sys.executable, '-m', 'pip', 'install', '-q', '-r', str(root / 'requirements.txt')])
+
+
+def pip_install_nodeps(root: pathlib.Path) -> None:
+    """Install the pinned packages whose declared dependencies are not needed (pnnx)."""
+    _run([sys.executable, '-m', 'pip', 'install', '-q', '--no-deps', '-r',
+          str(root / 'requirements-nodeps.txt')])
+
+
+VULKAN_PACKAGES = ('libvulkan1', 'mesa-vulkan-drivers')
+
+
+def vulkan_ready() -> str:
+    """Return '' when a Vulkan loader and at least one ICD are installed, else what is missing."""
+    import ctypes.util
+    missing = []
+    if not ctypes.util.find_library('vulkan'):
+        missing.append('the Vulkan loader (libvulkan1)')
+    icds = [f for d in ('/usr/share/vulkan/icd.d', '/etc/vulkan/icd.d')
+            for f in pathlib.Path(d).glob('*.json')]
+    if not icds:
+        missing.append('a Vulkan driver (mesa-vulkan-drivers gives lavapipe, a CPU device)')
+    return ', '.join(missing)
+
+
+def ensure_vulkan() -> None:
+    """Install Mesa's lavapipe and the Vulkan loader with apt-get when root; else say so."""
+    missing = vulkan_ready()
+    if not missing:
+        return
+    if os.geteuid() == 0 and shutil.which('apt-get'):
+        print(f'[setup] installing {" ".join(VULKAN_PACKAGES)} (missing: {missing})', flush=True)
+        env = dict(os.environ, DEBIAN_FRONTEND='noninteractive')
+        ok = subprocess.run(['apt-get', 'install', '-y', '-qq', *VULKAN_PACKAGES], env=env,
+                            stdout=subprocess.DEVNULL).returncode == 0
+        if not ok:      # a stale package list: refresh once and try again
+            subprocess.run(['apt-get', 'update', '-qq'], env=env, stdout=subprocess.DEVNULL)
+            ok = subprocess.run(['apt-get', 'install', '-y', '-qq', *VULKAN_PACKAGES], env=env,
+                                stdout=subprocess.DEVNULL).returncode == 0
+        if ok and not vulkan_ready():
+            return
+    print(f'[setup] no Vulkan here ({missing}): the ncnn Vulkan candidates will report '
+          f'unavailable. To test GPU code paths on a machine without a GPU: '
+          f'sudo apt-get install {" ".join(VULKAN_PACKAGES)}', flush=True)
 
 
 def fix_cmake_exports() -> None:
@@ -118,6 +165,9 @@ def main() -> int:
     home = pathlib.Path(os.environ.get('EDGE_INFER_HOME', root / '.data'))
     t0 = time.monotonic()
     _step('pip', _hash_paths(root / 'requirements.txt'), lambda: pip_install(root))
+    _step('pip-nodeps', _hash_paths(root / 'requirements-nodeps.txt'),
+          lambda: pip_install_nodeps(root))
+    ensure_vulkan()     # cheap check every time: a removed driver shows at once
     _step('cmake-exports', _hash_paths(root / 'requirements.txt'), fix_cmake_exports)
     _step('msgs', _hash_paths(root / 'requirements.txt', root / 'edge_infer_msgs'),
           lambda: build_msgs(root))

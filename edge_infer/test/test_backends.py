@@ -8,6 +8,7 @@ profile cache and drift detection.
 import json
 import math
 import pathlib
+import time
 
 import cv2
 from edge_infer import paths
@@ -183,7 +184,8 @@ def test_constraints_are_respected_and_explained():
 def _small_manager(cache_dir, **cfg):
     config = {'ort_threads': [1], 'ort_providers_always_listed': [],
               'opencv_targets': ['cpu'], 'blas': False, 'variants': [], 'budget_s': 0.1,
-              'warmup': 1, 'min_runs': 3, 'calibration_frames': 2}
+              'warmup': 1, 'min_runs': 3, 'calibration_frames': 2, 'openvino_threads': [],
+              'ncnn_threads': [], 'ncnn_vulkan': False}
     config.update(cfg)
     return BackendManager(cache_dir, config=config, log=lambda s: None)
 
@@ -335,3 +337,65 @@ def test_freed_profile_memory_goes_back_to_the_os_on_glibc():
     from edge_infer.backends.manager import release_freed_memory
     glibc = platform.libc_ver()[0] == 'glibc'
     assert release_freed_memory() is glibc
+
+
+def test_classifier_agreement_forgives_only_flips_between_classes_tied_in_the_reference():
+    from edge_infer.backends.profiling import _top1_agreement
+    from edge_infer.core.postprocess import Classes
+
+    def top(ids, scores):
+        return Classes(np.array(ids, np.int64), np.array(scores, np.float32))
+    # the street frame seen for real: flagpole 0.128, swing 0.126 in the fp32 reference
+    tied = top([557, 794, 880], [0.128, 0.126, 0.111])
+    clear = top([285, 282, 281], [0.708, 0.156, 0.128])
+    acc, detail = _top1_agreement([tied, clear], [top([794, 557], [0.13, 0.12]), clear])
+    assert acc == 1.0 and '+1 flip(s) between classes tied within 0.01' in detail
+    # a flip away from a clear winner (0.708 vs 0.156) is a loss
+    acc, detail = _top1_agreement([tied, clear], [tied, top([282, 285], [0.5, 0.4])])
+    assert acc == 0.5 and 'top-1 same on 1/2 frames' in detail and 'tied' not in detail
+    # a top-1 the reference does not even rank is a loss too
+    acc, _ = _top1_agreement([tied], [top([3], [0.2])])
+    assert acc == 0.0
+
+
+class _SlowSession(Session):
+    def __init__(self, inner, delay_s):
+        self.inner, self.delay_s = inner, delay_s
+        self.calls = 0
+
+    def run(self, tensor):
+        self.calls += 1
+        time.sleep(self.delay_s)
+        return self.inner.run(tensor)
+
+    def close(self):
+        self.inner.close()
+
+
+class _SlowBackend(OrtBackend):
+    def __init__(self, delay_s):
+        super().__init__(intra_op_threads=1)
+        self.name = 'test/slow'
+        self.delay_s = delay_s
+        self.session = None
+
+    def load(self, model_path, strict=False):
+        self.session = _SlowSession(super().load(model_path), self.delay_s)
+        return self.session
+
+
+def test_a_clearly_slower_candidate_is_cut_short_but_still_accuracy_checked(mobilenet):
+    spec, path = mobilenet
+    frames, what = calibration_frames(2)
+    ref = Reference(spec, path, frames, what)
+    slow = _SlowBackend(0.05)
+    res = profile_candidate(slow, spec, path, ref, budget_s=2.0, warmup=1, min_runs=5,
+                            cut_ms=10.0, cut_runs=3)
+    assert res.cut_short and res.runs == 3 and res.p50_ms > 50
+    assert slow.session.calls == 2 + 1 + 3       # accuracy frames, warm-up, 3 timed runs
+    assert res.status == 'ok' and res.accuracy == 1.0
+    assert 'cut short after 3 runs' in res.reason and res.max_ms >= res.p50_ms
+    # the same candidate with no faster one seen so far is measured in full
+    full = profile_candidate(_SlowBackend(0.05), spec, path, ref, budget_s=0.4, warmup=1,
+                             min_runs=5)
+    assert not full.cut_short and full.runs >= 5

@@ -7,13 +7,15 @@
 
 Steps (each logged):
 1. candidates: ONNX Runtime providers (CPU once per thread setting), OpenCV
-   DNN targets, the numpy BLAS path, and fp16 / int8 variants of the model on
-   ONNX Runtime CPU (config/backends.yaml says which);
+   DNN targets, the numpy BLAS path, fp16 / int8 variants of the model on
+   ONNX Runtime CPU, OpenVINO CPU (f32 and the device's native precision) and
+   ncnn (CPU fp32 / fp16, Vulkan) (config/backends.yaml says which);
 2. probe: a candidate is available only if a small probe model ran on it and
    matched ONNX Runtime CPU (:func:`profiling.probe_backend`); results cached;
-3. profile, per model: warm-up, timed runs within a time budget, accuracy
-   against the CPU fp32 reference on real frames, energy per inference when
-   a power meter is given; results cached per (model, candidate);
+3. profile, per model: accuracy against the CPU fp32 reference on real
+   frames, warm-up, timed runs within a time budget (a candidate clearly
+   slower than the best so far is cut short after a few runs), energy per
+   inference when a power meter is given; results cached per (model, candidate);
 4. select by objective under constraints (:mod:`selection`).
 
 A warm start reads steps 2-3 from the cache and loads only the chosen
@@ -47,7 +49,14 @@ DEFAULTS = {
     'blas': True,
     'variants': ['fp16', 'int8'],
     'variant_threads': 2,
+    'openvino_threads': [1, 2],
+    'openvino_native_precision': True,
+    'ncnn_threads': [1, 2],
+    'ncnn_fp16': True,
+    'ncnn_vulkan': True,
     'budget_s': 1.0,
+    'cut_factor': 3.0,
+    'cut_runs': 3,
     'warmup': 2,
     'min_runs': 5,
     'calibration_frames': 6,
@@ -59,8 +68,9 @@ DEFAULTS = {
 _thread_budget = {'threads': 0, 'why': ''}
 # Part of every profile's cache key: bump when the accuracy check changes, so
 # candidates accepted by an older check are measured again (v2: a detector
-# frame that loses all its objects counts; v3: frames spread over the whole video).
-ACCURACY_CHECK_VERSION = 3
+# frame that loses all its objects counts; v3: frames spread over the whole video;
+# v4: a classifier's top-1 flip between classes tied in the reference agrees).
+ACCURACY_CHECK_VERSION = 4
 
 
 def set_thread_budget(threads: int, why: str = '') -> None:
@@ -180,6 +190,19 @@ class BackendManager:
                 out.append(BlasBackend())
             except ImportError as exc:  # the module is optional
                 self.log(f'backend numpy-blas: not importable ({exc})')
+        if cfg['openvino_threads']:
+            from .openvino import openvino_candidates
+            out += openvino_candidates(cfg['openvino_threads'],
+                                       native=bool(cfg['openvino_native_precision']))
+        if cfg['ncnn_threads'] or cfg['ncnn_vulkan']:
+            try:
+                from .ncnn import ncnn_candidates
+            except ImportError as exc:  # the module is optional
+                self.log(f'backend ncnn: not importable ({exc})')
+            else:
+                out += ncnn_candidates(self.cache_dir, threads=cfg['ncnn_threads'],
+                                       fp16=bool(cfg['ncnn_fp16']),
+                                       vulkan=bool(cfg['ncnn_vulkan']))
         if spec is not None and model_path is not None:
             base_threads = int(cfg['variant_threads'])
             if _thread_budget['threads']:       # variants run within the budget
@@ -194,7 +217,8 @@ class BackendManager:
     def over_budget(self, backend: Backend) -> str:
         """Return why a candidate exceeds the process's thread budget ('' if it does not)."""
         cap = _thread_budget['threads']
-        threads = getattr(getattr(backend, 'base', backend), 'intra_op_threads', 0)
+        base = getattr(backend, 'base', backend)
+        threads = getattr(base, 'intra_op_threads', 0) or getattr(base, 'threads', 0)
         if cap and threads > cap:
             return (f'needs {threads} threads; thread budget {cap} per model'
                     + (f" ({_thread_budget['why']})" if _thread_budget['why'] else ''))
@@ -267,6 +291,7 @@ class BackendManager:
         if only:
             cands = [b for b in cands if b.name in set(only)]
         t_start = time.monotonic()
+        best_ms = float('inf')     # fastest accepted p50 so far: slower ones are cut short
         for i, backend in enumerate(cands, 1):
             if cancel is not None and cancel.is_set():
                 break
@@ -300,10 +325,14 @@ class BackendManager:
                         budget_s=float(budget_s or self.config['budget_s']),
                         warmup=int(self.config['warmup']),
                         min_runs=int(self.config['min_runs']), meter=self.meter,
-                        min_accuracy=floor)
+                        min_accuracy=floor,
+                        cut_ms=float(self.config['cut_factor']) * best_ms,
+                        cut_runs=int(self.config['cut_runs']))
                 if res.status in ('ok', 'rejected'):
                     self.cache.put(key, res.to_dict(), parts)
                 run.from_cache[backend.name] = False
+            if res.status == 'ok' and not res.cut_short:
+                best_ms = min(best_ms, res.p50_ms)
             run.results.append(res)
         fresh = sum(not v for v in run.from_cache.values())
         if fresh:

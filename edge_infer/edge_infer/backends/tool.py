@@ -6,8 +6,10 @@
                        [--budget S] [--no-cache] [--energy] [--png FILE]
 
 The nodes run the same code (BackendManager.choose); these print what it
-found: a table (backend, status, latency p50/p90, energy per inference,
-accuracy vs the CPU fp32 reference, chosen) and write a bar chart.
+found: a table (backend, status, latency p50/p90/max, runs ('cut' when timing
+stopped early because the candidate was clearly slower than the best so far),
+energy per inference, accuracy vs the CPU fp32 reference, chosen) and write a
+bar chart.
 """
 
 import argparse
@@ -27,10 +29,11 @@ def _fmt(v: float, spec: str = '.2f') -> str:
 
 def table(results: List[CandidateResult]) -> str:
     """Return the results as an aligned text table."""
-    rows = [('backend', 'status', 'p50 ms', 'p90 ms', 'runs', 'J/inf', '+-J', 'accuracy',
-             'chosen', 'reason')]
+    rows = [('backend', 'status', 'p50 ms', 'p90 ms', 'max ms', 'runs', 'J/inf', '+-J',
+             'accuracy', 'chosen', 'reason')]
     for r in results:
-        rows.append((r.backend, r.status, _fmt(r.p50_ms), _fmt(r.p90_ms), str(r.runs or '-'),
+        runs = str(r.runs or '-') + (' cut' if r.cut_short else '')
+        rows.append((r.backend, r.status, _fmt(r.p50_ms), _fmt(r.p90_ms), _fmt(r.max_ms), runs,
                      _fmt(r.energy_j, '.4f'), _fmt(r.energy_error_j, '.4f'),
                      _fmt(r.accuracy, '.3f'), '*' if r.chosen else '',
                      r.reason if r.status != 'ok' else r.accuracy_detail))

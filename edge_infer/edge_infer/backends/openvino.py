@@ -1,0 +1,215 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""OpenVINO (PyPI ``openvino``) as backend candidates: CPU at f32 and at its native precision.
+
+OpenVINO reads our ONNX files directly. Its CPU plugin runs on oneDNN on
+x86 and on Arm Compute Library executors on aarch64
+(``libopenvino_arm_cpu_plugin.so``): the "ArmCL / NEON" path of the papers,
+from a pip wheel, on Odroid, Raspberry Pi and Jetson CPUs.
+
+Candidates (``openvino_candidates``):
+
+- ``openvino/cpu/tN``: ``INFERENCE_PRECISION_HINT=f32``; level with ONNX
+  Runtime here, outputs within 1e-5;
+- ``openvino/cpu/tN/<native>``: the precision the device itself picks when
+  not told (``bf16`` on x86 cores with AVX512-BF16/AMX, ``fp16`` on ARMv8.2+
+  cores, per the CPU device's documentation); measured here at about half of
+  ONNX Runtime's time. Reduced precision changes results, so this candidate
+  is admitted only through the manager's accuracy check, never by rule. Where
+  the device's native precision is f32 there is no second candidate.
+
+Traps, each handled here:
+
+- the default precision is NOT f32 (bf16 / f16, see above): every candidate
+  sets the hint explicitly and the session checks what the compiled model
+  reports;
+- the LATENCY hint turns ``ENABLE_CPU_PINNING`` on, and two models in one
+  process can then be pinned to the same core (and a robot's other processes
+  lose that core): pinning is switched off;
+- ``ov.Tensor(array, shared_memory=True)`` wraps our preprocessed buffer
+  without a copy (re-wrapped only when the buffer changes); output tensors
+  are views on the request's own memory, stable from run to run.
+"""
+
+import os
+import pathlib
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+from ..core.backend import Backend, BackendError, first_line, Session
+
+# OpenVINO element type name -> the short precision names used across edge_infer.
+_PRECISION = {'f32': 'fp32', 'float32': 'fp32', 'f16': 'fp16', 'float16': 'fp16',
+              'bf16': 'bf16', 'bfloat16': 'bf16', 'i8': 'int8', 'int8': 'int8'}
+_HINT = {'fp32': 'f32', 'fp16': 'f16', 'bf16': 'bf16'}
+INSTALL = 'pip install openvino'
+
+
+def _core():
+    import openvino as ov
+    return ov, ov.Core()
+
+
+def precision_name(ov_type) -> str:
+    """Return edge_infer's name ('fp32', 'bf16', 'fp16', ...) of an OpenVINO element type."""
+    text = str(getattr(ov_type, 'type_name', None) or ov_type)
+    text = text.replace("<Type: '", '').replace("'>", '').strip().lower()
+    return _PRECISION.get(text, text)
+
+
+def native_precision(device: str = 'CPU') -> Tuple[str, str]:
+    """Return (precision the device uses when not told, what reported it)."""
+    try:
+        _, core = _core()
+        hint = core.get_property(device, 'INFERENCE_PRECISION_HINT')
+    except Exception as exc:  # not installed, or no such device
+        return '', first_line(exc)
+    return precision_name(hint), f'{device} INFERENCE_PRECISION_HINT default = {hint}'
+
+
+def cpu_plugin_library() -> str:
+    """Return the file name of the loaded CPU plugin (the Arm Compute Library one on aarch64)."""
+    try:
+        with open('/proc/self/maps') as f:
+            for line in f:
+                if 'libopenvino' in line and 'cpu_plugin' in line:
+                    return os.path.basename(line.split()[-1])
+    except OSError:
+        pass
+    return ''
+
+
+class OpenVinoSession(Session):
+    """A compiled model and one infer request; input bound by pointer, outputs read in place."""
+
+    def __init__(self, compiled, backend_name: str):
+        import openvino as ov
+        self._ov = ov
+        self._compiled = compiled
+        self._request = compiled.create_infer_request()
+        self.backend_name = backend_name
+        if len(compiled.inputs) != 1:
+            raise BackendError(f'model has {len(compiled.inputs)} inputs; edge_infer feeds one '
+                               'image')
+        self.input_name = compiled.inputs[0].get_any_name()
+        self.output_names = [o.get_any_name() for o in compiled.outputs]
+        self._n_out = len(compiled.outputs)
+        self._bound: Optional[np.ndarray] = None
+
+    def run(self, tensor: np.ndarray) -> List[np.ndarray]:
+        """Run one C-contiguous float32 tensor; outputs are views on the request's buffers."""
+        if tensor is not self._bound:
+            if not (tensor.flags['C_CONTIGUOUS'] and tensor.dtype == np.float32):
+                tensor = np.ascontiguousarray(tensor, np.float32)
+            self._request.set_input_tensor(self._ov.Tensor(tensor, shared_memory=True))
+            self._bound = tensor
+        self._request.infer()
+        return [self._request.get_output_tensor(i).data for i in range(self._n_out)]
+
+    def close(self) -> None:
+        """Drop the request and the compiled model (frees weights and buffers)."""
+        self._request = None
+        self._compiled = None
+        self._bound = None
+
+
+class OpenVinoBackend(Backend):
+    """OpenVINO on one device ('CPU'), with a thread count and an inference precision."""
+
+    library = 'openvino'
+    tensor_passing = ('zero-copy (input wrapped by pointer with ov.Tensor(shared_memory=True), '
+                      'outputs read in place from the infer request)')
+
+    def __init__(self, intra_op_threads: int = 1, precision: str = 'fp32',
+                 device: str = 'CPU', cache_dir: Optional[str] = None):
+        if precision not in _HINT:
+            raise ValueError(f"OpenVINO precision {precision!r}: use one of {', '.join(_HINT)}")
+        self.intra_op_threads = int(intra_op_threads)
+        self.precision = precision
+        self.ov_device = device
+        self.device = device.lower()
+        self.cache_dir = cache_dir
+        self.name = f'openvino/{self.device}/t{self.intra_op_threads}'
+        if precision != 'fp32':
+            self.name += f'/{precision}'
+
+    def config(self) -> Dict[str, object]:
+        """Return the properties passed to compile_model."""
+        cfg: Dict[str, object] = {
+            'PERFORMANCE_HINT': 'LATENCY',
+            'INFERENCE_PRECISION_HINT': _HINT[self.precision],
+            'ENABLE_CPU_PINNING': False,
+            'NUM_STREAMS': 1,
+        }
+        if self.intra_op_threads:
+            cfg['INFERENCE_NUM_THREADS'] = self.intra_op_threads
+        return cfg
+
+    def options(self) -> Dict[str, object]:
+        """Return the device and compile properties."""
+        return {'device': self.ov_device,
+                'config': {k: str(v) for k, v in sorted(self.config().items())}}
+
+    def versions(self) -> Dict[str, str]:
+        """Return the OpenVINO version."""
+        try:
+            import openvino as ov
+        except ImportError:
+            return {}
+        return {'openvino': ov.__version__}
+
+    def available(self) -> Tuple[bool, str]:
+        """Check that openvino imports, lists the device and supports the precision."""
+        try:
+            ov, core = _core()
+        except ImportError as exc:
+            return False, f'openvino not installed ({exc}): {INSTALL}'
+        except Exception as exc:  # the runtime failed to initialise
+            return False, f'openvino cannot start: {first_line(exc)}'
+        devices = core.available_devices
+        if self.ov_device not in devices:
+            return False, f'OpenVINO {ov.__version__} lists no {self.ov_device} device ' \
+                          f'(lists {", ".join(devices) or "none"})'
+        name = core.get_property(self.ov_device, 'FULL_DEVICE_NAME')
+        if self.precision != 'fp32':
+            native, _ = native_precision(self.ov_device)
+            if native != self.precision:
+                return False, (f'{self.ov_device} {name!r} runs {native or "?"} natively, not '
+                               f'{self.precision}')
+        return True, f'OpenVINO {ov.__version__} {self.ov_device} {name!r}'
+
+    def load(self, model_path: pathlib.Path) -> Session:
+        """Compile the ONNX model; BackendError on a bad file or when the precision differs."""
+        path = pathlib.Path(model_path)
+        if not path.is_file():
+            raise BackendError(f'model file {path} not found')
+        try:
+            _, core = _core()
+        except ImportError as exc:
+            raise BackendError(f'{self.name}: openvino not installed ({exc}): {INSTALL}') \
+                from None
+        try:
+            compiled = core.compile_model(os.fspath(path), self.ov_device, self.config())
+        except Exception as exc:  # OpenVINO raises RuntimeError for bad files and devices
+            raise BackendError(f'{self.name}: cannot load {path.name}: {first_line(exc)}') \
+                from None
+        got = precision_name(compiled.get_property('INFERENCE_PRECISION_HINT'))
+        if got != self.precision:
+            raise BackendError(f'{self.name}: asked for {self.precision}, the compiled model '
+                               f'runs {got}')
+        return OpenVinoSession(compiled, self.name)
+
+
+def openvino_candidates(thread_options=(1, 2), device: str = 'CPU',
+                        native: bool = True) -> List[OpenVinoBackend]:
+    """Return f32 candidates per thread count and, with ``native``, the native-precision ones.
+
+    Without openvino installed the f32 candidates are still returned, so the
+    report says why they are unavailable.
+    """
+    out = [OpenVinoBackend(t, 'fp32', device) for t in thread_options]
+    if native:
+        prec, _ = native_precision(device)
+        if prec and prec != 'fp32' and prec in _HINT:
+            out += [OpenVinoBackend(t, prec, device) for t in thread_options]
+    return out
