@@ -199,12 +199,13 @@ def _print_summary(s: dict, log) -> None:
     log(f"bag player: {s['player']}")
     for topic, n in s['published'].items():
         log(f'  published on {topic}: {n}')
-    hdr = (f"{'node':<11}{'model':<14}{'backend':<20}{'recv':>6}{'proc':>6}{'drop':>6}"
+    width = max([20] + [len(n['backend']) + 2 for n in s['nodes'].values()])
+    hdr = (f"{'node':<11}{'model':<14}{'backend':<{width}}{'recv':>6}{'proc':>6}{'drop':>6}"
            f"{'rej':>5}  {'infer p50/p95 ms':>17}  {'frame p50/p95 ms':>17}")
     log(hdr)
     log('-' * len(hdr))
     for name, n in s['nodes'].items():
-        log(f"{name:<11}{n['model']:<14}{n['backend']:<20}{n['received']:>6}"
+        log(f"{name:<11}{n['model']:<14}{n['backend']:<{width}}{n['received']:>6}"
             f"{n['processed']:>6}{n['dropped']:>6}{n['rejected']:>5}  "
             f"{n['inference_p50']:>8.1f}/{n['inference_p95']:<8.1f}  "
             f"{n['total_p50']:>8.1f}/{n['total_p95']:<8.1f}")

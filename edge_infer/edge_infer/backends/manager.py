@@ -32,8 +32,9 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import yaml
 
 from .cache import board_fingerprint, entry_key, ProfileCache
-from .profiling import (calibration_frames, CandidateResult, describe, probe_backend,
-                        profile_candidate, ProfileRun, Reference)
+from .load import describe as describe_load, is_quiet, LoadProbe
+from .profiling import (calibration_frames, CandidateResult, describe, interleave,
+                        probe_backend, ProfileRun, Reference, screen_candidate)
 from .selection import OBJECTIVES, select
 from ..checksums import sha256_file
 from ..core.backend import Backend, BackendError, Session
@@ -55,8 +56,17 @@ DEFAULTS = {
     'ncnn_fp16': True,
     'ncnn_vulkan': True,
     'budget_s': 1.0,
+    'screen_s': 0.3,
     'cut_factor': 3.0,
     'cut_runs': 3,
+    'lead_factor': 1.6,
+    'max_leaders': 4,
+    'round_runs': 5,
+    'min_rounds': 4,
+    'confidence': 0.8,
+    'quiet_foreign_cores': 0.5,
+    'latency_percentile': 50,
+    'tail_guard': 4.0,
     'warmup': 2,
     'min_runs': 5,
     'calibration_frames': 6,
@@ -267,6 +277,15 @@ class BackendManager:
         return calibration_tensors(spec, int(self.config['calibration_frames']), phase=0.5,
                                    photos=False, log=self.log)
 
+    def select(self, results, spec: ModelSpec, objective: str = 'latency',
+               max_latency_ms: float = 0.0, min_accuracy: float = 0.0,
+               latency_percentile: int = 0):
+        """Return (chosen result or None, why) under the manager's tail guard."""
+        return select(results, objective, max_latency_ms, self.min_accuracy(spec, min_accuracy),
+                      latency_percentile=int(latency_percentile or
+                                             self.config['latency_percentile']),
+                      tail_guard=float(self.config['tail_guard']))
+
     def min_accuracy(self, spec: ModelSpec, override: float = 0.0) -> float:
         """Return the accuracy floor for the model's task (an override > 0 wins)."""
         if override and override > 0:
@@ -276,74 +295,133 @@ class BackendManager:
 
     def profile(self, spec: ModelSpec, model_path: pathlib.Path, use_cache: bool = True,
                 min_accuracy: float = 0.0, budget_s: Optional[float] = None,
-                only: Optional[Sequence[str]] = None, cancel=None) -> ProfileRun:
+                only: Optional[Sequence[str]] = None, cancel=None,
+                persist: bool = True) -> ProfileRun:
         """Measure every candidate on the model (cached entries reused); return the run.
 
-        ``cancel`` (a threading.Event): stop between candidates when set (the
-        run then holds what was measured so far).
+        Two passes: each candidate alone (load, accuracy, ``screen_s`` of timed
+        runs, cut short when clearly slower than the best so far), then the
+        leaders (accepted, within ``lead_factor`` of the best) side by side in
+        interleaved rounds until the ranking is settled or ``budget_s`` per
+        leader is spent (:func:`profiling.interleave`). The foreign CPU load
+        during the whole run is recorded (:mod:`load`). The board's profile
+        (the cache) only ever receives quiet measurements: figures taken under
+        more than ``quiet_foreign_cores`` of foreign load go to a separate
+        provisional entry, read only while no quiet one exists (and said so),
+        and a run with ``persist`` False (run-time re-evaluations) is never
+        written at all.
+        ``cancel`` (a threading.Event): stop between candidates / rounds.
         """
         model_path = pathlib.Path(model_path)
         sha = sha256_file(model_path)
         floor = self.min_accuracy(spec, min_accuracy)
+        cfg = self.config
         run = ProfileRun(model=spec.name)
         reference = None
         cands = self.candidates(spec, model_path)
         if only:
             cands = [b for b in cands if b.name in set(only)]
         t_start = time.monotonic()
+        probe = LoadProbe().start()
         best_ms = float('inf')     # fastest accepted p50 so far: slower ones are cut short
-        for i, backend in enumerate(cands, 1):
-            if cancel is not None and cancel.is_set():
-                break
-            parts = {'kind': 'profile', 'model': spec.name, 'model_sha256': sha,
-                     'accuracy_check': ACCURACY_CHECK_VERSION,
-                     'min_accuracy': floor, 'metered': self.meter is not None,
-                     **self._versions_key(backend)}
-            key = entry_key(parts)
-            hit = self.cache.get(key) if use_cache else None
-            over = self.over_budget(backend)
-            if over:
-                run.results.append(describe(backend, status='unavailable', reason=over))
-                run.from_cache[backend.name] = False
-                continue
-            if hit is not None and hit.get('status') in ('ok', 'rejected'):
-                res = CandidateResult.from_dict(hit)
-                run.from_cache[backend.name] = True
-            else:   # only measurements are reused; unavailable / failed ones are tried again
-                hit = None
-            if hit is None:
-                ok, why = self.probe(backend, use_cache)
-                if not ok:
-                    res = describe(backend, status='unavailable', reason=why)
-                else:
-                    if reference is None:
-                        frames, what = self._frames_for()
-                        reference = Reference(spec, model_path, frames, what)
-                    self.log(f'[profile {spec.name}] {i}/{len(cands)} {backend.name} ...')
-                    res = profile_candidate(
-                        backend, spec, model_path, reference,
-                        budget_s=float(budget_s or self.config['budget_s']),
-                        warmup=int(self.config['warmup']),
-                        min_runs=int(self.config['min_runs']), meter=self.meter,
-                        min_accuracy=floor,
-                        cut_ms=float(self.config['cut_factor']) * best_ms,
-                        cut_runs=int(self.config['cut_runs']))
-                if res.status in ('ok', 'rejected'):
+        fresh: Dict[str, Tuple[str, dict]] = {}     # name -> cache key and parts
+        open_sessions: Dict[str, object] = {}
+        results: Dict[str, CandidateResult] = {}
+        try:
+            for i, backend in enumerate(cands, 1):
+                if cancel is not None and cancel.is_set():
+                    break
+                parts = {'kind': 'profile', 'model': spec.name, 'model_sha256': sha,
+                         'accuracy_check': ACCURACY_CHECK_VERSION,
+                         'min_accuracy': floor, 'metered': self.meter is not None,
+                         **self._versions_key(backend)}
+                key = entry_key(parts)
+                over = self.over_budget(backend)
+                if over:
+                    run.results.append(describe(backend, status='unavailable', reason=over))
+                    run.from_cache[backend.name] = False
+                    continue
+                hit = self.cache.get(key) if use_cache else None
+                if use_cache and hit is None:   # no quiet profile: a provisional one?
+                    hit = self.cache.get(entry_key({**parts, 'loaded': True}))
+                    if hit is not None:
+                        run.notes.append(f'{backend.name}: cached figures were taken under '
+                                         f'{describe_load(hit.get("conditions", {}))} '
+                                         f'(provisional: no quiet profile yet)')
+                if hit is not None and hit.get('status') in ('ok', 'rejected'):
+                    res = CandidateResult.from_dict(hit)
+                    run.from_cache[backend.name] = True
+                else:   # only measurements are reused; unavailable / failed ones are tried again
+                    run.from_cache[backend.name] = False
+                    ok, why = self.probe(backend, use_cache)
+                    if not ok:
+                        res = describe(backend, status='unavailable', reason=why)
+                    else:
+                        if reference is None:
+                            frames, what = self._frames_for()
+                            reference = Reference(spec, model_path, frames, what)
+                        self.log(f'[profile {spec.name}] {i}/{len(cands)} {backend.name} ...')
+                        res, sess = screen_candidate(
+                            backend, spec, model_path, reference,
+                            budget_s=float(cfg['screen_s']), warmup=int(cfg['warmup']),
+                            min_runs=int(cfg['min_runs']), meter=self.meter,
+                            min_accuracy=floor,
+                            cut_ms=float(cfg['cut_factor']) * best_ms,
+                            cut_runs=int(cfg['cut_runs']))
+                        if sess is not None:
+                            open_sessions[backend.name] = sess
+                        fresh[backend.name] = (key, parts)
+                    results[backend.name] = res
+                if res.status == 'ok' and not res.cut_short:
+                    best_ms = min(best_ms, res.p50_ms)
+                run.results.append(res)
+            leaders = sorted((n for n, r in results.items() if n in open_sessions and
+                              r.status == 'ok' and not r.cut_short and
+                              r.p50_ms <= float(cfg['lead_factor']) * best_ms),
+                             key=lambda n: results[n].p50_ms)[:int(cfg['max_leaders'])]
+            for n in list(open_sessions):
+                if n not in leaders:
+                    open_sessions.pop(n).close()
+            if len(leaders) >= 2 and not (cancel is not None and cancel.is_set()):
+                run.ranking = interleave(
+                    {n: open_sessions[n] for n in leaders}, results, reference.inputs[0][0],
+                    budget_s=float(budget_s or cfg['budget_s']) * len(leaders),
+                    runs_per_round=int(cfg['round_runs']), min_rounds=int(cfg['min_rounds']),
+                    confidence=float(cfg['confidence']), meter=self.meter, model=spec.name,
+                    cancel=cancel)
+        finally:
+            for sess in open_sessions.values():
+                sess.close()
+        run.conditions = probe.stop()
+        quiet = is_quiet(run.conditions, float(cfg['quiet_foreign_cores']))
+        for name, (key, parts) in fresh.items():
+            res = results[name]
+            res.conditions = dict(run.conditions)
+            if persist and res.status in ('ok', 'rejected'):
+                if quiet:
                     self.cache.put(key, res.to_dict(), parts)
-                run.from_cache[backend.name] = False
-            if res.status == 'ok' and not res.cut_short:
-                best_ms = min(best_ms, res.p50_ms)
-            run.results.append(res)
-        fresh = sum(not v for v in run.from_cache.values())
+                else:       # kept apart: never shadows (or becomes) the quiet profile
+                    self.cache.put(entry_key({**parts, 'loaded': True}), res.to_dict(),
+                                   {**parts, 'loaded': True})
         if fresh:
-            self.log(f'[profile {spec.name}] {fresh} candidate(s) measured in '
-                     f'{time.monotonic() - t_start:.1f} s, {len(cands) - fresh} from cache')
+            where = describe_load(run.conditions)
+            self.log(f'[profile {spec.name}] {len(fresh)} candidate(s) measured in '
+                     f'{time.monotonic() - t_start:.1f} s ({where}), '
+                     f'{sum(run.from_cache.values())} from cache'
+                     + (f'; {run.ranking.describe()}' if run.ranking else ''))
+            if not quiet and persist:
+                note = (f'measured under {where} (> {cfg["quiet_foreign_cores"]:g} cores of '
+                        "other work): NOT stored as the board's profile (kept as a "
+                        f'provisional one until a quiet measurement exists)')
+                run.notes.append(note)
+                self.log(f'[profile {spec.name}] {note}')
         return run
 
     # -------------------------------------------------------------------- choose
     def choose(self, spec: ModelSpec, model_path: pathlib.Path, objective: str = 'latency',
                max_latency_ms: float = 0.0, min_accuracy: float = 0.0,
-               force: str = '', use_cache: bool = True) -> Tuple[Backend, ProfileRun]:
+               force: str = '', use_cache: bool = True,
+               latency_percentile: int = 0) -> Tuple[Backend, ProfileRun]:
         """Profile (or read the cache) and return the chosen backend with the run."""
         if objective not in OBJECTIVES:
             raise ValueError(f"objective '{objective}': use one of {', '.join(OBJECTIVES)}")
@@ -364,10 +442,13 @@ class BackendManager:
                 raise BackendError(f"backend '{force}' is {res.status}: {res.reason}")
             chosen, why = res, f'{force}: forced by parameter'
         else:
-            chosen, why = select(run.results, objective, max_latency_ms,
-                                 self.min_accuracy(spec, min_accuracy))
+            chosen, why = self.select(run.results, spec, objective, max_latency_ms,
+                                      min_accuracy, latency_percentile)
             if chosen is None:
                 raise BackendError(f"model '{spec.name}': {why}")
+            if run.ranking is not None and run.ranking.runner_up:
+                why += f'; {run.ranking.describe()}'
+            why += ''.join(f'; {n}' for n in run.notes)
         for r in run.results:
             r.chosen = r is chosen
         run.chosen, run.why = chosen.backend, why

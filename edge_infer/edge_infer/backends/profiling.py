@@ -45,8 +45,10 @@ class CandidateResult:
     reason: str = ''
     p50_ms: float = float('nan')
     p90_ms: float = float('nan')
+    p99_ms: float = float('nan')
     max_ms: float = float('nan')    # the tail: a stalling library shows here, not in p50
     runs: int = 0
+    rounds: int = 0                 # interleaved rounds the figures come from (0 = alone)
     cut_short: bool = False         # timing stopped early: clearly slower than the best
     load_ms: float = float('nan')
     energy_j: float = float('nan')
@@ -55,6 +57,7 @@ class CandidateResult:
     accuracy: float = float('nan')  # agreement with the CPU fp32 reference, 0..1
     accuracy_detail: str = ''
     model_file: str = ''            # the file profiled (a variant's, for fp16/int8)
+    conditions: Dict[str, float] = field(default_factory=dict)  # load while measured
     chosen: bool = False
 
     @property
@@ -311,17 +314,60 @@ def profile_candidate(backend: Backend, spec: ModelSpec, model_path: pathlib.Pat
                       min_runs: int = 5, max_runs: int = 200, meter=None,
                       min_accuracy: float = 0.9, cut_ms: float = float('inf'),
                       cut_runs: int = 3) -> CandidateResult:
-    """Measure one candidate on one model (see the module docstring)."""
+    """Measure one candidate on one model alone (see the module docstring)."""
+    res, sess = screen_candidate(backend, spec, model_path, reference, budget_s, warmup,
+                                 min_runs, max_runs, meter, min_accuracy, cut_ms, cut_runs)
+    if sess is not None:
+        sess.close()
+    return res
+
+
+def _fill_times(res: CandidateResult, times: Sequence[float]) -> None:
+    res.runs = len(times)
+    res.p50_ms = float(np.median(times))
+    res.p90_ms = float(np.percentile(times, 90))
+    res.p99_ms = float(np.percentile(times, 99))
+    res.max_ms = float(max(times))
+
+
+def _fill_energy(res: CandidateResult, energy: Sequence[Tuple[float, float, str]]) -> None:
+    if energy:
+        res.energy_j = float(np.median([e[0] for e in energy]))
+        res.energy_error_j = float(np.median([e[1] for e in energy]))
+        res.energy_source = energy[-1][2]
+
+
+def _timed_run(sess, x, meter, model: str, times: List[float], energy: List) -> None:
+    token = meter.begin(model) if meter is not None else None
+    t = time.perf_counter()
+    sess.run(x)
+    times.append((time.perf_counter() - t) * 1e3)
+    if token is not None:
+        rec = meter.end(token)
+        if rec is not None:
+            energy.append((rec.joules, rec.error_j, rec.source))
+
+
+def screen_candidate(backend: Backend, spec: ModelSpec, model_path: pathlib.Path,
+                     reference: Reference, budget_s: float = 1.5, warmup: int = 2,
+                     min_runs: int = 5, max_runs: int = 200, meter=None,
+                     min_accuracy: float = 0.9, cut_ms: float = float('inf'),
+                     cut_runs: int = 3) -> Tuple[CandidateResult, Optional[object]]:
+    """Load, check accuracy, time within the budget; return (result, open session or None).
+
+    The session stays open (for :func:`interleave`) unless the candidate
+    failed; the caller closes it.
+    """
     res = describe(backend, model_file=pathlib.Path(model_path).name)
     t0 = time.perf_counter()
     try:
         sess = backend.load(model_path)
     except BackendError as exc:
         res.status, res.reason = 'failed', str(exc)
-        return res
+        return res, None
     except Exception as exc:  # a library's own error type
         res.status, res.reason = 'failed', f'{backend.name}: load: {first_line(exc)}'
-        return res
+        return res, None
     res.load_ms = (time.perf_counter() - t0) * 1e3
     try:
         decoded = [reference.decoder([np.array(o, copy=True) for o in sess.run(x)], tf)
@@ -335,14 +381,7 @@ def profile_candidate(backend: Backend, spec: ModelSpec, model_path: pathlib.Pat
         energy: List[Tuple[float, float, str]] = []
         while len(times) < max_runs and (len(times) < min_runs or
                                          time.perf_counter() < deadline):
-            token = meter.begin(spec.name) if meter is not None else None
-            t = time.perf_counter()
-            sess.run(x)
-            times.append((time.perf_counter() - t) * 1e3)
-            if token is not None:
-                rec = meter.end(token)
-                if rec is not None:
-                    energy.append((rec.joules, rec.error_j, rec.source))
+            _timed_run(sess, x, meter, spec.name, times, energy)
             if times[0] > budget_s * 1e3 and len(times) >= 2:
                 break   # very slow candidate: two runs are all the budget allows
             if len(times) >= cut_runs and float(np.median(times)) > cut_ms:
@@ -350,17 +389,10 @@ def profile_candidate(backend: Backend, spec: ModelSpec, model_path: pathlib.Pat
                 break
     except Exception as exc:  # a backend failing mid-run is a result, not a crash
         res.status, res.reason = 'failed', f'{backend.name}: run: {first_line(exc)}'
-        return res
-    finally:
         sess.close()
-    res.runs = len(times)
-    res.p50_ms = float(np.median(times))
-    res.p90_ms = float(np.percentile(times, 90))
-    res.max_ms = float(max(times))
-    if energy:
-        res.energy_j = float(np.median([e[0] for e in energy]))
-        res.energy_error_j = float(np.median([e[1] for e in energy]))
-        res.energy_source = energy[-1][2]
+        return res, None
+    _fill_times(res, times)
+    _fill_energy(res, energy)
     if not res.accuracy >= min_accuracy:
         res.status = 'rejected'
         res.reason = (f'accuracy {res.accuracy:.3f} < {min_accuracy} vs ORT CPU fp32 '
@@ -371,7 +403,88 @@ def profile_candidate(backend: Backend, spec: ModelSpec, model_path: pathlib.Pat
     if res.cut_short:
         res.reason += (f'; timing cut short after {res.runs} runs: p50 {res.p50_ms:.1f} ms > '
                        f'{cut_ms:.1f} ms (x the best so far)')
-    return res
+    return res, sess
+
+
+@dataclass
+class Ranking:
+    """How settled the ranking of the leading candidates is after interleaved rounds."""
+
+    leader: str = ''
+    runner_up: str = ''
+    rounds: int = 0
+    wins: float = float('nan')      # share of rounds the leader's median beat the runner-up's
+    settled: bool = False
+    ratio: float = float('nan')     # runner-up / leader, medians over all rounds
+
+    def describe(self) -> str:
+        """Return one line for logs and reports."""
+        if not self.runner_up:
+            return f'{self.leader}: the only candidate in the running'
+        state = 'settled' if self.settled else 'NOT settled (budget ended)'
+        return (f'{self.leader} beat {self.runner_up} in {self.wins:.0%} of {self.rounds} '
+                f'interleaved rounds ({self.ratio:.2f}x): {state}')
+
+
+def interleave(sessions: Dict[str, object], results: Dict[str, CandidateResult],
+               x: np.ndarray, budget_s: float, runs_per_round: int = 5, min_rounds: int = 4,
+               max_rounds: int = 40, confidence: float = 0.8, meter=None,
+               model: str = '', cancel=None) -> Ranking:
+    """Time the leading candidates in interleaved rounds until the ranking is settled.
+
+    Each round runs every candidate ``runs_per_round`` times in a row (one
+    untimed run first, after the previous library), the order rotating each
+    round, so load that comes and goes hits all of them alike. After
+    ``min_rounds``, the ranking is settled when the leader (lowest median over
+    all rounds) beat the runner-up's round median in at least ``confidence``
+    of the rounds. Each result's figures are replaced by its interleaved ones.
+    """
+    names = list(sessions)
+    times: Dict[str, List[float]] = {n: [] for n in names}
+    energy: Dict[str, List] = {n: [] for n in names}
+    medians: Dict[str, List[float]] = {n: [] for n in names}
+    ranking = Ranking(leader=names[0] if names else '')
+    if len(names) < 2:
+        return ranking
+    deadline = time.perf_counter() + budget_s
+    for r in range(max_rounds):
+        if cancel is not None and cancel.is_set():
+            break
+        k = r % len(names)
+        for name in names[k:] + names[:k]:
+            sess = sessions[name]
+            block: List[float] = []
+            try:
+                sess.run(x)
+                for _ in range(runs_per_round):
+                    _timed_run(sess, x, meter, model, block, energy[name])
+            except Exception as exc:  # a candidate failing mid-run leaves the running
+                results[name].status = 'failed'
+                results[name].reason = f'{name}: run: {first_line(exc)}'
+                block = []
+            if block:
+                times[name] += block
+                medians[name].append(float(np.median(block)))
+        names = [n for n in names if results[n].status == 'ok' or n not in results]
+        if len(names) < 2:
+            break
+        ranking.rounds = r + 1
+        overall = {n: float(np.median(times[n])) for n in names}
+        order = sorted(names, key=overall.get)
+        ranking.leader, ranking.runner_up = order[0], order[1]
+        won = sum(a < b for a, b in zip(medians[order[0]], medians[order[1]]))
+        ranking.wins = won / ranking.rounds
+        ranking.ratio = overall[order[1]] / overall[order[0]]
+        ranking.settled = ranking.rounds >= min_rounds and ranking.wins >= confidence
+        if ranking.settled or time.perf_counter() > deadline:
+            break
+    for n in times:
+        if times[n] and results[n].status != 'failed':
+            res = results[n]
+            _fill_times(res, times[n])
+            _fill_energy(res, energy[n])
+            res.rounds = len(medians[n])
+    return ranking
 
 
 @dataclass
@@ -383,3 +496,6 @@ class ProfileRun:
     chosen: Optional[str] = None
     why: str = ''
     from_cache: Dict[str, bool] = field(default_factory=dict)
+    ranking: Optional[Ranking] = None
+    conditions: Dict[str, float] = field(default_factory=dict)  # load while measuring
+    notes: List[str] = field(default_factory=list)

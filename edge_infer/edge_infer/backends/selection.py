@@ -2,7 +2,10 @@
 """Pick a backend from measured results by objective, under constraints, and say why.
 
 Objectives (lower is better):
-- ``latency``: median latency (p50);
+- ``latency``: latency at ``latency_percentile`` (50 = median, 90, 99), with
+  a tail guard: a candidate whose p99 exceeds ``tail_guard`` x its own p50
+  stalls now and then (measured: ncnn's OpenMP runtime at 2 threads on shared
+  cores, up to 1.5 s on a 10 ms model) and ranks after every steady one;
 - ``energy``: median energy per inference;
 - ``edp``: energy x delay (median energy x p50).
 Constraints: ``max_latency_ms`` (p50 must not exceed it; 0 = none) and
@@ -21,28 +24,51 @@ from .profiling import CandidateResult
 OBJECTIVES = ('latency', 'energy', 'edp')
 
 
-def _key(r: CandidateResult, objective: str) -> float:
+PERCENTILES = (50, 90, 99)
+
+
+def latency_at(r: CandidateResult, percentile: int = 50) -> float:
+    """Return the candidate's latency at 50, 90 or 99 % (p50 where the tail is unknown)."""
+    value = {50: r.p50_ms, 90: r.p90_ms, 99: r.p99_ms}[percentile]
+    return value if math.isfinite(value) else r.p50_ms
+
+
+def stalls(r: CandidateResult, tail_guard: float) -> bool:
+    """Return True when the candidate's p99 is over ``tail_guard`` x its p50."""
+    return (tail_guard > 0 and math.isfinite(r.p99_ms) and r.runs >= 10
+            and r.p99_ms > tail_guard * r.p50_ms)
+
+
+def _key(r: CandidateResult, objective: str, percentile: int = 50) -> float:
     if objective == 'energy':
         return r.energy_j
     if objective == 'edp':
         return r.edp
-    return r.p50_ms
+    return latency_at(r, percentile)
 
 
-def _fmt(r: CandidateResult, objective: str) -> str:
+def _fmt(r: CandidateResult, objective: str, percentile: int = 50) -> str:
     if objective == 'energy':
         return f'{r.energy_j:.4f} J ({r.p50_ms:.2f} ms)'
     if objective == 'edp':
         return f'{r.edp * 1e3:.4f} mJ*s ({r.energy_j:.4f} J, {r.p50_ms:.2f} ms)'
-    return f'{r.p50_ms:.2f} ms p50 (p90 {r.p90_ms:.2f})'
+    tail = f'p99 {r.p99_ms:.2f}' if math.isfinite(r.p99_ms) else f'p90 {r.p90_ms:.2f}'
+    if percentile == 50:
+        return f'{r.p50_ms:.2f} ms p50 ({tail})'
+    return f'{latency_at(r, percentile):.2f} ms p{percentile} (p50 {r.p50_ms:.2f})'
 
 
 def select(results: Iterable[CandidateResult], objective: str = 'latency',
-           max_latency_ms: float = 0.0, min_accuracy: float = 0.0
+           max_latency_ms: float = 0.0, min_accuracy: float = 0.0,
+           latency_percentile: int = 50, tail_guard: float = 0.0
            ) -> Tuple[Optional[CandidateResult], str]:
-    """Return (chosen result or None, why)."""
+    """Return (chosen result or None, why); the reason names the figure that decided."""
     if objective not in OBJECTIVES:
         raise ValueError(f"objective '{objective}': use one of {', '.join(OBJECTIVES)}")
+    if latency_percentile not in PERCENTILES:
+        raise ValueError(f'latency_percentile {latency_percentile}: use one of '
+                         f'{", ".join(map(str, PERCENTILES))}')
+    pct = latency_percentile
     ok: List[CandidateResult] = [r for r in results if r.status == 'ok'
                                  and math.isfinite(r.p50_ms)]
     if not ok:
@@ -65,14 +91,24 @@ def select(results: Iterable[CandidateResult], objective: str = 'latency',
                           f'(fastest {best.p50_ms:.2f} ms); chose the fastest'
                           + ''.join(f'; {n}' for n in notes))
         pool = fast
-    ranked = sorted(pool, key=lambda r: (_key(r, objective), r.p50_ms))
+    stalling = {r.backend for r in pool if objective == 'latency' and stalls(r, tail_guard)}
+    if len(stalling) == len(pool):
+        stalling = set()        # nothing steady to prefer: rank them all by the figure
+    ranked = sorted(pool, key=lambda r: (r.backend in stalling, _key(r, objective, pct),
+                                         r.p50_ms))
     best = ranked[0]
-    why = f'{best.backend}: best {objective}, {_fmt(best, objective)}'
+    figure = f'p{pct} latency' if objective == 'latency' else objective
+    why = f'{best.backend}: best {figure}, {_fmt(best, objective, pct)}'
     if len(ranked) > 1:
         nxt = ranked[1]
-        ratio = _key(nxt, objective) / _key(best, objective) if _key(best, objective) else \
-            float('inf')
-        why += f'; next {nxt.backend} {_fmt(nxt, objective)}, {ratio:.2f}x'
+        kb, kn = _key(best, objective, pct), _key(nxt, objective, pct)
+        ratio = kn / kb if kb else float('inf')
+        why += f'; next {nxt.backend} {_fmt(nxt, objective, pct)}, {ratio:.2f}x'
+    if stalling:
+        why += '; ranked after steady ones by the tail guard (p99 > {:g}x p50): '.format(
+            tail_guard) + ', '.join(
+            f'{r.backend} p99 {r.p99_ms:.1f} ms = {r.p99_ms / r.p50_ms:.1f}x p50'
+            for r in pool if r.backend in stalling)
     excluded = len(accurate) - len(pool)
     if excluded:
         why += f'; {excluded} excluded by max_latency_ms={max_latency_ms:g}'

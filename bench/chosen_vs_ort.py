@@ -1,0 +1,83 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""The measured choice vs a plain ONNX Runtime node (CPU, one thread), side by side.
+
+    ./run.sh exec python bench/chosen_vs_ort.py [--rounds 7] [--runs 15]
+        [--models nanodet mobilenet_v2]
+
+A ROS node that just opens an ONNX Runtime session runs the CPU provider with
+its default settings; inside our container, where two models share two cores,
+that is one thread per model. Per model and per setting:
+
+1. the backend manager chooses as a node does at configure, from scratch (a
+   fresh profile cache, the shipped config/backends.yaml): ``alone`` (no thread
+   budget: one model on the board) and ``budget 1`` (the container's budget
+   with two models on two cores);
+2. the chosen candidate and ``onnxruntime/cpu/t1`` are timed side by side on
+   one real frame: ``--rounds`` rounds of ``--runs`` runs each, the order
+   alternating between rounds, one warm-up run after each switch;
+3. printed: p50 / p90 / max of each, and the speed-up = ORT t1 p50 / chosen p50.
+
+The load present is printed with the results (load average before and after).
+"""
+
+import argparse
+import os
+import pathlib
+import statistics
+import tempfile
+
+from backend_selection import side_by_side
+from edge_infer import paths
+from edge_infer.backends import manager as manager_mod
+from edge_infer.backends.manager import BackendManager, load_config
+from edge_infer.core.registry import load_registry
+import numpy as np
+
+REFERENCE = 'onnxruntime/cpu/t1'
+
+
+def stats(ms) -> str:
+    """Return 'p50 / p90 / max' of a list of milliseconds."""
+    return (f'{statistics.median(ms):.2f} / {float(np.percentile(ms, 90)):.2f} / '
+            f'{max(ms):.2f}')
+
+
+def main() -> None:
+    """Choose per model and setting, then time the choice against ORT t1 side by side."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--rounds', type=int, default=7)
+    ap.add_argument('--runs', type=int, default=15)
+    ap.add_argument('--models', nargs='*', default=['nanodet', 'mobilenet_v2'])
+    args = ap.parse_args()
+    reg = load_registry(paths.config_dir() / 'models.yaml')
+    print(f'load average before: {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} cores')
+    print('| model | setting | chosen | chosen p50 / p90 / max ms | ORT t1 p50 / p90 / max ms '
+          '| speed-up vs ORT t1 |')
+    print('|---|---|---|---|---|---|')
+    ratios = []
+    for name in args.models:
+        spec = reg[name]
+        path = paths.models_dir() / spec.file
+        for setting, budget in (('alone', 0), ('budget 1', 1)):
+            manager_mod.set_thread_budget(budget, 'bench: two models on two cores')
+            try:
+                cache = pathlib.Path(tempfile.mkdtemp(prefix='edge_infer_bench_'))
+                mgr = BackendManager(cache, config=load_config(), log=lambda s: None)
+                backend, run = mgr.choose(spec, path, use_cache=False)
+                by_name = {b.name: b for b in mgr.candidates(spec, path)}
+                pair = [backend] + ([by_name[REFERENCE]] if backend.name != REFERENCE else [])
+                times = side_by_side(spec, path, pair, args.rounds, args.runs)
+            finally:
+                manager_mod.set_thread_budget(0)
+            chosen, ref = times[backend.name], times[REFERENCE]
+            ratio = statistics.median(ref) / statistics.median(chosen)
+            ratios.append((name, setting, ratio))
+            print(f'| {name} | {setting} | {backend.name} | {stats(chosen)} | {stats(ref)} | '
+                  f'{ratio:.2f}x |')
+    print(f'\nload average after: {os.getloadavg()[0]:.2f} (1 min)')
+    print('speed-up of the measured choice over a plain ONNX Runtime node (CPU, 1 thread): '
+          + ', '.join(f'{n} {s} {r:.2f}x' for n, s, r in ratios))
+
+
+if __name__ == '__main__':
+    main()

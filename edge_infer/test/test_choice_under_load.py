@@ -1,0 +1,163 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""A backend choice load cannot fool: interleaved profiling, load records, tail guard, cache."""
+
+import multiprocessing
+import time
+
+from edge_infer import paths
+from edge_infer.backends.load import LoadProbe
+from edge_infer.backends.manager import BackendManager
+from edge_infer.backends.ort import OrtBackend
+from edge_infer.backends.profiling import (calibration_frames, CandidateResult, interleave,
+                                           Reference)
+from edge_infer.backends.selection import select
+from edge_infer.core.registry import load_registry
+import pytest
+
+
+def _burn(seconds: float) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        pass
+
+
+class Burners:
+    """Foreign CPU load: N processes, each spinning one core."""
+
+    def __init__(self, n: int, seconds: float = 60.0):
+        ctx = multiprocessing.get_context('spawn')
+        self.procs = [ctx.Process(target=_burn, args=(seconds,), daemon=True)
+                      for _ in range(n)]
+
+    def __enter__(self):
+        for p in self.procs:
+            p.start()
+        time.sleep(0.3)
+        return self
+
+    def __exit__(self, *exc):
+        for p in self.procs:
+            p.terminate()
+            p.join(5)
+
+
+@pytest.fixture(scope='module')
+def mobilenet(data_home):
+    spec = load_registry(paths.config_dir() / 'models.yaml')['mobilenet_v2']
+    return spec, data_home / 'models' / spec.file
+
+
+def test_the_load_probe_sees_another_process_spinning_a_core():
+    with Burners(1):
+        probe = LoadProbe().start()
+        time.sleep(1.0)
+        cond = probe.stop()
+    assert 0.6 <= cond['foreign_cores'] <= 2.05, cond
+    assert cond['window_s'] >= 0.9
+
+
+class _Delayed:
+    def __init__(self, inner, delay_s):
+        self.inner, self.delay_s = inner, delay_s
+
+    def run(self, x):
+        time.sleep(self.delay_s)
+        return self.inner.run(x)
+
+    def close(self):
+        self.inner.close()
+
+
+def test_interleaved_rounds_settle_the_ranking_and_replace_the_alone_figures(mobilenet):
+    spec, path = mobilenet
+    frames, what = calibration_frames(1)
+    ref = Reference(spec, path, frames, what)
+    fast = OrtBackend(intra_op_threads=1).load(path)
+    slow = _Delayed(OrtBackend(intra_op_threads=1).load(path), 0.004)
+    results = {'fast': CandidateResult('fast', status='ok', p50_ms=99.0),
+               'slow': CandidateResult('slow', status='ok', p50_ms=1.0)}
+    try:
+        ranking = interleave({'slow': slow, 'fast': fast}, results, ref.inputs[0][0],
+                             budget_s=20.0, runs_per_round=3, min_rounds=4, confidence=0.8)
+    finally:
+        fast.close()
+        slow.close()
+    assert ranking.leader == 'fast' and ranking.runner_up == 'slow'
+    assert ranking.settled and ranking.wins >= 0.8 and ranking.rounds >= 4
+    assert 'settled' in ranking.describe()
+    # the figures now come from the rounds, not from what was passed in
+    assert results['fast'].p50_ms < results['slow'].p50_ms
+    assert results['slow'].p50_ms - results['fast'].p50_ms >= 3.0
+    assert results['fast'].rounds == ranking.rounds == results['slow'].rounds
+
+
+def _res(name, p50, p99, runs=100):
+    return CandidateResult(name, status='ok', p50_ms=p50, p90_ms=p50 * 1.1, p99_ms=p99,
+                           runs=runs, accuracy=1.0)
+
+
+def test_a_candidate_that_stalls_loses_to_a_steady_one_and_the_report_says_why():
+    stalling = _res('ncnn/cpu/t2', 8.0, 400.0)       # OpenMP stalls: p99 50x p50
+    steady = _res('onnxruntime/cpu/t2', 9.0, 12.0)
+    chosen, why = select([stalling, steady], tail_guard=4.0)
+    assert chosen is steady
+    assert 'tail guard' in why and 'ncnn/cpu/t2 p99 400.0 ms = 50.0x p50' in why
+    # without the guard the median alone decides
+    chosen, why = select([stalling, steady], tail_guard=0.0)
+    assert chosen is stalling and 'best p50 latency' in why
+    # a chosen percentile decides instead of the median, and says so
+    chosen, why = select([stalling, steady], latency_percentile=99)
+    assert chosen is steady and 'best p99 latency' in why
+    # when every candidate stalls, the figure ranks them all
+    chosen, _ = select([stalling, _res('x', 9.0, 100.0)], tail_guard=4.0)
+    assert chosen is stalling
+    with pytest.raises(ValueError, match='latency_percentile'):
+        select([steady], latency_percentile=75)
+
+
+def _manager(cache_dir, **cfg):
+    config = {'ort_threads': [1, 2], 'ort_providers_always_listed': [],
+              'opencv_targets': [], 'blas': False, 'variants': [], 'openvino_threads': [],
+              'ncnn_threads': [], 'ncnn_vulkan': False, 'budget_s': 0.3, 'screen_s': 0.2,
+              'warmup': 1, 'min_runs': 3, 'calibration_frames': 2, 'min_rounds': 2,
+              'quiet_foreign_cores': 0.9}
+    config.update(cfg)
+    return BackendManager(cache_dir, config=config, log=lambda s: None)
+
+
+def test_a_measurement_under_foreign_load_never_becomes_the_boards_profile(tmp_path,
+                                                                           mobilenet):
+    """The cache-poisoning scenario, with two real processes spinning both cores."""
+    spec, path = mobilenet
+    # the board's profile, measured with the threshold out of reach (treated as quiet)
+    quiet = _manager(tmp_path, quiet_foreign_cores=99.0)
+    _, run0 = quiet.choose(spec, path)
+    assert not run0.notes and run0.conditions
+    board = {r.backend: r.p50_ms for r in run0.results}
+    with Burners(2):
+        loaded = _manager(tmp_path)
+        # a run-time re-evaluation under load: used in memory, never written
+        rerun = loaded.profile(spec, path, use_cache=False, persist=False)
+        assert rerun.conditions['foreign_cores'] > 0.9, rerun.conditions
+        assert not rerun.notes
+        # a start that measures under load says so and keeps it apart
+        _, run1 = loaded.choose(spec, path, use_cache=False)
+        assert any('NOT stored as the board' in n for n in run1.notes), run1.notes
+        assert 'NOT stored' in run1.why
+    # a restart reads the quiet profile: the same figures as before the load
+    restart = _manager(tmp_path)
+    _, run2 = restart.choose(spec, path)
+    assert all(run2.from_cache.values()) and not run2.notes
+    assert {r.backend: r.p50_ms for r in run2.results} == board
+    assert run2.chosen == run0.chosen
+
+
+def test_with_no_quiet_profile_a_provisional_one_is_used_and_said_so(tmp_path, mobilenet):
+    spec, path = mobilenet
+    with Burners(2):
+        _, run1 = _manager(tmp_path, ort_threads=[1]).choose(spec, path)
+    assert any('NOT stored' in n for n in run1.notes)
+    _, run2 = _manager(tmp_path, ort_threads=[1]).choose(spec, path)
+    assert all(run2.from_cache.values())
+    assert any('provisional: no quiet profile yet' in n for n in run2.notes), run2.notes
+    assert 'provisional' in run2.why
