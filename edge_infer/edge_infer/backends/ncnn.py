@@ -1,0 +1,670 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""ncnn (PyPI ``ncnn``) as backend candidates: CPU fp32 / fp16 and Vulkan fp32 / fp16.
+
+Models are converted from ONNX with the ``pnnx`` binary bundled in the PyPI
+``pnnx`` package (installed with ``--no-deps``: its console script imports
+torch, the binary needs only libc/libstdc++), once per model file, and
+cached under ``<cache_dir>/ncnn/`` as
+``<stem>.<12 hex of the source sha256>.pnnx<version>.ncnn.param / .bin``
+with a ``.ncnn.json`` sidecar recording both files' sha256, checked on
+every reuse (a corrupted file is converted again, said once in the log).
+
+Candidates (:func:`ncnn_candidates`):
+
+- ``ncnn/cpu/tN``: fp32, N threads; ``use_fp16_packed/storage/arithmetic``
+  switched off (ncnn's default turns fp16 storage on even on x86: logits
+  differ by 7e-3 with it, 1e-5 without);
+- ``ncnn/cpu/tN/fp16``: fp16 storage and arithmetic, admitted only through
+  the manager's accuracy check;
+- ``ncnn/vulkan:<device>`` and ``ncnn/vulkan:<device>/fp16``: ncnn's Vulkan
+  compute on each device it sees (Mali via libmali / PanVK, Jetson's L4T
+  Vulkan, Raspberry Pi v3dv, Mesa lavapipe on a machine without a GPU: a
+  software device, correct but 15-47x ONNX Runtime's time here). The first
+  run compiles the shaders (0.25-10 s). Named even when there is no device,
+  so the report says why they are unavailable.
+
+Traps, each handled here:
+
+- ncnn bundles GNU libgomp, which stalls 0.24-1.5 s (up to 91x the median)
+  at 2 threads when the cores are shared; ``opt.openmp_blocktime`` has no
+  effect on libgomp, ``OMP_WAIT_POLICY=PASSIVE`` read when the library
+  loads removes the stalls. This module sets it (``setdefault``: a value
+  from the environment wins) before ncnn is imported, imports ncnn lazily,
+  and when ncnn was imported before this module could set it, says so in
+  :meth:`NcnnBackend.options` and :meth:`NcnnBackend.available`. The
+  variable applies to every libgomp the process loads afterwards.
+- With ``use_vulkan_compute`` and no usable Vulkan device ncnn quietly runs
+  on the CPU (it resets the option): a Vulkan session checks that the net
+  kept Vulkan on and holds a device, and fails otherwise.
+- ``ncnn.Mat(numpy_array)`` does not copy: the session keeps the array it
+  wrapped alive until the next run (outputs are garbage otherwise). Such a
+  Mat's channel stride is the channel's size, while ncnn aligns channels to
+  16 bytes: with an input whose H x W is not a multiple of 4 the Vulkan
+  upload reads garbage (measured on lavapipe: errors of 18 to 7e33; the CPU
+  path copes). Such inputs are copied into an aligned Mat allocated once.
+- Outputs: ``np.asarray(mat)`` is a view (no copy) that holds the Mat's
+  reference. With this ncnn (1.0.20261020, CPU) each run's output Mats are
+  fresh allocations, and a held view stayed intact across later runs and
+  after the net was deleted; but ncnn gives a net a local pool allocator
+  for blobs (``use_local_pool_allocator``, which warns "pool allocator
+  destroyed too early" when a net dies with Mats out), so this module does
+  not hand out views: outputs are copied into arrays allocated once per
+  session (1.8 MB for NanoDet, well under 1 % of a run) and the Mats are
+  released before ``run`` returns.
+"""
+
+import fcntl
+import importlib.util
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..checksums import sha256_file
+from ..core.backend import Backend, BackendError, first_line, Session
+
+# Before ncnn (and its libgomp) loads; see the module docstring.
+_NCNN_PRELOADED = 'ncnn' in sys.modules
+os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
+
+NCNN_PIN = '1.0.20261020'
+PNNX_PIN = '20261020'
+INSTALL_NCNN = f'pip install ncnn=={NCNN_PIN}'
+INSTALL_PNNX = f'pip install --no-deps pnnx=={PNNX_PIN}'
+INSTALL_VULKAN = ("install mesa-vulkan-drivers libvulkan1 (lavapipe) or the board's "
+                  'Vulkan driver')
+# Vulkan devices that are the CPU in disguise (Mesa lavapipe, SwiftShader).
+SOFTWARE_GPUS = ('llvmpipe', 'lavapipe', 'swiftshader')
+PRECISIONS = ('fp32', 'fp16')
+CONVERT_TIMEOUT_S = 600
+Log = Callable[[str], object]
+
+_lock = threading.Lock()
+_state: Dict[str, object] = {}
+# Conversions actually run (pnnx invocations) in this process: a cache hit runs none.
+pnnx_runs = 0
+
+
+# ------------------------------------------------------------------ the library
+def _ncnn():
+    """Import ncnn (first call: note the OpenMP wait policy its libgomp starts with)."""
+    with _lock:
+        if 'omp_wait_policy' not in _state:
+            _state['omp_wait_policy'] = _policy_at_load()
+    import ncnn
+    return ncnn
+
+
+def _policy_at_load() -> str:
+    """Return the OMP_WAIT_POLICY ncnn's libgomp reads when ncnn loads now, or why unknown."""
+    if not _NCNN_PRELOADED:
+        return (os.environ.get('OMP_WAIT_POLICY') or 'unset').upper()
+    try:     # the process's environment at exec: it applied to any library loaded since
+        with open('/proc/self/environ', 'rb') as f:
+            env = dict(kv.split(b'=', 1) for kv in f.read().split(b'\0') if b'=' in kv)
+        start = env.get(b'OMP_WAIT_POLICY')
+    except OSError:
+        start = None
+    if start:
+        return start.decode(errors='replace').upper()
+    return ('unknown: ncnn was imported before edge_infer.backends.ncnn could set '
+            'OMP_WAIT_POLICY=PASSIVE')
+
+
+def omp_wait_policy() -> str:
+    """Return the wait policy of ncnn's libgomp ('PASSIVE', 'ACTIVE', 'UNSET', 'unknown: ...')."""
+    try:
+        _ncnn()     # loads ncnn now if not yet: the policy is then fixed and recorded
+    except ImportError:
+        return _policy_at_load()
+    return str(_state['omp_wait_policy'])
+
+
+def ncnn_version() -> str:
+    """Return the installed ncnn version ('' when ncnn is not importable)."""
+    try:
+        return str(_ncnn().__version__)
+    except ImportError:
+        return ''
+
+
+def pnnx_binary() -> Optional[pathlib.Path]:
+    """Return the pnnx converter binary of the PyPI ``pnnx`` package, or None.
+
+    Found with ``importlib.util.find_spec`` (which does not run the
+    package's ``__init__``: that one imports torch).
+    """
+    try:
+        spec = importlib.util.find_spec('pnnx')
+    except (ImportError, ValueError):
+        return None
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        exe = pathlib.Path(folder) / 'pnnx'
+        if exe.is_file():
+            return exe
+    return None
+
+
+def pnnx_version() -> str:
+    """Return the pnnx package version ('unknown' when only the binary is there)."""
+    from importlib import metadata
+    try:
+        return metadata.version('pnnx')
+    except metadata.PackageNotFoundError:
+        return 'unknown'
+
+
+def vulkan_devices() -> List[Tuple[int, str, str]]:
+    """Return (index, full name, short name) of every Vulkan device ncnn sees (cached).
+
+    The first call creates ncnn's Vulkan instance (about 0.25 s on lavapipe;
+    ncnn prints the devices on stderr). [] without ncnn, without Vulkan in
+    the ncnn build, or without a device.
+    """
+    with _lock:
+        cached = _state.get('gpus')
+    if cached is not None:
+        return list(cached)     # type: ignore[arg-type]
+    gpus: List[Tuple[int, str, str]] = []
+    try:
+        ncnn = _ncnn()
+        count = int(ncnn.get_gpu_count()) if hasattr(ncnn, 'get_gpu_count') else 0
+        shorts: List[str] = []
+        for i in range(count):
+            full = str(ncnn.get_gpu_info(i).device_name())
+            short = short_gpu_name(full)
+            if short in shorts:
+                short = f'{short}-{i}'
+            shorts.append(short)
+            gpus.append((i, full, short))
+    except ImportError:
+        pass
+    with _lock:
+        _state['gpus'] = gpus
+    return list(gpus)
+
+
+def short_gpu_name(full: str) -> str:
+    """Return a short, stable device name: 'llvmpipe (LLVM 15.0.6, 256 bits)' -> 'llvmpipe'."""
+    name = re.sub(r'\s*\(.*$', '', full).strip()
+    name = re.sub(r'[^A-Za-z0-9._+-]+', '-', name).strip('-')
+    return name or 'gpu'
+
+
+# --------------------------------------------------------------------- ONNX side
+class _OnnxIO:
+    """The ONNX model's single input (static shape) and its outputs, in order."""
+
+    def __init__(self, path: pathlib.Path, who: str):
+        import onnx
+        try:
+            model = onnx.load(os.fspath(path), load_external_data=False)
+        except Exception as exc:  # protobuf DecodeError and friends
+            raise BackendError(f'{who}: cannot read {path.name} as an ONNX model: '
+                               f'{first_line(exc)}') from None
+        g = model.graph
+        inits = {i.name for i in g.initializer}
+        inputs = [i for i in g.input if i.name not in inits]
+        if len(inputs) != 1:
+            raise BackendError(f'{who}: {path.name} has {len(inputs)} inputs; edge_infer '
+                               'feeds one image (is it an ONNX model?)')
+        if not g.output:
+            raise BackendError(f'{who}: {path.name} has no outputs')
+        x = inputs[0]
+        if x.type.tensor_type.elem_type != onnx.TensorProto.FLOAT:
+            raise BackendError(f"{who}: input '{x.name}' is not float32 "
+                               f'(ONNX type {x.type.tensor_type.elem_type})')
+        dims = [d.dim_value if d.HasField('dim_value') else (d.dim_param or '?')
+                for d in x.type.tensor_type.shape.dim]
+        if not dims or not all(isinstance(d, int) and d > 0 for d in dims):
+            raise BackendError(f"{who}: input '{x.name}' of {path.name} has a dynamic shape "
+                               f"[{', '.join(str(d) for d in dims)}]: pnnx converts for one "
+                               'static input shape; export the model with a fixed input size')
+        if dims[0] != 1:
+            raise BackendError(f"{who}: input '{x.name}' has batch {dims[0]}; ncnn runs "
+                               'batch 1 (pnnx drops the batch dimension)')
+        self.input_name = x.name
+        self.input_shape: Tuple[int, ...] = tuple(int(d) for d in dims)
+        self.output_names = [o.name for o in g.output]
+        self.output_shapes: List[Optional[Tuple[int, ...]]] = []
+        for o in g.output:
+            if o.type.tensor_type.elem_type not in (0, onnx.TensorProto.FLOAT):
+                raise BackendError(f"{who}: output '{o.name}' is not float32 "
+                                   f'(ONNX type {o.type.tensor_type.elem_type}); ncnn '
+                                   'returns float32')
+            odims = [d.dim_value if d.HasField('dim_value') else 0
+                     for d in o.type.tensor_type.shape.dim]
+            ok = o.type.tensor_type.HasField('shape') and odims and all(d > 0 for d in odims)
+            self.output_shapes.append(tuple(odims) if ok else None)
+
+
+# ------------------------------------------------------------------- conversion
+def _useful_line(text: str) -> str:
+    """Return pnnx's last line that says something (not progress, tables or timings)."""
+    for line in reversed(text.splitlines()):
+        line = re.sub(r'\x1b\[[0-9;]*m', '', line).strip()
+        if not line or line.startswith('#') or line[0] in '│├└┌─┬┴┼' or \
+                re.search(r'\.\.\.\s+[\d.]+ms$', line) or ' = ' in line or \
+                line.startswith(('FLOPS', 'memory OPS', 'model inputshape')):
+            continue
+        return line
+    return 'no message'
+
+
+def _param_graph(param: pathlib.Path) -> Tuple[List[str], set]:
+    """Return (layer types, blob names) of an ncnn .param file."""
+    lines = param.read_text(errors='replace').splitlines()
+    if not lines or lines[0].strip() != '7767517':
+        raise BackendError(f'{param.name} is not an ncnn param file (magic {lines[:1]})')
+    types: List[str] = []
+    blobs: set = set()
+    for line in lines[2:]:
+        parts = line.split()
+        if len(parts) < 4:
+            continue
+        n_in, n_out = int(parts[2]), int(parts[3])
+        types.append(parts[0])
+        blobs.update(parts[4:4 + n_in + n_out])
+    return types, blobs
+
+
+class NcnnModelFiles:
+    """A converted model: the .param / .bin pair and its sidecar, keyed by source and pnnx."""
+
+    def __init__(self, src: pathlib.Path, cache_dir: pathlib.Path, source_sha256: str,
+                 pnnx: str):
+        self.src = src
+        self.source_sha256 = source_sha256
+        base = pathlib.Path(cache_dir) / 'ncnn' / \
+            f'{src.stem}.{source_sha256[:12]}.pnnx{pnnx}.ncnn'
+        self.param = base.with_name(base.name + '.param')
+        self.bin = base.with_name(base.name + '.bin')
+        self.sidecar = base.with_name(base.name + '.json')
+        self.lock = base.with_name(base.name + '.lock')
+
+    def problem(self) -> str:
+        """Return why the cached pair cannot be used ('' when its checksums match)."""
+        if not self.sidecar.is_file():
+            return 'missing'
+        try:
+            rec = json.loads(self.sidecar.read_text())
+            want = {self.param: rec['param_sha256'], self.bin: rec['bin_sha256']}
+            if rec['source_sha256'] != self.source_sha256:
+                return f'{self.sidecar.name} records another source'
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            return f'{self.sidecar.name} unreadable ({first_line(exc)})'
+        for path, sha in want.items():
+            if not path.is_file():
+                return f'{path.name} missing'
+            if sha256_file(path) != sha:
+                return f'{path.name} does not match its recorded sha256'
+        return ''
+
+
+def convert(src: pathlib.Path, cache_dir: pathlib.Path, input_shape: Sequence[int],
+            log: Log = print, who: str = 'ncnn') -> NcnnModelFiles:
+    """Return the ncnn files of ONNX model ``src``, converting with pnnx when not cached.
+
+    :param input_shape: the model's static input shape (batch first).
+    :param log: gets one line when a conversion runs (and why, when a cached
+        pair failed its checksum); nothing on a cache hit.
+    :raises BackendError: no pnnx binary, or pnnx failed (with its last
+        useful line).
+    """
+    global pnnx_runs
+    exe = pnnx_binary()
+    if exe is None:
+        raise BackendError(f'{who}: pnnx converter binary not found: {INSTALL_PNNX}')
+    src = pathlib.Path(src)
+    files = NcnnModelFiles(src, cache_dir, sha256_file(src), pnnx_version())
+    files.param.parent.mkdir(parents=True, exist_ok=True)
+    with open(files.lock, 'a+') as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)    # one conversion at a time per model file
+        why = files.problem()
+        if not why:
+            return files
+        if why != 'missing':
+            log(f'{who}: cached conversion of {src.name} unusable ({why}); converting again')
+        tmp = pathlib.Path(tempfile.mkdtemp(prefix=files.param.name + '.',
+                                            suffix='.tmp', dir=files.param.parent))
+        try:
+            model = tmp / 'model.onnx'
+            try:
+                os.symlink(src.resolve(), model)
+            except OSError:     # no symlinks on this file system
+                shutil.copyfile(src, model)
+            cmd = [os.fspath(exe), model.name,
+                   f"inputshape=[{','.join(str(int(d)) for d in input_shape)}]", 'fp16=0',
+                   'ncnnparam=model.ncnn.param', 'ncnnbin=model.ncnn.bin']
+            t0 = time.perf_counter()
+            pnnx_runs += 1
+            try:
+                proc = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True,
+                                      errors='replace', timeout=CONVERT_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                raise BackendError(f'{who}: pnnx took over {CONVERT_TIMEOUT_S} s converting '
+                                   f'{src.name}') from None
+            except OSError as exc:
+                raise BackendError(f'{who}: cannot run pnnx ({exe}): {first_line(exc)}') \
+                    from None
+            out_param, out_bin = tmp / 'model.ncnn.param', tmp / 'model.ncnn.bin'
+            if proc.returncode != 0 or not out_param.is_file() or not out_bin.is_file():
+                how = (f'killed by signal {-proc.returncode}' if proc.returncode < 0 else
+                       f'exit {proc.returncode}')
+                raise BackendError(f'{who}: pnnx could not convert {src.name} ({how}): '
+                                   f'{_useful_line(proc.stdout + proc.stderr)}')
+            record = {'source': src.name, 'source_sha256': files.source_sha256,
+                      'pnnx': pnnx_version(), 'inputshape': list(input_shape),
+                      'param_sha256': sha256_file(out_param),
+                      'bin_sha256': sha256_file(out_bin)}
+            sidecar = tmp / 'model.ncnn.json'
+            sidecar.write_text(json.dumps(record, indent=1))
+            # the sidecar last: its checksums vouch for the pair only once both are in place
+            os.replace(out_bin, files.bin)
+            os.replace(out_param, files.param)
+            os.replace(sidecar, files.sidecar)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    log(f'{who}: converted {src.name} with pnnx {pnnx_version()} in '
+        f'{time.perf_counter() - t0:.1f} s -> {files.param.name}')
+    return files
+
+
+# ------------------------------------------------------------------------ session
+class NcnnSession(Session):
+    """An ncnn Net with its input wrapped (not copied) and outputs in arrays allocated once.
+
+    The wrapped input array is kept alive until the next run (ncnn.Mat holds
+    no reference to it); outputs are copied from ncnn's output Mats, which
+    are released before ``run`` returns (no view of ncnn memory escapes).
+    """
+
+    def __init__(self, net, backend_name: str, io: _OnnxIO, blob_outputs: List[str]):
+        self._ncnn = _ncnn()
+        self._net = net
+        self.backend_name = backend_name
+        self.input_name = io.input_name
+        self.output_names = list(io.output_names)
+        self._in_shape = io.input_shape
+        self._blob_outputs = blob_outputs
+        self._outputs: List[Optional[np.ndarray]] = [
+            np.empty(s, np.float32) if s else None for s in io.output_shapes]
+        self._in_arr: Optional[np.ndarray] = None
+        self._in_mat = None
+        self._in_ptr = 0
+        self._aligned_mat = None                    # when the input's channels are unaligned
+        self._aligned: Optional[np.ndarray] = None  # a view of it
+
+    def run(self, tensor: np.ndarray) -> List[np.ndarray]:
+        """Run one float32 tensor of the model's input shape; outputs in ONNX order.
+
+        The returned arrays are reused by the next run (consume them first).
+        """
+        if self._net is None:
+            raise BackendError(f'{self.backend_name}: session closed')
+        t = tensor
+        if t.dtype != np.float32 or not t.flags.c_contiguous:
+            t = np.ascontiguousarray(t, np.float32)
+        if t.shape != self._in_shape:
+            raise BackendError(f'{self.backend_name}: input shape {tuple(t.shape)}, the model '
+                               f'takes {self._in_shape}')
+        ptr = t.__array_interface__['data'][0]
+        if self._aligned is not None:
+            np.copyto(self._aligned, t[0])
+        elif self._in_mat is None or ptr != self._in_ptr:
+            mat = self._ncnn.Mat(t[0])              # pnnx dropped the batch dimension
+            if mat.dims >= 3 and (mat.cstep * mat.elemsize) % 16:
+                # ncnn aligns each channel to 16 bytes; a wrapped array whose channels
+                # are not cannot be used as is (Vulkan uploads garbage): copy per run
+                # into an aligned Mat allocated once
+                self._aligned_mat = mat.clone()
+                self._aligned = np.asarray(self._aligned_mat)
+                np.copyto(self._aligned, t[0])
+                self._in_mat = self._aligned_mat
+                self._in_arr = None
+            else:
+                # ncnn.Mat holds no reference to the array it wraps: keep it alive
+                self._in_arr = t
+                self._in_mat = mat
+                self._in_ptr = ptr
+        ex = self._net.create_extractor()
+        try:
+            if ex.input('in0', self._in_mat) != 0:
+                raise BackendError(f"{self.backend_name}: ncnn rejected input 'in0'")
+            for k, blob in enumerate(self._blob_outputs):
+                ret, mat = ex.extract(blob)
+                if ret != 0:
+                    raise BackendError(f"{self.backend_name}: ncnn extract('{blob}') "
+                                       f'returned {ret}')
+                if mat.elemsize != 4 or mat.elempack != 1:
+                    raise BackendError(f'{self.backend_name}: {blob} came back with '
+                                       f'elemsize {mat.elemsize}, elempack {mat.elempack}')
+                view = np.asarray(mat)      # ncnn's memory, valid while `mat` lives
+                out = self._outputs[k]
+                if out is None:             # shape unknown to ONNX: ncnn's, batch restored
+                    out = self._outputs[k] = np.empty((1,) + view.shape, np.float32)
+                if out.size != view.size:
+                    raise BackendError(f"{self.backend_name}: output '{self.output_names[k]}'"
+                                       f' has {view.size} values, ONNX says {out.shape}')
+                np.copyto(out.reshape(view.shape), view)
+                del view, mat               # released (to the net's pool if it has one)
+        finally:
+            del ex
+        return self._outputs      # type: ignore[return-value]
+
+    def close(self) -> None:
+        """Free the net (weights, pools, Vulkan pipelines)."""
+        if self._net is not None:
+            self._net.clear()
+        self._net = None
+        self._in_mat = None
+        self._in_arr = None
+        self._aligned = None
+        self._aligned_mat = None
+
+
+# ------------------------------------------------------------------------ backend
+class NcnnBackend(Backend):
+    """ncnn on the CPU (N threads) or on one Vulkan device, at fp32 or fp16."""
+
+    library = 'ncnn'
+
+    def __init__(self, device: str = 'cpu', threads: int = 1, precision: str = 'fp32',
+                 cache_dir: Optional[pathlib.Path] = None, gpu_index: Optional[int] = None,
+                 log: Log = print):
+        """Describe one candidate.
+
+        :param device: 'cpu' or 'vulkan'.
+        :param threads: ncnn ``num_threads`` (Vulkan: for the layers left on the CPU).
+        :param precision: 'fp32' (fp16 packing, storage and arithmetic off) or
+            'fp16' (all three on).
+        :param cache_dir: where converted models go (``<cache_dir>/ncnn/``);
+            default the data home's cache.
+        :param gpu_index: Vulkan device index (default: ncnn's default device).
+        :param log: gets a line when a model is converted or reconverted.
+        """
+        if device not in ('cpu', 'vulkan'):
+            raise ValueError(f"ncnn device {device!r}: use 'cpu' or 'vulkan'")
+        if precision not in PRECISIONS:
+            raise ValueError(f'ncnn precision {precision!r}: use one of {", ".join(PRECISIONS)}')
+        if cache_dir is None:
+            from .. import paths
+            cache_dir = paths.data_home() / 'cache'
+        self.cache_dir = pathlib.Path(cache_dir)
+        self.threads = max(1, int(threads))
+        self.precision = precision
+        self.log = log
+        self.gpu_index: Optional[int] = None
+        self.gpu_name = ''
+        if device == 'cpu':
+            self.device = 'cpu'
+            self.name = f'ncnn/cpu/t{self.threads}'
+            self.tensor_passing = ('input wrapped without a copy (ncnn.Mat over the numpy '
+                                   'buffer; copied into an aligned Mat allocated once when a '
+                                   'channel is not a multiple of 16 bytes); outputs copied '
+                                   "from ncnn's Mats into arrays allocated once")
+        else:
+            gpus = vulkan_devices()
+            if gpu_index is None and gpus:
+                gpu_index = int(_ncnn().get_default_gpu_index())
+            found = [g for g in gpus if g[0] == gpu_index]
+            if found:
+                self.gpu_index, self.gpu_name, short = found[0]
+                self.device = f'vulkan:{short}'
+            else:
+                self.gpu_index = gpu_index
+                self.device = 'vulkan' if gpu_index is None else f'vulkan:{gpu_index}'
+            self.name = f'ncnn/{self.device}'
+            self.tensor_passing = ('copy: input wrapped without a copy (as on the CPU), '
+                                   'uploaded to the Vulkan device and outputs downloaded by '
+                                   'ncnn (staging buffers) each run, then copied into arrays '
+                                   'allocated once')
+        if precision != 'fp32':
+            self.name += f'/{precision}'
+
+    @property
+    def vulkan(self) -> bool:
+        """Return whether this candidate runs on a Vulkan device."""
+        return self.device.startswith('vulkan')
+
+    def options(self) -> Dict[str, object]:
+        """Return every ncnn option set here and the OpenMP / Vulkan settings that matter."""
+        fp16 = self.precision == 'fp16'
+        out: Dict[str, object] = {
+            'device': self.device, 'gpu_index': self.gpu_index, 'num_threads': self.threads,
+            'use_vulkan_compute': self.vulkan, 'use_fp16_packed': fp16,
+            'use_fp16_storage': fp16, 'use_fp16_arithmetic': fp16,
+            'pnnx': 'fp16=0 optlevel=2 (weights stored fp32)',
+            'OMP_WAIT_POLICY': omp_wait_policy(),
+            'GOMP_SPINCOUNT': os.environ.get('GOMP_SPINCOUNT', ''),
+        }
+        if self.vulkan:
+            out['LP_NUM_THREADS'] = os.environ.get('LP_NUM_THREADS', '')
+        try:
+            opt = _ncnn().Option()
+        except ImportError:
+            return out
+        for key in ('use_bf16_storage', 'use_packing_layout', 'use_winograd_convolution',
+                    'use_sgemm_convolution', 'use_int8_inference', 'lightmode',
+                    'openmp_blocktime'):
+            out[key] = getattr(opt, key, None)
+        return out
+
+    def versions(self) -> Dict[str, str]:
+        """Return the ncnn and pnnx versions, and the Vulkan device's driver if it uses one."""
+        out = {'ncnn': ncnn_version(), 'pnnx': pnnx_version() if pnnx_binary() else ''}
+        if self.vulkan and self.gpu_name:
+            try:
+                info = _ncnn().get_gpu_info(self.gpu_index)
+                out['vulkan_device'] = (f'{self.gpu_name} (driver {info.driver_version()}, '
+                                        f'api {info.api_version()})')
+            except Exception:  # device gone since the candidate was made
+                out['vulkan_device'] = self.gpu_name
+        return out
+
+    def available(self) -> Tuple[bool, str]:
+        """Check ncnn, the pnnx binary and (Vulkan) the device; no model is run."""
+        try:
+            ncnn = _ncnn()
+        except ImportError as exc:
+            return False, f'ncnn not installed: {INSTALL_NCNN} ({first_line(exc)})'
+        exe = pnnx_binary()
+        if exe is None:
+            return False, f'pnnx converter binary not found: {INSTALL_PNNX}'
+        if not os.access(exe, os.X_OK):
+            return False, f'pnnx binary {exe} is not executable (chmod +x it)'
+        found = f'ncnn {ncnn.__version__}, pnnx {pnnx_version()}'
+        if not self.vulkan:
+            found += f', CPU, {self.threads} thread(s)'
+            policy = omp_wait_policy()
+            if self.threads > 1 and policy != 'PASSIVE':
+                found += (f"; OMP_WAIT_POLICY {policy}: ncnn's libgomp may stall "
+                          '0.2-1.5 s per run on shared cores')
+            return True, found
+        if not hasattr(ncnn, 'get_gpu_count'):
+            return False, f'this ncnn {ncnn.__version__} build has no Vulkan support'
+        gpus = vulkan_devices()
+        if not gpus:
+            return False, f'no Vulkan device (ncnn.get_gpu_count() == 0): {INSTALL_VULKAN}'
+        match = [g for g in gpus if g[0] == self.gpu_index]
+        if not match:
+            return False, (f'Vulkan device {self.device} not found (ncnn sees '
+                           f'{", ".join(g[1] for g in gpus)})')
+        full = match[0][1]
+        found += f', Vulkan device {self.gpu_index}: {full}'
+        if any(s in full.lower() for s in SOFTWARE_GPUS):
+            found += " (a software Vulkan device on the CPU: expect 15-50x ONNX Runtime's time)"
+        return True, found
+
+    def load(self, model_path: pathlib.Path) -> Session:
+        """Convert (cached) and open the model; BackendError saying why when it cannot."""
+        path = pathlib.Path(model_path)
+        if not path.is_file():
+            raise BackendError(f'{self.name}: model file {path} not found')
+        ok, why = self.available()
+        if not ok:
+            raise BackendError(f'{self.name}: {why}')
+        io = _OnnxIO(path, self.name)
+        files = convert(path, self.cache_dir, io.input_shape, log=self.log, who=self.name)
+        ncnn = _ncnn()
+        types, blobs = _param_graph(files.param)
+        unknown = sorted({t for t in types if ncnn.layer_to_index(t) < 0})
+        if unknown:
+            raise BackendError(f'{self.name}: ncnn has no layer for {", ".join(unknown)} '
+                               f'(pnnx output for {path.name})')
+        wanted = ['in0'] + [f'out{k}' for k in range(len(io.output_names))]
+        missing = [b for b in wanted if b not in blobs]
+        if missing:
+            raise BackendError(f'{self.name}: the converted {path.name} lacks blobs '
+                               f'{", ".join(missing)} (pnnx names the input in0 and the '
+                               f'{len(io.output_names)} outputs out0..)')
+        net = ncnn.Net()
+        opt = net.opt
+        opt.num_threads = self.threads
+        fp16 = self.precision == 'fp16'
+        opt.use_fp16_packed = fp16
+        opt.use_fp16_storage = fp16
+        opt.use_fp16_arithmetic = fp16
+        opt.use_vulkan_compute = self.vulkan
+        if self.vulkan:
+            net.set_vulkan_device(int(self.gpu_index or 0))
+        if net.load_param(os.fspath(files.param)) != 0 or \
+                net.load_model(os.fspath(files.bin)) != 0:
+            net.clear()
+            raise BackendError(f'{self.name}: ncnn could not load {files.param.name} / .bin')
+        if self.vulkan and (not net.opt.use_vulkan_compute or net.vulkan_device() is None):
+            net.clear()
+            raise BackendError(f'{self.name}: ncnn turned Vulkan off while loading and would '
+                               'run on the CPU (silent fallback)')
+        return NcnnSession(net, self.name, io, wanted[1:])
+
+
+def ncnn_candidates(cache_dir: Optional[pathlib.Path] = None, threads: Sequence[int] = (1, 2),
+                    fp16: bool = True, vulkan: bool = True,
+                    log: Log = print) -> List[NcnnBackend]:
+    """Return the ncnn candidates (Vulkan ones even without a device: the report says why).
+
+    CPU fp32 per thread count, CPU fp16 at the largest thread count
+    (``fp16``), and per Vulkan device fp32 and fp16 (``vulkan``; one
+    thread for the layers ncnn leaves on the CPU). Making the Vulkan
+    candidates creates ncnn's Vulkan instance (see :func:`vulkan_devices`).
+    """
+    out = [NcnnBackend('cpu', t, 'fp32', cache_dir, log=log) for t in threads]
+    if fp16 and threads:
+        out.append(NcnnBackend('cpu', max(threads), 'fp16', cache_dir, log=log))
+    if vulkan:
+        precisions = PRECISIONS if fp16 else ('fp32',)
+        gpus = [g[0] for g in vulkan_devices()] or [None]
+        for index in gpus:
+            for p in precisions:
+                out.append(NcnnBackend('vulkan', 1, p, cache_dir, gpu_index=index, log=log))
+    return out
