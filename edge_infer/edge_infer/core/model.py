@@ -51,6 +51,15 @@ class Model:
         self.backend_name = self.session.backend_name
         self.preprocess = Preprocessor(spec.input_spec)
         self.decode = spec.make_decoder(**decoder_overrides)
+        self.last_input = None      # the last preprocessed tensor (a reused buffer, no copy)
+
+    def with_session(self, session) -> 'Model':
+        """Return a Model running ``session`` with this one's pre/post-processing (no reload)."""
+        other = Model.__new__(Model)
+        other.spec, other.session, other.backend_name = self.spec, session, session.backend_name
+        other.preprocess, other.decode, other.last_input = (self.preprocess, self.decode,
+                                                            self.last_input)
+        return other
 
     def infer(self, frame: Frame,
               around_run: Optional[Callable[[], Callable[[], None]]] = None) -> Result:
@@ -62,6 +71,7 @@ class Model:
         """
         t0 = time.perf_counter()
         tensor, tf = self.preprocess(frame)
+        self.last_input = tensor
         # The meter's own work stays out of inference_ms: its window opens
         # before t1 and closes after t2, so it covers the timed run.
         finish = around_run() if around_run is not None else None
