@@ -383,6 +383,7 @@ def screen_candidate(backend: Backend, spec: ModelSpec, model_path: pathlib.Path
                                          time.perf_counter() < deadline):
             _timed_run(sess, x, meter, spec.name, times, energy)
             if times[0] > budget_s * 1e3 and len(times) >= 2:
+                res.cut_short = float(np.median(times)) > cut_ms
                 break   # very slow candidate: two runs are all the budget allows
             if len(times) >= cut_runs and float(np.median(times)) > cut_ms:
                 res.cut_short = True
