@@ -8,17 +8,26 @@ from setuptools import find_packages, setup
 
 package_name = 'edge_infer'
 
+
+def share_tree(folder):
+    """Return data_files entries installing every file under ``folder`` to share/<package>."""
+    by_dir = {}
+    for path in sorted(glob(os.path.join(folder, '**', '*'), recursive=True)):
+        if os.path.isfile(path) and '__pycache__' not in path:
+            by_dir.setdefault(os.path.join('share', package_name, os.path.dirname(path)),
+                              []).append(path)
+    return list(by_dir.items())
+
+
 setup(
     name=package_name,
     version='0.1.0',
     packages=find_packages(exclude=['test']),
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
-        ('share/' + package_name, ['package.xml']),
-        (os.path.join('share', package_name, 'launch'), glob('launch/*.py')),
-        (os.path.join('share', package_name, 'config'),
-         glob('config/*.yaml') + glob('config/*.xml')),
-        (os.path.join('share', package_name, 'config', 'labels'), glob('config/labels/*')),
+        ('share/' + package_name, ['package.xml', 'pip-requirements.txt']),
+        *share_tree('launch'),
+        *share_tree('config'),      # every file: executor_profiles/, labels/, ...
     ],
     install_requires=['setuptools'],
     extras_require={'test': ['pytest']},

@@ -15,12 +15,15 @@ Verbs::
   edge_infer backends [--no-cache]      inference backends: available or why not
   edge_infer profile MODEL [--objective latency|energy|edp] [--energy] [--no-cache]
                                         measure MODEL on every backend; table + PNG
+  edge_infer arm-check [--models probe,M] [--only PATTERN ...]
+                                        the backend manager on aarch64 under qemu
 """
 
+import shutil
 import sys
 
 VERBS = ('prepare', 'demo', 'record', 'play', 'lifecycle', 'info', 'backends', 'profile',
-         'bringup')
+         'bringup', 'arm-check')
 
 
 def _lifecycle(argv) -> int:
@@ -51,16 +54,26 @@ def _lifecycle(argv) -> int:
         rclpy.try_shutdown()
 
 
+def command() -> str:
+    """Return how this tool is run here, for hints: on PATH, or through ``ros2 run``.
+
+    ``colcon build`` installs ament_python scripts to ``lib/edge_infer``, not on
+    PATH: on a robot the tool is ``ros2 run edge_infer edge_infer``.
+    """
+    return 'edge_infer' if shutil.which('edge_infer') else 'ros2 run edge_infer edge_infer'
+
+
 def _info(argv) -> int:
     from . import paths
     from .checksums import sha256_file
     from .core.registry import load_registry
+    print(f'command:  {command()}')
     print(f'config:   {paths.config_dir()}')
     print(f'data:     {paths.data_home()}')
     reg = load_registry(paths.config_dir() / 'models.yaml')
     for name, spec in reg.items():
         f = paths.models_dir() / spec.file
-        state = 'missing (run: edge_infer prepare)'
+        state = f'missing (run: {command()} prepare)'
         if f.is_file():
             state = 'ok' if sha256_file(f) == spec.sha256 else 'CHECKSUM MISMATCH'
         print(f'model:    {name:<14} {spec.task:<15} {f} [{state}]')
@@ -91,6 +104,8 @@ def main(argv=None) -> int:
         from .backends.tool import profile_main as run
     elif verb == 'bringup':
         from .bringup import main as run
+    elif verb == 'arm-check':
+        from .armcheck.check import main as run
     else:
         return _info(rest)
     return run(rest)

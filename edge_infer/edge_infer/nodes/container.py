@@ -66,10 +66,25 @@ class PerceptionContainer:
             self.autostart()
 
     def autostart(self) -> None:
-        """Configure and activate every node; a node that fails stays unconfigured."""
+        """Configure and activate every node; a node that fails stays unconfigured.
+
+        Ends with one line that says whether every node is active: launch files
+        and tests wait for it (``autostart: all N nodes active``) instead of
+        guessing how long choosing the backends takes.
+        """
+        active = []
         for n in self.lifecycle_nodes:
-            if n.trigger_configure() == TransitionCallbackReturn.SUCCESS:
-                n.trigger_activate()
+            if n.trigger_configure() == TransitionCallbackReturn.SUCCESS and \
+                    n.trigger_activate() == TransitionCallbackReturn.SUCCESS:
+                active.append(n.get_name())
+        names = [n.get_name() for n in self.lifecycle_nodes]
+        if len(active) == len(names):
+            self.node.get_logger().info(
+                f"autostart: all {len(names)} nodes active ({', '.join(names)})")
+        else:
+            self.node.get_logger().error(
+                f'autostart: {len(active)} of {len(names)} nodes active; not active: '
+                f"{', '.join(n for n in names if n not in active)} (see their lines above)")
 
     def shutdown(self) -> None:
         """Shut every node down and destroy them."""
@@ -84,6 +99,25 @@ class PerceptionContainer:
         self.node.destroy_node()
 
 
+def spin(executor, log_error, context=None) -> None:
+    """Run callbacks until the ROS context shuts down; one failing callback stops nothing.
+
+    Ctrl-C shuts the context down from rclpy's signal handler, possibly while a
+    callback is publishing: its ``RCLError`` ("publisher's context is invalid")
+    is the shutdown, not a failure, so the loop ends quietly.
+    """
+    context = context or executor.context
+    while context.ok():
+        try:
+            executor.spin_once(timeout_sec=0.5)
+        except (KeyboardInterrupt, ExternalShutdownException):
+            raise
+        except Exception as exc:  # one bad callback must not stop every node
+            if not context.ok():
+                return
+            log_error(f'callback failed: {type(exc).__name__}: {exc}')
+
+
 def main(args=None) -> int:
     """Run the container until Ctrl-C or an external shutdown."""
     rclpy.init(args=args)
@@ -91,14 +125,7 @@ def main(args=None) -> int:
     container = None
     try:
         container = PerceptionContainer(executor)
-        while rclpy.ok():
-            try:
-                executor.spin_once(timeout_sec=0.5)
-            except (KeyboardInterrupt, ExternalShutdownException):
-                raise
-            except Exception as exc:  # one bad callback must not stop every node
-                container.node.get_logger().error(
-                    f'callback failed: {type(exc).__name__}: {exc}')
+        spin(executor, container.node.get_logger().error)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except ValueError as exc:

@@ -170,7 +170,8 @@ class PerceptionNode(ManagedNode):
         self._worker.start()
         self._sub = self.create_subscription(self._msg_type, self._topic, self._on_frame,
                                              qos_profile_sensor_data, raw=True)
-        self.get_logger().info(f'active: {self._topic} -> {self._pub.topic_name}')
+        # the resolved names: remappings (camera_topic:=...) and the namespace applied
+        self.get_logger().info(f'active: {self._sub.topic_name} -> {self._pub.topic_name}')
         return super().on_activate(state)
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
@@ -287,8 +288,8 @@ class PerceptionNode(ManagedNode):
         self._start_diagnostics(period)
         self.get_logger().info(
             f"configured: model '{spec.name}' ({spec.task}, {spec.input_spec.width}x"
-            f'{spec.input_spec.height}) on {self._model.backend_name}, input {self._topic} '
-            f'({transport})')
+            f'{spec.input_spec.height}) on {self._model.backend_name}, input '
+            f'{self.resolve_topic_name(self._topic)} ({transport})')
 
     def _stop(self) -> None:
         if self._sub is not None:
@@ -361,6 +362,8 @@ class PerceptionNode(ManagedNode):
             except (ImageError, OutputError) as exc:
                 self._reject(str(exc))
             except Exception as exc:  # keep serving: one line, not a traceback
+                if not self.context.ok():
+                    return      # Ctrl-C ended the context mid-frame: not a bad frame
                 self._reject(f'{type(exc).__name__}: {exc}')
 
     def _reject(self, reason: str) -> None:
@@ -618,7 +621,8 @@ class PerceptionNode(ManagedNode):
             st.level = DiagnosticStatus.WARN
             st.message = f"{snap['rejected']} frames rejected; last: {snap['last_error']}"
         values = {'model': self._model.spec.name if self._model else '',
-                  'backend': st.hardware_id, 'input_topic': self._topic,
+                  'backend': st.hardware_id,
+                  'input_topic': self.resolve_topic_name(self._topic) if self._topic else '',
                   'received': snap['received'], 'processed': snap['processed'],
                   'dropped': snap['dropped'], 'rejected': snap['rejected'],
                   'latency_p50_ms': f'{p50:.2f}', 'latency_p95_ms': f'{p95:.2f}',
