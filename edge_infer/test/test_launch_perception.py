@@ -16,16 +16,20 @@ pytest skips this module and says why; the same scenarios run there through
 
 The sequence: the launch file with autostart; the container logs
 ``autostart: all N nodes active`` once it has chosen every backend (19-28 s
-per model on a first start, nothing cached), and only then the bag player
-starts (`ros2 bag play` where ros2bag and the mcap plugin are installed,
-otherwise ``python3 -m edge_infer.bag.play``); the tests start with it. Its
-processes and this test share a ROS domain of their own.
+per model on a first start, nothing cached), and only then an event handler
+starts the bag player (`ros2 bag play` where ros2bag and the mcap plugin are
+installed, otherwise ``python3 -m edge_infer.bag.play``). The tests start at
+once (their subscriptions are up before the first frame) and wait for the
+player to start, then to end; ReadyToTest does not wait for the nodes, so
+launch_testing's fixed start-up timeout (15 s before Iron) does not apply.
+The processes and this test share a ROS domain of their own.
 """
 
 import os
 import pathlib
 import re
 import threading
+import time
 import unittest
 
 import pytest
@@ -36,7 +40,7 @@ launch_testing = pytest.importorskip(
 import launch  # noqa: E402, I100 (after the importorskip guard)
 from launch.actions import (ExecuteProcess, IncludeLaunchDescription,  # noqa: E402
                             RegisterEventHandler, SetEnvironmentVariable)
-from launch.event_handlers import OnProcessIO, OnProcessStart  # noqa: E402
+from launch.event_handlers import OnProcessIO  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
 import launch_testing.actions  # noqa: E402
 import launch_testing.asserts  # noqa: E402
@@ -50,6 +54,8 @@ BAG = paths.bags_dir() / 'demo'
 DOMAIN = procs.free_domain_id(os.getpid())
 ACTIVE = re.compile(r'autostart: all \d+ nodes active')
 NOT_ACTIVE = re.compile(r'autostart: \d+ of \d+ nodes active')
+# Choosing the backends on a first start (nothing cached) took 19-28 s per model.
+START_TIMEOUT_S = 300.0
 
 
 def _when_active(player: ExecuteProcess):
@@ -68,7 +74,6 @@ def _when_active(player: ExecuteProcess):
     return on_output
 
 
-@launch_testing.ready_to_test_action_timeout(300)
 @pytest.mark.launch_test
 def generate_test_description():
     """Bring up the graph (autostart); play the demo bag once every node is active."""
@@ -84,10 +89,27 @@ def generate_test_description():
         *setup,
         perception,
         RegisterEventHandler(OnProcessIO(on_stdout=started, on_stderr=started)),
-        # The tests start with the player: ReadyToTest comes when it has started.
-        RegisterEventHandler(OnProcessStart(target_action=player, on_start=[
-            launch_testing.actions.ReadyToTest()])),
+        launch_testing.actions.ReadyToTest(),
     ]), {'player': player}
+
+
+def wait_for_playback(proc_output, proc_info, player, timeout: float = START_TIMEOUT_S) -> str:
+    """Wait until the player has started (every node active); return the output so far."""
+    deadline = time.monotonic() + timeout
+    while True:
+        # ROS log lines go to stderr: proc_output holds both streams
+        output = ''.join(io.text.decode(errors='replace') for io in proc_output)
+        failed = NOT_ACTIVE.search(output)
+        if failed:
+            line = output[failed.start():].splitlines()[0]
+            raise AssertionError(f'not every node became active: {line}')
+        try:
+            proc_info.assertWaitForStartup(process=player, timeout=2)
+            return output
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise AssertionError(f'no "autostart: all N nodes active" within {timeout:g} '
+                                     's, so the bag was never played') from None
 
 
 class TestResults(unittest.TestCase):
@@ -117,16 +139,15 @@ class TestResults(unittest.TestCase):
         cls.spinner.join(5)
 
     def test_bag_played_after_every_node_was_active(self, proc_output, proc_info, player):
-        # ROS log lines go to stderr: proc_output holds both streams
-        output = ''.join(io.text.decode(errors='replace') for io in proc_output)
+        output = wait_for_playback(proc_output, proc_info, player)
         self.assertRegex(output, ACTIVE)
-        self.assertNotRegex(output, NOT_ACTIVE)
         proc_info.assertWaitForShutdown(process=player, timeout=180)
         launch_testing.asserts.assertExitCodes(proc_info, [launch_testing.asserts.EXIT_OK],
                                                process=player)
 
-    def test_detections_energy_and_stamps(self, proc_info, player):
+    def test_detections_energy_and_stamps(self, proc_output, proc_info, player):
         from edge_infer.bag.record import iter_bag_frames
+        wait_for_playback(proc_output, proc_info, player)
         proc_info.assertWaitForShutdown(process=player, timeout=180)
         threading.Event().wait(3.0)     # the last frames' results
         dets, energy = list(self.dets), list(self.energy)
