@@ -17,15 +17,17 @@ object keeps the choice right while running:
   frame's result is out, one of them runs on that frame's preprocessed input
   (its output is discarded). Each such run is paired with the chosen one's
   run on the same frame, so both saw the same load. When a runner-up's
-  median over the last ``window_s`` seconds (at least ``min_pairs`` pairs)
-  is under ``1 - margin`` x the chosen one's, the runner-up takes over
-  between two frames, and the old choice becomes a runner-up: both
-  directions (the chosen slowing down, another speeding up) are the same
-  comparison. The cost is bounded: runner-up time stays under ``duty`` x the
-  chosen one's time over the last ``horizon_s`` seconds. In steady state
-  one runner-up run every ``probe_interval_s``; when the chosen one's latency
-  moves by more than ``alert_change`` (load changed) the pace goes up to one
-  per frame, within the same duty, for ``alert_s`` seconds;
+  median over its last pairs (at least ``min_pairs``, at most twice that,
+  none older than ``window_s``) is under ``1 - margin`` x the chosen one's,
+  the runner-up takes over between two frames, and the old choice becomes a
+  runner-up: both directions (the chosen slowing down, another speeding up)
+  are the same comparison. The cost is bounded: runner-up time stays under
+  ``duty`` x the chosen one's time over the last ``horizon_s`` seconds. In
+  steady state one runner-up run every ``probe_interval_s`` (well under the
+  duty, so a reserve builds up); when the chosen one's latency moves by more
+  than ``alert_change`` (the load changed) the pairs taken before are
+  forgotten and the pace goes up to one per frame, within the same duty,
+  for ``alert_s`` seconds;
 - **drift**: when the chosen one's median latency stays over
   ``drift_threshold`` x its profile, every working candidate is measured
   again in the background (never written to the board's profile) and the
@@ -70,9 +72,9 @@ class LiveSettings:
     duty: float = 0.05                  # 0 = no online re-selection
     runners_up: int = 2
     margin: float = 0.10
-    window_s: float = 3.0
-    min_pairs: int = 5
-    probe_interval_s: float = 1.0
+    window_s: float = 15.0              # pairs older than this are forgotten
+    min_pairs: int = 5                  # the decision uses the last 2 x min_pairs pairs
+    probe_interval_s: float = 2.0
     alert_change: float = 0.2
     alert_s: float = 3.0
     horizon_s: float = 30.0
@@ -249,6 +251,8 @@ class LiveChoice:
             elif abs(level / self._level - 1) > self.settings.alert_change:
                 self._alert_until = now + self.settings.alert_s     # load changed: look now
                 self._level = level
+                for pairs in self._pairs.values():
+                    pairs.clear()       # they describe the load before the change
         if self.drift is not None and self.drift.add(ms, now):
             self._start_reevaluation()
 
@@ -270,7 +274,8 @@ class LiveChoice:
         name = names[self._rotation % len(names)]
         pairs = self._pairs[name]
         guess = pairs[-1][2] if pairs else self._last_ms
-        if self._shadow.total(now) + guess > st.duty * self._primary.total(now):
+        # aim under the bound: a run may take longer than the last one did
+        if self._shadow.total(now) + 1.5 * guess > st.duty * self._primary.total(now):
             return False
         self._rotation += 1
         sess = self._runners[name]
@@ -286,7 +291,7 @@ class LiveChoice:
         self._shadow.add(now, ms)
         self._next_probe = now + st.probe_interval_s / max(1, len(names))
         pairs.append((now, self._last_ms, ms))
-        while pairs and pairs[0][0] < now - st.window_s:
+        while pairs and (pairs[0][0] < now - st.window_s or len(pairs) > 2 * st.min_pairs):
             pairs.popleft()
         self._consider(name, now)
         return True
@@ -302,7 +307,7 @@ class LiveChoice:
         """Switch to runner-up ``name`` when its paired median wins by the margin."""
         st = self.settings
         pairs = self._pairs[name]
-        if len(pairs) < st.min_pairs or now - pairs[0][0] < 0.5 * st.window_s:
+        if len(pairs) < st.min_pairs:
             return
         mine = statistics.median(p[1] for p in pairs)
         theirs = statistics.median(p[2] for p in pairs)

@@ -1,0 +1,249 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""Selection regret under a changing foreign CPU load: run-time choice vs each candidate pinned.
+
+    ./run.sh exec python bench/selection_under_load.py [--model mobilenet_v2]
+        [--phase-s 20] [--candidates 4] [--out bench/results/<machine>]
+
+A load generator in ANOTHER process keeps one core busy for a share of every
+10 ms (0 %, 50 %, 100 %), and in the last phase the load appears and then
+goes away mid-run. On the same frames, one after another in rotating order,
+run:
+- ``after``: the run-time choice (:class:`edge_infer.backends.live.LiveChoice`,
+  profile with interleaved rounds, online re-selection on real frames, drift);
+- ``before``: the manager as it was (each candidate profiled alone, choice by
+  p50, no online re-selection; drift re-evaluation at 1.5x as before);
+- every accepted candidate pinned (the best ``--candidates`` of the profile,
+  plus ``onnxruntime/cpu/t1``).
+Per phase: time-weighted regret = the runtime's total inference time / the
+best pinned candidate's total over the same frames (1.0 = as good as the
+best fixed choice in hindsight), and the time from a load change until the
+runtime settles on the phase's best candidate (within 5 %). Also: the share
+of compute the runtime spent on runners-up (goal <= 5 %) and a warm start
+from the cache (goal < 1 s). Goals: regret <= 1.05 in every phase, settled
+within 10 s.
+"""
+
+import argparse
+import multiprocessing
+import os
+import pathlib
+import statistics
+import tempfile
+import time
+
+from edge_infer import paths
+from edge_infer.backends.live import LiveChoice, LiveSettings
+from edge_infer.backends.manager import BackendManager, load_config
+from edge_infer.backends.profiling import calibration_frames
+from edge_infer.core.registry import load_registry
+
+REFERENCE = 'onnxruntime/cpu/t1'
+
+
+def _generate(share: float, seconds: float, period_s: float = 0.01) -> None:
+    """Busy for ``share`` of every period, asleep for the rest (one core)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        t = time.monotonic()
+        while time.monotonic() - t < share * period_s:
+            pass
+        rest = period_s - (time.monotonic() - t)
+        if rest > 0:
+            time.sleep(rest)
+
+
+class Load:
+    """A load generator process (``share`` of one core), started and stopped on demand."""
+
+    def __init__(self):
+        self.proc = None
+        self.share = 0.0
+
+    def run_at(self, share: float) -> None:
+        """Run at ``share`` of one core from now on (0 stops it)."""
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.join(5)
+            self.proc = None
+        self.share = share
+        if share > 0:
+            ctx = multiprocessing.get_context('spawn')
+            self.proc = ctx.Process(target=_generate, args=(share, 3600.0), daemon=True)
+            self.proc.start()
+
+
+def serve(runtimes: dict, pinned: dict, frames, seconds: float, log: list, phase: str,
+          load: Load, changes=()) -> None:
+    """Feed frames for ``seconds``; every runtime and pinned session runs each frame.
+
+    ``changes``: (seconds into the phase, load share) to apply on the way.
+    """
+    t0 = time.monotonic()
+    pending = sorted(changes)
+    k = 0
+    names = list(runtimes) + list(pinned)
+    while time.monotonic() - t0 < seconds:
+        now = time.monotonic() - t0
+        while pending and pending[0][0] <= now:
+            load.run_at(pending.pop(0)[1])
+            log.append({'phase': phase, 't': now, 'event': f'load {load.share:.0%}'})
+        frame = frames[k % len(frames)]
+        row = {'phase': phase, 't': now, 'load': load.share}
+        x = None
+        start = k % len(names)
+        for name in names[start:] + names[:start]:
+            if name in runtimes:
+                live = runtimes[name]
+                res = live.infer(frame)
+                row[name] = res.inference_ms
+                row[name + ':backend'] = live.backend_name
+                x = live.model.last_input
+                live.after_frame()
+            else:
+                if x is None:
+                    x = next(iter(runtimes.values())).model.preprocess(frame)[0]
+                t = time.perf_counter()
+                pinned[name].run(x)
+                row[name] = (time.perf_counter() - t) * 1e3
+        log.append(row)
+        k += 1
+
+
+def analyse(rows, runtimes, pinned, phases):
+    """Return per-phase regret and settle time for each runtime."""
+    out = []
+    for phase, changes_at in phases:
+        data = [r for r in rows if r.get('phase') == phase and 'event' not in r]
+        if not data:
+            continue
+        totals = {n: sum(r[n] for r in data) for n in pinned}
+        best = min(totals, key=totals.get)
+        for name in runtimes:
+            total = sum(r[name] for r in data)
+            settle = []
+            for at in changes_at:
+                after = [r for r in data if r['t'] >= at]
+                # the best pinned candidate over the 5 s after the change
+                window = [r for r in after if r['t'] < at + 5.0] or after
+                wbest = min(pinned, key=lambda n: sum(r[n] for r in window))
+                good = {n for n in pinned if sum(r[n] for r in window) <=
+                        1.05 * sum(r[wbest] for r in window)}
+                t_settle = None
+                for i, r in enumerate(after):
+                    if all(x[name + ':backend'] in good for x in after[i:i + 20]):
+                        t_settle = r['t'] - at
+                        break
+                settle.append((at, wbest, t_settle))
+            used = sorted({r[name + ':backend'] for r in data})
+            out.append({'phase': phase, 'runtime': name, 'frames': len(data),
+                        'regret': total / totals[best], 'best_pinned': best,
+                        'used': ', '.join(used), 'settle': settle,
+                        'ms_p50': statistics.median(r[name] for r in data),
+                        'best_p50': statistics.median(r[best] for r in data)})
+    return out
+
+
+def main() -> None:
+    """Run the phases and print the regret table."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--model', default='mobilenet_v2')
+    ap.add_argument('--phase-s', type=float, default=20.0)
+    ap.add_argument('--candidates', type=int, default=4)
+    ap.add_argument('--out', type=pathlib.Path, default=None)
+    args = ap.parse_args()
+    spec = load_registry(paths.config_dir() / 'models.yaml')[args.model]
+    path = paths.models_dir() / spec.file
+    frames = calibration_frames(8)[0]
+    cache = pathlib.Path(tempfile.mkdtemp(prefix='edge_infer_bench_'))
+    quiet = {'quiet_foreign_cores': 99.0}   # this bench is about run time, not the cache
+    after_mgr = BackendManager(cache / 'after', config={**load_config(), **quiet},
+                               log=lambda s: None)
+    before_mgr = BackendManager(cache / 'before', config={
+        **load_config(), **quiet, 'lead_factor': 0.0, 'screen_s': 1.0, 'tail_guard': 0.0},
+        log=lambda s: None)
+    print(f'load average at start: {os.getloadavg()[0]:.2f}; {os.cpu_count()} cores')
+    events = []
+    after = LiveChoice(after_mgr, spec, path, log=lambda s: events.append(('after', s)))
+    before = LiveChoice(before_mgr, spec, path, settings=LiveSettings(duty=0.0),
+                        log=lambda s: events.append(('before', s)))
+    t = time.perf_counter()
+    after.start()
+    print(f'after: profiled in {time.perf_counter() - t:.1f} s, chose {after.run.chosen}: '
+          f'{after.run.why}')
+    t = time.perf_counter()
+    before.start()
+    for r in after.run.results:
+        if r.status in ('ok', 'rejected'):
+            print(f'  {r.backend:28} {r.status:9} p50 {r.p50_ms:7.2f} p99 {r.p99_ms:7.2f} '
+                  f'runs {r.runs} rounds {r.rounds}{" cut" if r.cut_short else ""}')
+    print(f'before: profiled in {time.perf_counter() - t:.1f} s, chose {before.run.chosen}')
+    ranked = [r.backend for r in sorted(
+        (r for r in after.run.results if r.status == 'ok' and not r.cut_short),
+        key=lambda r: r.p50_ms)]
+    names = ranked[:args.candidates] + ([REFERENCE] if REFERENCE not in
+                                        ranked[:args.candidates] else [])
+    by_name = {b.name: b for b in after_mgr.candidates(spec, path)}
+    pinned = {n: by_name[n].load(path) for n in names}
+    runtimes = {'after': after, 'before': before}
+    load = Load()
+    rows = []
+    p = args.phase_s
+    phases = [('0 %', 0.0, (), []), ('50 %', 0.5, (), [0.0]), ('100 %', 1.0, (), [0.0]),
+              ('appears, then goes', 0.0, ((p / 4, 1.0), (p * 3 / 4, 0.0)), [p / 4, p * 3 / 4])]
+    try:
+        for phase, share, changes, _ in phases:
+            load.run_at(share)
+            t0 = time.monotonic()
+            serve(runtimes, pinned, frames, p * (2 if changes else 1), rows, phase, load,
+                  changes)
+            print(f'phase {phase}: {sum(1 for r in rows if r.get("phase") == phase)} frames '
+                  f'in {time.monotonic() - t0:.0f} s')
+    finally:
+        load.run_at(0.0)
+    overhead = after.overhead()
+    table = analyse(rows, runtimes, pinned, [(ph, at) for ph, _, _, at in phases])
+    switches = after.switches
+    after.close()
+    before.close()
+    for s in pinned.values():
+        s.close()
+    # warm start from the cache the 'after' run wrote
+    t = time.perf_counter()
+    warm = LiveChoice(BackendManager(cache / 'after', config={**load_config(), **quiet},
+                                     log=lambda s: None), spec, path,
+                      settings=LiveSettings(duty=0.0))
+    warm.start()
+    warm_s = time.perf_counter() - t
+    warm.close()
+
+    print(f'\nmodel {args.model}; pinned: {", ".join(names)}; load generator: another '
+          f'process, share of one core per 10 ms; load average at end '
+          f'{os.getloadavg()[0]:.2f}\n')
+    print('| phase | runtime | frames | regret | best pinned | runtime p50 ms | best p50 ms | '
+          'backends used | settled after a load change |')
+    print('|---|---|---|---|---|---|---|---|---|')
+    for r in table:
+        settle = '; '.join(
+            f'at {at:.0f} s -> {b}: ' + (f'{s:.1f} s' if s is not None else 'NOT settled')
+            for at, b, s in r['settle']) or '-'
+        print(f"| {r['phase']} | {r['runtime']} | {r['frames']} | {r['regret']:.3f} | "
+              f"{r['best_pinned']} | {r['ms_p50']:.2f} | {r['best_p50']:.2f} | {r['used']} | "
+              f'{settle} |')
+    worst = {rt: max(r['regret'] for r in table if r['runtime'] == rt) for rt in runtimes}
+    print(f'\nworst regret per phase: after {worst["after"]:.3f}, before {worst["before"]:.3f} '
+          f'(goal <= 1.05)')
+    print(f'runner-up share of compute (after): {overhead:.1%} (goal <= 5 %); '
+          f'{len(switches)} switch(es): ' + '; '.join(
+              f"{s['from']} -> {s['to']} ({s['trigger']})" for s in switches))
+    print(f'warm start (cache hit, choose + open): {warm_s:.3f} s (goal < 1 s)')
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        with open(args.out / f'selection_under_load_{args.model}.csv', 'w') as f:
+            keys = sorted({k for r in rows for k in r})
+            f.write(','.join(keys) + '\n')
+            for r in rows:
+                f.write(','.join(str(r.get(k, '')) for k in keys) + '\n')
+
+
+if __name__ == '__main__':
+    main()
