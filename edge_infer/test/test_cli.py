@@ -52,8 +52,10 @@ def test_profile_verb_prints_table_and_writes_chart(data_home, tmp_path, capsys)
     png = tmp_path / 'chart.png'
     assert main(['profile', 'mobilenet_v2', '--budget', '0.2', '--png', str(png)]) == 0
     out = capsys.readouterr().out
-    chosen = [ln for ln in out.splitlines() if ln.startswith(('onnx', 'opencv', 'numpy'))
-              and '  *  ' in ln]
+    chosen = [ln for ln in out.splitlines() if ln.startswith(
+        ('onnx', 'opencv', 'numpy', 'openvino', 'ncnn')) and '  *  ' in ln]
+    for library in ('onnxruntime/', 'opencv-dnn/', 'numpy-blas/', 'openvino/', 'ncnn/'):
+        assert f'\n{library}' in out           # every library is in the table
     assert len(chosen) == 1 and 'ok' in chosen[0]
     assert 'chosen: ' in out and png.stat().st_size > 10_000
     assert png.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
