@@ -1,0 +1,533 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""``edge_infer arm-check``: prepare the aarch64 environment, run the workers, report.
+
+    edge_infer arm-check [--models probe,mobilenet_v2,...] [--only PATTERN ...]
+                         [--frames N] [--all-threads] [--jobs N] [--timeout S]
+                         [--tolerance T] [--report FILE] [--prepare-only]
+
+- ``--models``: ``probe`` (every candidate on the manager's probe model) and
+  registry models (default: probe and every registry model);
+- ``--only``: profile only the candidates whose name matches one of these
+  shell patterns (e.g. ``'openvino/*' 'onnxruntime/cpu/t1'``); the probe job
+  always probes every candidate;
+- ``--frames``: real frames of the accuracy check (default 2: one video
+  frame, one photo); ``--all-threads``: every configured thread count
+  (default: one thread per library: results do not depend on it, and
+  emulated timings mean nothing);
+- exit status: 0 all ran; 1 a candidate crashed or failed, an fp32 output
+  differs from x86 ONNX Runtime beyond ``--tolerance``, or the accuracy check
+  could not run; 2 usage; 3 the emulation cannot be had here (one line says
+  why: no apt-get / dpkg-deb, not x86_64, downloads failed).
+
+Each job is one emulated process (:mod:`.worker`); up to ``--jobs`` run at
+once. When one dies (a native crash or ``--timeout``), the candidate it was
+in is recorded as crashed and the job runs again without it. The emulated
+manager keeps its profile cache in ``$EDGE_INFER_HOME/arm/profiles/<model>``:
+the host's profile cache is never written. Afterwards the host runs x86 ONNX
+Runtime (fp32) on every input a candidate's first run saw and compares.
+"""
+
+import argparse
+import concurrent.futures
+import json
+import math
+import os
+import pathlib
+import platform
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from typing import Dict, List
+
+import numpy as np
+
+from . import prepare as prep
+
+NOT_EMULATED = [
+    'ROS 2: the ros-jazzy wheels are x86_64 only, so the nodes, the container, the '
+    'executor and the DDS transport do not run here; the ROS-free core '
+    '(edge_infer.core, edge_infer.backends) does',
+    'GPU: qemu-user has no CUDA, OpenCL or Vulkan device; those candidates are listed '
+    'unavailable with the reason, as on a board without the driver',
+    'timing: every latency here is EMULATED (qemu TCG, 100-300x slower, fp16 arithmetic '
+    'slower still) and meaningless for ranking; the choice made here is not the board one',
+]
+MAX_ATTEMPTS = 3
+FAILED = 1
+UNAVAILABLE = 3
+EMULATION_BUDGET = {'warmup': 0, 'min_runs': 1, 'screen_s': 0.0, 'budget_s': 0.0,
+                    'max_leaders': 1}
+ONE_THREAD = {'ort_threads': [1], 'openvino_threads': [1], 'ncnn_threads': [1],
+              'variant_threads': 1}
+SRC_ROOT = pathlib.Path(__file__).resolve().parents[2]    # folder holding edge_infer/
+
+
+def _events(path: pathlib.Path) -> List[dict]:
+    out = []
+    try:
+        for line in path.read_text().splitlines():
+            try:
+                out.append(json.loads(line))
+            except ValueError:      # a line cut by a crash
+                pass
+    except OSError:
+        pass
+    return out
+
+
+def _tail(path: pathlib.Path, n: int = 6) -> List[str]:
+    try:
+        lines = path.read_text(errors='replace').splitlines()
+    except OSError:
+        return []
+    noise = ('dlopen failed libvulkan', 'load vulkan driver failed', 'MIDR_EL1')
+    return [ln for ln in lines if ln.strip() and not any(s in ln for s in noise)][-n:]
+
+
+class Runner:
+    """Runs jobs in the emulator, restarting a job without the candidate that crashed it."""
+
+    def __init__(self, emu: prep.Emulator, runs: pathlib.Path, data_home: pathlib.Path,
+                 timeout: float, log=print):
+        self.emu = emu
+        self.runs = runs
+        self.data_home = data_home
+        self.timeout = timeout
+        self.log = log
+        self._lock = threading.Lock()
+        self._procs: List[subprocess.Popen] = []
+
+    def _once(self, job: dict, out: pathlib.Path) -> dict:
+        out.mkdir(parents=True, exist_ok=True)
+        job_file = out / 'job.json'
+        job_file.write_text(json.dumps({**job, 'out': str(out)}, indent=1))
+        cmd = self.emu.command(['-m', 'edge_infer.armcheck.worker', str(job_file)])
+        env = self.emu.env([SRC_ROOT], {'EDGE_INFER_HOME': str(self.data_home)})
+        t0 = time.monotonic()
+        with open(out / 'stderr.log', 'w') as err, open(out / 'stdout.log', 'w') as log:
+            proc = subprocess.Popen(cmd, env=env, cwd=out, stdout=subprocess.PIPE,
+                                    stderr=err, text=True, errors='replace')
+            with self._lock:
+                self._procs.append(proc)
+            timer = threading.Timer(self.timeout, proc.kill)
+            timer.start()
+            try:
+                for line in proc.stdout:
+                    log.write(line)
+                    log.flush()
+                    self.log(f'  [aarch64 {job["name"]}] {line.rstrip()}')
+                rc = proc.wait()
+            finally:
+                timer.cancel()
+                with self._lock:
+                    self._procs.remove(proc)
+        timed_out = time.monotonic() - t0 >= self.timeout and rc != 0
+        return {'rc': rc, 'timed_out': timed_out, 'seconds': time.monotonic() - t0,
+                'events': _events(out / 'events.jsonl'), 'stderr': _tail(out / 'stderr.log')}
+
+    def run(self, job: dict) -> dict:
+        """Run a job until it completes or a crash cannot be pinned on a new candidate."""
+        job = {'name': job['model'], **job}
+        model = job['name']
+        base = self.runs / model.replace(':', '.')
+        shutil.rmtree(base, ignore_errors=True)
+        crashes: List[dict] = []
+        errors: List[str] = []
+        seconds = 0.0
+        res: dict = {}
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            job = {**job, 'exclude': [c['candidate'] for c in crashes]}
+            res = self._once(job, base / f'attempt{attempt}')
+            seconds += res['seconds']
+            events = res['events']
+            err = next((e for e in events if e['event'] == 'error'), None)
+            if res['rc'] == 0:
+                break
+            if err is not None:
+                errors.append(f'{model}: the worker raised {err["error"]}')
+                break
+            at = next((e for e in reversed(events) if e['event'] == 'at'), None)
+            how = ('timed out after {:.0f} s'.format(self.timeout) if res['timed_out'] else
+                   f'died with signal {-res["rc"]}' if res['rc'] < 0 else
+                   f'exited with status {res["rc"]}')
+            if at is None or at['candidate'] in [c['candidate'] for c in crashes]:
+                errors.append(f'{model}: the emulated process {how} outside any candidate '
+                              f'({" | ".join(res["stderr"][-2:])})')
+                break
+            crashes.append({'candidate': at['candidate'], 'during': at['what'],
+                            'phase': at.get('phase', ''), 'how': how,
+                            'stderr': res['stderr']})
+            self.log(f'  [aarch64 {model}] CRASH: {at["candidate"]} ({at["what"]}) {how}; '
+                     f'running the job again without it')
+        else:
+            errors.append(f'{model}: still crashing after {MAX_ATTEMPTS} attempts')
+        return {'model': job['model'], 'name': model, 'kind': job.get('kind', ''),
+                'events': res.get('events', []), 'crashes': crashes,
+                'errors': errors, 'attempts': attempt, 'seconds': round(seconds, 1),
+                'out': str(base / f'attempt{attempt}')}
+
+    def kill_all(self) -> None:
+        with self._lock:
+            for p in self._procs:
+                p.kill()
+
+
+# -------------------------------------------------------------- host comparison
+class HostReference:
+    """x86 ONNX Runtime (CPU, fp32) on the inputs the emulated candidates saw."""
+
+    def __init__(self):
+        self._sessions: Dict[str, object] = {}
+
+    def outputs(self, model: str, x: np.ndarray) -> List[np.ndarray]:
+        from ..backends.ort import OrtBackend
+        if model not in self._sessions:
+            self._sessions[model] = OrtBackend().load(pathlib.Path(model))
+        return [np.array(o, copy=True) for o in self._sessions[model].run(x)]
+
+    def close(self) -> None:
+        for s in self._sessions.values():
+            s.close()
+
+
+def compare(ref: List[np.ndarray], got: List[np.ndarray]) -> dict:
+    """Return max |diff| over all outputs, the reference's max |value| and whether shapes fit."""
+    if len(ref) != len(got):
+        return {'max_abs_diff': math.inf, 'ref_max': math.nan,
+                'detail': f'{len(got)} outputs, x86 ORT has {len(ref)}'}
+    diff, scale = 0.0, 0.0
+    for r, g in zip(ref, got):
+        if r.size != g.size:
+            return {'max_abs_diff': math.inf, 'ref_max': math.nan,
+                    'detail': f'output of {g.size} values, x86 ORT has {r.size}'}
+        g = np.asarray(g, np.float32).reshape(r.shape)
+        d = float(np.max(np.abs(g - r))) if r.size else 0.0
+        diff = max(diff, d if math.isfinite(d) else math.inf)
+        scale = max(scale, float(np.max(np.abs(r))) if r.size else 0.0)
+    return {'max_abs_diff': diff, 'ref_max': scale, 'detail': ''}
+
+
+def host_comparisons(outcome: dict, ref: HostReference) -> List[dict]:
+    """Compare every recorded first run of a job with x86 ONNX Runtime on the same input."""
+    out_dir = pathlib.Path(outcome['out']) / 'io'
+    rows = []
+    for e in outcome['events']:
+        if e['event'] != 'io':
+            continue
+        try:
+            x = np.load(out_dir / e['input'])
+            got = [np.load(out_dir / f) for f in e['outputs']]
+            cmp = compare(ref.outputs(e['model'], x), got)
+        except Exception as exc:  # unreadable file / model: the comparison says so
+            cmp = {'max_abs_diff': math.inf, 'ref_max': math.nan,
+                   'detail': f'comparison failed: {type(exc).__name__}: {exc}'}
+        rows.append({'candidate': e['candidate'], 'precision': e['precision'],
+                     'library': e['library'], 'phase': e['phase'],
+                     'model_file': pathlib.Path(e['model']).name, **cmp})
+    return rows
+
+
+# ------------------------------------------------------------------------ report
+def _fmt(v, spec='.3f') -> str:
+    return format(v, spec) if isinstance(v, (int, float)) and math.isfinite(v) else '-'
+
+
+def _table(rows: List[List[str]]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    lines = []
+    for k, r in enumerate(rows):
+        lines.append('  '.join(c.ljust(w) for c, w in zip(r, widths)) + '  ' + r[-1])
+        if k == 0:
+            lines.append('-' * (sum(widths) + 2 * len(widths) + 8))
+    return '\n'.join(lines)
+
+
+def _verdict(r: dict, floor: float) -> str:
+    if r['status'] not in ('ok', 'rejected'):
+        return '-'
+    if r['precision'] == 'fp32':
+        return 'reference-grade' if r['status'] == 'ok' else 'REJECTED'
+    return ('accepted' if r['status'] == 'ok' else 'rejected') + f' (floor {floor:g})'
+
+
+def model_table(model: dict, tolerance: float) -> str:
+    """Return the aarch64 table of one registry model."""
+    diffs = {c['candidate']: c for c in model['comparisons']
+             if c['phase'] == 'profile' and c['model_file'] == model['file']}
+    rows = [['candidate', 'precision', 'status', 'vs x86 ORT', 'accuracy', 'verdict',
+             'p50 ms (EMULATED)', 'detail']]
+    for r in model['results']:
+        d = diffs.get(r['backend'])
+        vs = '-' if d is None else f'{d["max_abs_diff"]:.1e}'
+        if d is not None and r['precision'] == 'fp32' and \
+                not d['max_abs_diff'] <= tolerance * max(1.0, d['ref_max']):
+            vs += ' (!)'
+        detail = r['reason'] if r['status'] not in ('ok',) else r.get('accuracy_detail', '')
+        rows.append([r['backend'], r['precision'], r['status'], vs, _fmt(r['accuracy']),
+                     _verdict(r, model['floor']) + (' *chosen' if r.get('chosen') else ''),
+                     _fmt(r['p50_ms'], '.0f'), detail.split(' (')[0][:90]])
+    for c in model['crashes']:
+        rows.append([c['candidate'], '?', 'CRASHED', '-', '-', '-', '-',
+                     f'{c["how"]} during {c["during"]}'])
+    for name in model.get('left_out', []):
+        rows.append([name, '', 'left out', '-', '-', '-', '-', '--only'])
+    return _table(rows)
+
+
+def probe_table(probe: dict, tolerance: float) -> str:
+    """Return the table of the probe job: every candidate, available or why not."""
+    diffs = {c['candidate']: c for c in probe['comparisons'] if c['phase'] == 'probe'}
+    rows = [['candidate', 'precision', 'on aarch64', 'vs x86 ORT', 'reason']]
+    for p in probe['probes']:
+        d = diffs.get(p['candidate'])
+        vs = '-' if d is None else f'{d["max_abs_diff"]:.1e}'
+        rows.append([p['candidate'], p['precision'], 'available' if p['ok'] else
+                     'unavailable', vs, p['reason'][:110]])
+    for c in probe['crashes']:
+        rows.append([c['candidate'], '?', 'CRASHED', '-', f'{c["how"]} during {c["during"]}'])
+    return _table(rows)
+
+
+def _summarise(outcome: dict, ref: HostReference, registry: dict) -> dict:
+    events = outcome['events']
+    env = next((e for e in events if e['event'] == 'environment'), {})
+    start = next((e for e in events if e['event'] == 'start'), {})
+    summary = {k: outcome[k] for k in ('model', 'name', 'kind', 'crashes', 'errors',
+                                       'attempts', 'seconds')}
+    summary['machine'] = start.get('machine', '')
+    summary['environment'] = {k: v for k, v in env.items() if k not in ('event', 't')}
+    summary['comparisons'] = host_comparisons(outcome, ref)
+    if outcome['kind'] == 'variants':
+        summary['variants'] = [{k: e[k] for k in ('candidate', 'file', 'seconds')}
+                               for e in events if e['event'] == 'variant']
+    elif outcome['model'] == 'probe':
+        summary['probes'] = [{k: e[k] for k in ('candidate', 'library', 'device', 'precision',
+                                                'ok', 'reason')}
+                             for e in events if e['event'] == 'probe']
+    else:
+        result = next((e for e in events if e['event'] == 'result'), None)
+        left = next((e for e in events if e['event'] == 'left_out'), {})
+        summary['file'] = registry[outcome['model']].file
+        summary['left_out'] = left.get('candidates', [])
+        if result is None:
+            summary.update(results=[], chosen=None, why='', frames='', floor=math.nan,
+                           error='no result (the worker did not finish)')
+        else:
+            summary.update({k: result[k] for k in ('results', 'chosen', 'why', 'frames',
+                                                   'floor', 'error', 'notes')})
+    return summary
+
+
+def failures(report: dict, tolerance: float) -> List[str]:
+    """Return every reason for a non-zero exit."""
+    out = []
+    for m in report['jobs']:
+        name = m.get('name', m['model'])
+        out += m['errors']
+        out += [f'{name}: {c["candidate"]} crashed the aarch64 process ({c["how"]} during '
+                f'{c["during"]})' for c in m['crashes']]
+        if m['machine'] != 'aarch64':
+            out.append(f'{name}: the worker ran on {m["machine"] or "?"}, not aarch64')
+        for c in m['comparisons']:
+            if c['precision'] == 'fp32' and \
+                    not c['max_abs_diff'] <= tolerance * max(1.0, c['ref_max']):
+                out.append(f'{name}: {c["candidate"]} fp32 output on {c["model_file"]} differs '
+                           f'from x86 ONNX Runtime by {c["max_abs_diff"]:.2e} (> {tolerance:g}'
+                           f'{" x " + format(c["ref_max"], ".3g") if c["ref_max"] > 1 else ""})'
+                           + (f': {c["detail"]}' if c['detail'] else ''))
+        if name == 'probe' or m.get('kind') == 'variants':
+            continue
+        out += [f'{name}: {r["backend"]} failed on aarch64: {r["reason"]}'
+                for r in m['results'] if r['status'] == 'failed']
+        if m.get('error'):
+            out.append(f'{name}: {m["error"]}')
+        if m['results'] and 'real frames' not in (m.get('frames') or ''):
+            out.append(f'{name}: the accuracy check could not run on real frames '
+                       f'({m.get("frames") or "no frames"})')
+        elif m['results'] and not any(math.isfinite(r['accuracy']) for r in m['results']):
+            out.append(f'{name}: no candidate got an accuracy figure (the check did not run)')
+    return out
+
+
+def openvino_line(report: dict) -> str:
+    """Return what OpenVINO loaded on aarch64 and the precision it reported."""
+    facts = next((m['environment'].get('openvino') for m in report['jobs']
+                  if m['environment'].get('openvino', {}).get('plugins_mapped_during_run')),
+                 None) or next((m['environment'].get('openvino') for m in report['jobs']
+                                if m['environment'].get('openvino')), {})
+    if not facts or facts.get('error'):
+        return f'OpenVINO on aarch64: not loaded ({(facts or {}).get("error", "not run")})'
+    natives = sorted({r['precision'] for m in report['jobs'] for r in m.get('results', [])
+                      if r['library'] == 'openvino' and r['precision'] != 'fp32'})
+    return (f'OpenVINO on aarch64: CPU plugin {", ".join(facts["plugins_mapped_during_run"])} '
+            f'({facts.get("cpu_plugin", "?")}, device {facts.get("device", "?")!r}); '
+            f'default inference precision reported: {facts.get("default_precision", "?")}'
+            + (f'; native-precision candidate ran as {", ".join(natives)}' if natives else ''))
+
+
+def libraries_line(report: dict) -> str:
+    """Return which libraries were mapped into the aarch64 processes, with their ELF machine."""
+    libs: Dict[str, set] = {}
+    for m in report['jobs']:
+        for top, entry in m['environment'].get('libraries', {}).items():
+            libs.setdefault(top, set()).update(entry['machines'])
+    keep = ('numpy', 'cv2', 'onnxruntime', 'openvino', 'ncnn')
+    return 'libraries mapped (ELF machine): ' + ', '.join(
+        f'{k} {"/".join(sorted(libs[k])) or "?"}' if k in libs else f'{k} NOT LOADED'
+        for k in keep)
+
+
+def plan(models: List[str], home: pathlib.Path, site: str, config: dict,
+         only: List[str]) -> List[dict]:
+    """Return the jobs, longest first: each model, its variants made ahead, then the probe."""
+    def job(model: str, kind: str) -> dict:
+        return {'name': model if kind != 'variants' else f'{model}:variants', 'model': model,
+                'kind': kind, 'cache_dir': str(home / 'profiles' / model), 'site': site,
+                'config': config, 'only': only if model != 'probe' else []}
+    registry_models = [m for m in models if m != 'probe']
+    return ([job(m, 'profile') for m in registry_models] +
+            [job(m, 'variants') for m in registry_models] +
+            [job('probe', 'probe') for m in models if m == 'probe'])
+
+
+def main(argv=None) -> int:
+    """Run ``edge_infer arm-check``; return the exit status."""
+    from .. import paths
+    from ..core.registry import load_registry
+    ap = argparse.ArgumentParser(prog='edge_infer arm-check',
+                                 description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('--models', default='',
+                    help='comma-separated: probe and/or registry models (default: all)')
+    ap.add_argument('--only', nargs='+', default=[], metavar='PATTERN',
+                    help='profile only candidates matching these shell patterns')
+    ap.add_argument('--frames', type=int, default=2,
+                    help='real frames of the accuracy check (default 2)')
+    ap.add_argument('--all-threads', action='store_true',
+                    help='every configured thread count (default: one per library)')
+    ap.add_argument('--jobs', type=int, default=0,
+                    help='emulated processes at once (default: one per core, at most one '
+                         'per model)')
+    ap.add_argument('--timeout', type=float, default=1800.0,
+                    help='seconds one emulated job may take (default 1800)')
+    ap.add_argument('--tolerance', type=float, default=1e-4,
+                    help='fp32 outputs vs x86 ONNX Runtime: max |diff| / max(1, max |ref|)')
+    ap.add_argument('--report', type=pathlib.Path, default=None,
+                    help='JSON report (default: $EDGE_INFER_HOME/arm/report.json)')
+    ap.add_argument('--prepare-only', action='store_true',
+                    help='make the aarch64 environment and stop')
+    args = ap.parse_args(argv)
+    registry = load_registry(paths.config_dir() / 'models.yaml')
+    models = [m.strip() for m in args.models.split(',') if m.strip()] or \
+        [*registry, 'probe']
+    unknown = [m for m in models if m != 'probe' and m not in registry]
+    if unknown:
+        print(f'edge_infer arm-check: unknown model(s) {", ".join(unknown)} '
+              f'(known: probe, {", ".join(registry)})', file=sys.stderr)
+        return 2
+    data_home = paths.data_home()
+    missing = [registry[m].file for m in models if m != 'probe'
+               and not (paths.models_dir() / registry[m].file).is_file()]
+    if missing:
+        print(f'edge_infer arm-check: model file(s) {", ".join(missing)} missing in '
+              f'{paths.models_dir()}: run edge_infer prepare', file=sys.stderr)
+        return FAILED
+    t0 = time.monotonic()
+    try:
+        emu = prep.prepare(log=print)
+    except prep.Unavailable as exc:
+        print(f'edge_infer arm-check: unavailable here: {exc}')
+        return UNAVAILABLE
+    t_prepare = time.monotonic() - t0
+    print(f'aarch64 environment: Debian {prep.SUITE} arm64 python3.11 '
+          f'{emu.debs.get("python3.11", "?")}, libc6 {emu.debs.get("libc6", "?")}, '
+          f'qemu-aarch64-static {emu.qemu_version} (QEMU_CPU={prep.CPU}); wheels: '
+          + ', '.join(f'{k} {emu.wheels.get(k, "MISSING")}' for k in prep.WHEELS))
+    if args.prepare_only:
+        return 0
+    if not any(paths.cache_dir().glob('*.avi')):
+        print(f'edge_infer arm-check: no footage in {paths.cache_dir()}: the accuracy check '
+              f'needs real frames (run edge_infer prepare)', file=sys.stderr)
+        return FAILED
+    config = {**EMULATION_BUDGET, 'calibration_frames': max(1, args.frames)}
+    if not args.all_threads:
+        config.update(ONE_THREAD)
+    home = prep.arm_home()
+    runner = Runner(emu, home / 'runs', data_home, args.timeout)
+    jobs = plan(models, home, str(emu.site), config, args.only)
+    n_jobs = args.jobs or max(1, min(len(jobs), os.cpu_count() or 1))
+    print(f'running {len(jobs)} job(s) under qemu-aarch64, {n_jobs} at a time: '
+          f'{", ".join(j["name"] for j in jobs)} (emulation is 100-300x slower: minutes)')
+    t1 = time.monotonic()
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=n_jobs)
+    try:
+        outcomes = list(pool.map(runner.run, jobs))
+    except KeyboardInterrupt:
+        runner.kill_all()
+        raise
+    finally:
+        pool.shutdown(wait=True)
+    t_run = time.monotonic() - t1
+    ref = HostReference()
+    try:
+        summaries = [_summarise(o, ref, registry) for o in outcomes]
+    finally:
+        ref.close()
+    report = {
+        'command': 'edge_infer arm-check ' + ' '.join(argv if argv is not None
+                                                      else sys.argv[2:]),
+        'host': {'machine': platform.machine(), 'python': platform.python_version()},
+        'emulation': {'qemu': emu.qemu_version, 'cpu': prep.CPU, 'suite': prep.SUITE,
+                      'debs': emu.debs, 'wheels': emu.wheels, 'host_pins': emu.host_pins,
+                      'config': config, 'profile_cache': str(home / 'profiles')},
+        'not_emulated': NOT_EMULATED,
+        'tolerance': args.tolerance,
+        'seconds': {'prepare': round(t_prepare, 1), 'run': round(t_run, 1)},
+        'jobs': summaries,
+    }
+    report['openvino'] = openvino_line(report)
+    report['libraries'] = libraries_line(report)
+    report['failures'] = failures(report, args.tolerance)
+    print()
+    for m in summaries:
+        if m['kind'] == 'variants':
+            made = ', '.join(f'{v["candidate"]} {v["seconds"]:.0f} s' for v in m['variants'])
+            print(f'== aarch64: {m["model"]} variant files, made ahead ({made or "none"})')
+        elif m['model'] == 'probe':
+            print(f'== aarch64: probe model, every candidate ({m["seconds"]:.0f} s emulated)')
+            print(probe_table(m, args.tolerance))
+        else:
+            print(f'== aarch64: {m["model"]} ({m["frames"] or "no frames"}; accuracy floor '
+                  f'{m["floor"]:g}; {m["seconds"]:.0f} s emulated)')
+            print(model_table(m, args.tolerance))
+            print(f'chosen under emulation: {m["chosen"] or "-"}'
+                  + (f' ({m["why"].split(";")[0]})' if m['why'] else '')
+                  + ' -- timings EMULATED: not a choice for the board')
+        print()
+    print(f'machine inside: {", ".join(sorted({m["machine"] for m in summaries}))}; '
+          + report['libraries'])
+    print(report['openvino'])
+    print('vs x86 ORT: max |output difference| from x86 ONNX Runtime fp32 on the same input '
+          f'(fp32 candidates must be within {args.tolerance:g} x max(1, max |ref|))')
+    print(f'profile cache of the emulated manager: {home / "profiles"} (the host\'s is '
+          f'{paths.cache_dir()}, untouched)')
+    for line in NOT_EMULATED:
+        print(f'not emulated: {line}')
+    path = args.report or home / 'report.json'
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=1, default=str))
+    print(f'report: {path} (prepare {t_prepare:.0f} s, emulated run {t_run:.0f} s)')
+    for f in report['failures']:
+        print(f'FAILED: {f}')
+    return FAILED if report['failures'] else 0
+
+
+def run(argv=None) -> int:
+    """Entry point of the ``arm-check`` verb."""
+    return main(argv)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
