@@ -161,3 +161,37 @@ def test_with_no_quiet_profile_a_provisional_one_is_used_and_said_so(tmp_path, m
     assert all(run2.from_cache.values())
     assert any('provisional: no quiet profile yet' in n for n in run2.notes), run2.notes
     assert 'provisional' in run2.why
+
+
+def test_profiling_reports_progress_once_per_step_with_time_left(tmp_path, mobilenet):
+    import io
+    from edge_infer.backends.tool import ProgressBar
+    spec, path = mobilenet
+    events, lines = [], []
+    mgr = _manager(tmp_path, opencv_targets=['cpu', 'cuda'], quiet_foreign_cores=99.0)
+    mgr.log = lines.append
+    mgr.choose(spec, path, progress=events.append)
+    steps = [e['step'] for e in events]
+    assert steps == sorted(steps) and events[0]['total'] == 4       # ort t1, t2, cv cpu, cuda
+    assert [e['what'] for e in events[:3]] == ['onnxruntime/cpu/t1', 'onnxruntime/cpu/t2',
+                                               'opencv-dnn/cpu']     # cuda: unavailable, no step
+    assert events[-1]['doing'] == 'side by side in interleaved rounds'
+    assert all(e['left_s'] >= 0 and e['elapsed_s'] >= 0 for e in events)
+    assert not any('load, accuracy check' in ln for ln in lines)   # a bar OR lines, not both
+    bar = io.StringIO()
+    draw = ProgressBar(bar)
+    draw(events[0])
+    draw.close()
+    assert bar.getvalue().startswith('\r[') and 'onnxruntime/cpu/t1' in bar.getvalue()
+    assert 's left' in bar.getvalue()
+
+
+def test_without_a_callback_each_step_is_one_log_line(tmp_path, mobilenet):
+    spec, path = mobilenet
+    lines = []
+    mgr = _manager(tmp_path, ort_threads=[1], quiet_foreign_cores=99.0)
+    mgr.log = lines.append
+    mgr.choose(spec, path)
+    steps = [ln for ln in lines if 'load, accuracy check, timing alone' in ln]
+    assert len(steps) == 1 and steps[0].startswith('[profile mobilenet_v2] 1/1 '
+                                                   'onnxruntime/cpu/t1') and 's left)' in steps[0]

@@ -296,7 +296,8 @@ class BackendManager:
     def profile(self, spec: ModelSpec, model_path: pathlib.Path, use_cache: bool = True,
                 min_accuracy: float = 0.0, budget_s: Optional[float] = None,
                 only: Optional[Sequence[str]] = None, cancel=None,
-                persist: bool = True) -> ProfileRun:
+                persist: bool = True, progress: Optional[Callable[[dict], None]] = None
+                ) -> ProfileRun:
         """Measure every candidate on the model (cached entries reused); return the run.
 
         Two passes: each candidate alone (load, accuracy, ``screen_s`` of timed
@@ -311,6 +312,8 @@ class BackendManager:
         and a run with ``persist`` False (run-time re-evaluations) is never
         written at all.
         ``cancel`` (a threading.Event): stop between candidates / rounds.
+        ``progress``: called with a dict (model, step, total, what, doing,
+        elapsed_s, left_s) before each measurement; by default one log line.
         """
         model_path = pathlib.Path(model_path)
         sha = sha256_file(model_path)
@@ -324,6 +327,11 @@ class BackendManager:
         t_start = time.monotonic()
         probe = LoadProbe().start()
         best_ms = float('inf')     # fastest accepted p50 so far: slower ones are cut short
+        screened: List[float] = []      # seconds each fresh candidate took (for the estimate)
+        # candidates that will really be measured: not cached, within budget, present
+        todo = sum(1 for b in cands if not self.over_budget(b) and not (
+            use_cache and self.cache.get(entry_key(self._profile_parts(spec, sha, floor, b))))
+            and b.available()[0])
         fresh: Dict[str, Tuple[str, dict]] = {}     # name -> cache key and parts
         open_sessions: Dict[str, object] = {}
         results: Dict[str, CandidateResult] = {}
@@ -331,10 +339,7 @@ class BackendManager:
             for i, backend in enumerate(cands, 1):
                 if cancel is not None and cancel.is_set():
                     break
-                parts = {'kind': 'profile', 'model': spec.name, 'model_sha256': sha,
-                         'accuracy_check': ACCURACY_CHECK_VERSION,
-                         'min_accuracy': floor, 'metered': self.meter is not None,
-                         **self._versions_key(backend)}
+                parts = self._profile_parts(spec, sha, floor, backend)
                 key = entry_key(parts)
                 over = self.over_budget(backend)
                 if over:
@@ -360,7 +365,11 @@ class BackendManager:
                         if reference is None:
                             frames, what = self._frames_for()
                             reference = Reference(spec, model_path, frames, what)
-                        self.log(f'[profile {spec.name}] {i}/{len(cands)} {backend.name} ...')
+                        self._progress(progress, spec.name, i, len(cands), backend.name,
+                                       'load, accuracy check, timing alone',
+                                       time.monotonic() - t_start, screened,
+                                       todo - len(screened))
+                        t_cand = time.monotonic()
                         res, sess = screen_candidate(
                             backend, spec, model_path, reference,
                             budget_s=float(cfg['screen_s']), warmup=int(cfg['warmup']),
@@ -368,6 +377,7 @@ class BackendManager:
                             min_accuracy=floor,
                             cut_ms=float(cfg['cut_factor']) * best_ms,
                             cut_runs=int(cfg['cut_runs']))
+                        screened.append(time.monotonic() - t_cand)
                         if sess is not None:
                             open_sessions[backend.name] = sess
                         fresh[backend.name] = (key, parts)
@@ -383,9 +393,13 @@ class BackendManager:
                 if n not in leaders:
                     open_sessions.pop(n).close()
             if len(leaders) >= 2 and not (cancel is not None and cancel.is_set()):
+                budget = float(budget_s or cfg['budget_s']) * len(leaders)
+                self._progress(progress, spec.name, len(cands), len(cands), ', '.join(leaders),
+                               'side by side in interleaved rounds', time.monotonic() - t_start,
+                               [], 0, extra_s=budget)
                 run.ranking = interleave(
                     {n: open_sessions[n] for n in leaders}, results, reference.inputs[0][0],
-                    budget_s=float(budget_s or cfg['budget_s']) * len(leaders),
+                    budget_s=budget,
                     runs_per_round=int(cfg['round_runs']), min_rounds=int(cfg['min_rounds']),
                     confidence=float(cfg['confidence']), meter=self.meter, model=spec.name,
                     cancel=cancel)
@@ -417,17 +431,45 @@ class BackendManager:
                 self.log(f'[profile {spec.name}] {note}')
         return run
 
+    def _profile_parts(self, spec: ModelSpec, sha: str, floor: float, backend) -> dict:
+        """Return what keys a profile entry: model file, check, board, backend, versions."""
+        return {'kind': 'profile', 'model': spec.name, 'model_sha256': sha,
+                'accuracy_check': ACCURACY_CHECK_VERSION, 'min_accuracy': floor,
+                'metered': self.meter is not None, **self._versions_key(backend)}
+
+    def _progress(self, progress, model: str, step: int, total: int, what: str, doing: str,
+                  elapsed_s: float, screened: List[float], remaining: int,
+                  extra_s: float = 0.0) -> None:
+        """Report one step: to ``progress`` if given, else one log line.
+
+        The time left is estimated from the candidates measured so far (their
+        mean time x the ones still to measure; cached or unavailable ones take
+        none) plus the side-by-side budget still to come.
+        """
+        per = sum(screened) / len(screened) if screened else 1.5
+        rounds = float(self.config['budget_s']) * min(int(self.config['max_leaders']),
+                                                      max(2, total // 4))
+        left = extra_s if extra_s else per * max(0, remaining) + rounds
+        event = {'model': model, 'step': step, 'total': total, 'what': what,
+                 'doing': doing, 'elapsed_s': elapsed_s, 'left_s': left}
+        if progress is not None:
+            progress(event)
+        else:
+            self.log(f'[profile {model}] {step}/{total} {what}: {doing} '
+                     f'(about {left:.0f} s left)')
+
     # -------------------------------------------------------------------- choose
     def choose(self, spec: ModelSpec, model_path: pathlib.Path, objective: str = 'latency',
                max_latency_ms: float = 0.0, min_accuracy: float = 0.0,
                force: str = '', use_cache: bool = True,
-               latency_percentile: int = 0) -> Tuple[Backend, ProfileRun]:
+               latency_percentile: int = 0,
+               progress: Optional[Callable[[dict], None]] = None) -> Tuple[Backend, ProfileRun]:
         """Profile (or read the cache) and return the chosen backend with the run."""
         if objective not in OBJECTIVES:
             raise ValueError(f"objective '{objective}': use one of {', '.join(OBJECTIVES)}")
         with self._lock:
             run = self.profile(spec, model_path, use_cache=use_cache, min_accuracy=min_accuracy,
-                               only=[force] if force else None)
+                               only=[force] if force else None, progress=progress)
         if not all(run.from_cache.get(r.backend, False) for r in run.results
                    if r.status == 'ok'):
             release_freed_memory()

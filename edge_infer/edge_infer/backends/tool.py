@@ -84,6 +84,31 @@ def bar_chart(path: pathlib.Path, model: str, results: List[CandidateResult],
     plt.close(fig)
 
 
+class ProgressBar:
+    """A one-line progress bar on a terminal (stderr), redrawn in place."""
+
+    def __init__(self, stream=None, width: int = 24):
+        self.stream = stream or sys.stderr
+        self.width = width
+        self.shown = False
+
+    def __call__(self, ev: dict) -> None:
+        """Draw one progress event of BackendManager.profile."""
+        done = int(self.width * (ev['step'] - 1) / max(1, ev['total']))
+        bar = '#' * done + '.' * (self.width - done)
+        line = (f"\r[{bar}] {ev['model']} {ev['step']}/{ev['total']} {ev['what']}: "
+                f"{ev['doing']}, ~{ev['left_s']:.0f} s left")
+        self.stream.write(line[:160].ljust(160))
+        self.stream.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        """End the bar's line."""
+        if self.shown:
+            self.stream.write('\r' + ' ' * 160 + '\r')
+            self.stream.flush()
+
+
 def backends_main(argv=None) -> int:
     """List every candidate with availability and the reason."""
     ap = argparse.ArgumentParser(prog='edge_infer backends', description=__doc__.splitlines()[0])
@@ -130,15 +155,19 @@ def profile_main(argv=None) -> int:
     config = load_config()
     if args.budget:
         config['budget_s'] = args.budget
+    # a bar on a terminal, one line per candidate otherwise (never both)
+    bar = ProgressBar() if sys.stderr.isatty() else None
     mgr = BackendManager(config=config, log=print, meter=meter)
     try:
         _, run = mgr.choose(spec, paths.models_dir() / spec.file, objective=args.objective,
                             max_latency_ms=args.max_latency_ms, min_accuracy=args.min_accuracy,
-                            use_cache=not args.no_cache)
+                            use_cache=not args.no_cache, progress=bar)
     except Exception as exc:  # BackendError / ValueError: one line, not a traceback
         print(f'edge_infer profile: {exc}', file=sys.stderr)
         return 1
     finally:
+        if bar is not None:
+            bar.close()
         if meter is not None:
             from ..telemetry import shared
             shared.release()
