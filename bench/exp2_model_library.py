@@ -44,17 +44,23 @@ REFERENCE = 'onnxruntime/cpu/t1'
 
 
 def side_by_side(sessions: dict, x: np.ndarray, rounds: int, runs: int,
-                 power: benchlib.Power) -> dict:
-    """Return {name: {'ms': [round medians], 'j': [joules per run per round]}}."""
+                 power: benchlib.Power, slow=()) -> dict:
+    """Return {name: {'ms': [round medians], 'j': [joules per run per round]}}.
+
+    ``slow``: candidates the manager cut short (clearly slower than the best,
+    e.g. Vulkan on a software device): timed in the first round only, 2 runs.
+    """
     out = {n: {'ms': [], 'j': []} for n in sessions}
     order = list(sessions)
     for r in range(rounds):
         k = r % len(order)
         for name in order[k:] + order[:k]:
+            if name in slow and r > 0:
+                continue
             sessions[name].run(x)       # one warm-up after the previous library
             times = []
             t0 = time.monotonic()
-            for _ in range(runs):
+            for _ in range(2 if name in slow else runs):
                 t = time.perf_counter()
                 sessions[name].run(x)
                 times.append((time.perf_counter() - t) * 1e3)
@@ -83,7 +89,8 @@ def measure_model(name: str, spec, args, power: benchlib.Power, res: benchlib.Re
             sessions[r.backend] = by_name[r.backend].load(path)
         except Exception as exc:  # a variant file may be missing: say so, go on
             r.status, r.reason = 'failed', f'load for the side-by-side run: {exc}'
-    meas = side_by_side(sessions, x, args.rounds, args.runs, power)
+    slow = {r.backend for r in working if r.cut_short and r.backend != args.baseline}
+    meas = side_by_side(sessions, x, args.rounds, args.runs, power, slow)
     for s in sessions.values():
         s.close()
     rows = []
@@ -116,6 +123,8 @@ def measure_model(name: str, spec, args, power: benchlib.Power, res: benchlib.Re
             marks.append('LEAST ENERGY')
         if row['status'] == 'rejected':
             marks.append('rejected: accuracy')
+        if row['backend'] in slow:
+            marks.append('cut short by the manager: 2 runs, 1 round')
         if not row['rounds']:
             marks.append(f"{row['status']}: {row['reason'][:100]}")
         row['mark'] = ', '.join(marks)
