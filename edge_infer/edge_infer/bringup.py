@@ -9,13 +9,16 @@ What ``ros2 launch edge_infer perception.launch.py`` does on a robot, for a
 machine without the launch packages: the same plan (edge_infer.graph), each
 process started with its params file and remappings, then every lifecycle
 node configured and activated through lifecycle_msgs services in the
-graph's order. Ctrl-C shuts everything down cleanly.
+graph's order. Ctrl-C or SIGTERM shuts everything down cleanly; if the
+bring-up itself is killed, its processes get SIGTERM from the kernel.
 """
 
 import argparse
 import pathlib
+import signal
 import sys
 import tempfile
+import threading
 import time
 from typing import Dict, List, Optional, Tuple
 
@@ -94,20 +97,26 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f'edge_infer bringup: {exc}', file=sys.stderr)
         return 2
     import rclpy
+    from rclpy.signals import SignalHandlerOptions
     procs.use_ros_env_here()
     env = procs.ros_env()
     log_dir = args.log_dir or pathlib.Path(tempfile.mkdtemp(prefix='edge_infer_bringup_'))
-    running = Running(plans, env, log_dir).start()
-    print(f'started {", ".join(p.name for p in plans)}; logs in {log_dir}')
-    rclpy.init()
+    stopping = _stop_on_signals()
+    running = Running(plans, env, log_dir)
     player = None
     try:
+        running.start()
+        print(f'started {", ".join(p.name for p in plans)}; logs in {log_dir}', flush=True)
+        # SIGINT and SIGTERM are ours (_stop_on_signals): rclpy's handlers would
+        # only end its context, and this loop would never see SIGTERM
+        rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
         node = rclpy.create_node('edge_infer_bringup')
         if not args.no_activate:
             running.activate(node)
-            print('active: ' + ', '.join(running.node_names()))
+            print('active: ' + ', '.join(running.node_names()), flush=True)
         if args.bag:
             player = procs.start_player(args.bag, env, ['--rate', str(args.rate)])
+        print('running: Ctrl-C or SIGTERM stops every process', flush=True)
         while all(proc.poll() is None for _, proc in running.procs):
             time.sleep(0.5)
         print('a process exited: ' + ', '.join(f'{p.name}={proc.returncode}'
@@ -120,11 +129,34 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f'edge_infer bringup: {exc}', file=sys.stderr)
         return 1
     finally:
+        stopping.set()      # a second signal now waits for the stop below
         if player is not None:
             procs.stop(player)
         codes = running.stop()
-        print('stopped: ' + ', '.join(f'{k}={v}' for k, v in codes.items()))
+        print('stopped: ' + ', '.join(f'{k}={v}' for k, v in codes.items()), flush=True)
         rclpy.try_shutdown()
+
+
+def _stop_on_signals() -> threading.Event:
+    """Make SIGINT and SIGTERM raise KeyboardInterrupt once; later ones wait for the stop.
+
+    Returns the event the caller sets when it starts stopping. (A killed
+    bring-up cannot stop anything: its children get SIGTERM from the kernel,
+    procs.spawn.)
+    """
+    stopping = threading.Event()
+
+    def handler(signum, frame):
+        if stopping.is_set():
+            print(f'{signal.Signals(signum).name}: already stopping', file=sys.stderr,
+                  flush=True)
+            return
+        stopping.set()
+        print(f'{signal.Signals(signum).name}: stopping every process', flush=True)
+        raise KeyboardInterrupt
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, handler)
+    return stopping
 
 
 if __name__ == '__main__':

@@ -89,14 +89,53 @@ def free_domain_id(seed: Optional[int] = None) -> int:
     return 1 + (seed if seed is not None else random.randrange(1 << 30)) % 101
 
 
+PR_SET_PDEATHSIG = 1     # <linux/prctl.h>
+
+
+def _death_signal_setter():
+    """Return a preexec_fn that makes the child get SIGTERM when its parent dies (Linux).
+
+    Children run in their own session (a terminal's Ctrl-C reaches only the
+    parent, which stops them in order), so nothing else would stop them if
+    the parent were killed. The setting survives exec (also the ROS wheels'
+    bootstrap re-exec); SIGTERM ends our processes cleanly (rclpy's handler
+    shuts their context down). The function is built here, in the parent:
+    the child between fork and exec only calls into libc.
+    """
+    if not sys.platform.startswith('linux'):
+        return None
+    try:
+        import ctypes
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    prctl.restype = ctypes.c_int
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong,
+                      ctypes.c_ulong]
+    parent, term = os.getpid(), int(signal.SIGTERM)
+
+    def die_with_parent():
+        prctl(PR_SET_PDEATHSIG, term, 0, 0, 0)
+        if os.getppid() != parent:      # the parent died before the line above
+            os.kill(os.getpid(), term)
+    return die_with_parent
+
+
 def spawn(module: str, args: List[str], env: Dict[str, str], log_path=None,
-          **kw) -> subprocess.Popen:
-    """Run ``python -m module args`` with ``env``; output to ``log_path`` if given."""
+          die_with_parent: bool = True, **kw) -> subprocess.Popen:
+    """Run ``python -m module args`` with ``env``; output to ``log_path`` if given.
+
+    The child has its own session (signals are for the parent to forward) and,
+    with ``die_with_parent``, gets SIGTERM when the thread that started it
+    ends: a killed parent leaves no process behind. Start long-lived children
+    from the main thread.
+    """
     out = open(log_path, 'wb') if log_path else subprocess.DEVNULL
+    preexec = _death_signal_setter() if die_with_parent else None
     try:
         return subprocess.Popen([sys.executable, '-m', module, *args], env=env,
                                 stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True, **kw)
+                                start_new_session=True, preexec_fn=preexec, **kw)
     finally:
         if log_path:
             out.close()

@@ -5,6 +5,8 @@ import subprocess
 import sys
 
 from edge_infer.cli import main
+from lifecycle_msgs.msg import Transition
+from lifecycle_msgs.srv import ChangeState
 
 
 def test_info_lists_both_models_with_checksums_ok(data_home, capsys):
@@ -31,8 +33,15 @@ def test_lifecycle_verb_drives_a_container_node(ros, container):
     assert cli('/classifier', 'get').stdout.strip() == '/classifier: inactive'
     # Not allowed from inactive: refused, and the container lives on (rclpy
     # alone would let the error escape and stop every node of the process).
+    # The CLI looks the label up in the state's transitions (as `ros2 lifecycle set`):
     r = cli('/classifier', 'deactivate')
-    assert r.returncode == 1 and 'transition deactivate failed' in r.stderr
+    assert r.returncode == 1
+    assert "no transition 'deactivate' from state 'inactive'" in r.stderr
+    # ... and the node refuses the id sent anyway, in one line, and lives on.
+    client = ros.node.create_client(ChangeState, '/classifier/change_state')
+    future = client.call_async(ChangeState.Request(
+        transition=Transition(id=Transition.TRANSITION_DEACTIVATE)))
+    assert ros.spin_until(future.done, 30) and not future.result().success
     assert proc.poll() is None
     assert cli('/classifier', 'activate').stdout.strip() == '/classifier: active'
 

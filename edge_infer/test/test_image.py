@@ -84,3 +84,45 @@ def test_truncated_and_corrupt_compressed_images_are_rejected():
     corrupt = data[:2] + bytes(len(data) - 4) + data[-2:]   # markers kept, body zeroed
     with pytest.raises(ImageError, match='corrupt JPEG'):
         from_compressed('jpeg', corrupt)
+
+
+def _scan_start(data: bytes) -> int:
+    sos = data.find(b'\xff\xda')
+    return sos + 2 + int.from_bytes(data[sos + 2:sos + 4], 'big')
+
+
+def _corrupt_entropy(data: bytes, n: int = 600) -> bytes:
+    """Zero ``n`` bytes in the middle of the entropy-coded data: every marker stays."""
+    mid = (_scan_start(data) + len(data)) // 2
+    return data[:mid] + bytes(n) + data[mid + n:]
+
+
+def test_corrupt_entropy_data_is_rejected_where_opencv_decodes_it(footage):
+    photo = next(p for p in footage['photos'] if p.name == 'astronaut.png')
+    data = _jpeg(cv2.imread(str(photo)))
+    bad = _corrupt_entropy(data)
+    assert bad[:2] == b'\xff\xd8' and bad[-2:] == b'\xff\xd9' and len(bad) == len(data)
+    # the trap: OpenCV returns a (wrong) image, libjpeg only prints on stderr
+    assert cv2.imdecode(np.frombuffer(bad, np.uint8), cv2.IMREAD_COLOR) is not None
+    with pytest.raises(ImageError) as err:
+        from_compressed('jpeg', bad)
+    assert str(err.value).startswith(f'corrupt JPEG ({len(bad)} bytes): ')
+    assert '\n' not in str(err.value)
+    # a good frame decodes exactly as OpenCV does (both libjpeg-turbo)
+    np.testing.assert_array_equal(from_compressed('jpeg', data).pixels,
+                                  cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR))
+
+
+@pytest.mark.parametrize('tail', [b'\x00' * 7, b'\xff' * 3, b'\r\n', b'\x00' * 100_000,
+                                  b'\xff\xd9\x00\x00'])
+def test_a_complete_jpeg_with_padding_after_its_end_marker_decodes(tail):
+    img = (np.random.default_rng(1).random((24, 40, 3)) * 255).astype(np.uint8)
+    data = _jpeg(img)
+    f = from_compressed('jpeg', data + tail)
+    np.testing.assert_array_equal(f.pixels, from_compressed('jpeg', data).pixels)
+    # still truncated when the end is missing, whatever padding follows
+    with pytest.raises(ImageError, match='truncated JPEG'):
+        from_compressed('jpeg', data[: len(data) // 2] + b'\x00' * 7)
+    # an end marker glued to a cut scan: the decoder finds the data short
+    with pytest.raises(ImageError, match='corrupt JPEG'):
+        from_compressed('jpeg', data[: len(data) // 2] + b'\xff\xd9' + tail)

@@ -8,6 +8,7 @@ Memory is bounded by one frame per stream whatever the camera rate.
 
 from collections import deque
 import threading
+import time
 from typing import Any, Optional
 
 import numpy as np
@@ -74,6 +75,7 @@ class StreamStats:
         self.fallbacks = 0          # backends replaced after raising mid-run
         self.last_error = ''
         self._latency = deque(maxlen=window)
+        self._rejected_at = deque(maxlen=window)    # time.monotonic() of recent rejections
 
     def count(self, what: str, n: int = 1) -> None:
         """Add ``n`` to one counter (received, processed, dropped, rejected, energy_missing)."""
@@ -85,6 +87,13 @@ class StreamStats:
         with self._lock:
             self.rejected += 1
             self.last_error = reason
+            self._rejected_at.append(time.monotonic())
+
+    def rejected_within(self, seconds: float, now: Optional[float] = None) -> int:
+        """Return how many frames were rejected in the last ``seconds`` (at most ``window``)."""
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            return sum(1 for t in self._rejected_at if now - t <= seconds)
 
     def add_latency(self, ms: float) -> None:
         """Record one frame's processing time in milliseconds."""

@@ -1,13 +1,48 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
 """What every edge_infer lifecycle node shares: parameters, guarded transitions, diagnostics."""
 
+from contextlib import contextmanager
+import threading
 import time
 from typing import Dict, Optional, Tuple
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.lifecycle import LifecycleNode
+import rclpy.logging
 from rclpy.time import Time
+
+# Process-wide objects (backend manager, power meter, shared executor) are
+# created by whichever node comes first, but their lines are not that node's:
+# they log through shared_log(), under the node acting on this thread (see
+# ManagedNode.acting()) or else under the process's shared logger (the
+# container's node).
+_acting = threading.local()
+_shared_logger = None
+
+
+def set_shared_logger(logger) -> None:
+    """Log what process-wide objects say outside any node's call under ``logger``."""
+    global _shared_logger
+    _shared_logger = logger
+
+
+def emit(logger, line: str) -> None:
+    """Log a line of the ROS-free core (lines starting 'WARNING ' as warnings)."""
+    if line.startswith('WARNING '):
+        logger.warning(line[len('WARNING '):])
+    else:
+        logger.info(line)
+
+
+def shared_log(line: str) -> None:
+    """Log a line of a process-wide object under the node it works for, if any."""
+    node = getattr(_acting, 'node', None)
+    if node is not None:
+        logger = node.get_logger()
+    else:
+        logger = _shared_logger or rclpy.logging.get_logger('edge_infer')
+    emit(logger, line)
 
 
 class ManagedNode(LifecycleNode):
@@ -32,10 +67,17 @@ class ManagedNode(LifecycleNode):
 
     def _log_line(self, line: str) -> None:
         """Log a line of the ROS-free core (lines starting 'WARNING ' as warnings)."""
-        if line.startswith('WARNING '):
-            self.get_logger().warning(line[len('WARNING '):])
-        else:
-            self.get_logger().info(line)
+        emit(self.get_logger(), line)
+
+    @contextmanager
+    def acting(self):
+        """Within this block, process-wide objects on this thread log under this node."""
+        previous = getattr(_acting, 'node', None)
+        _acting.node = self
+        try:
+            yield self
+        finally:
+            _acting.node = previous
 
     def ros_time(self, t_monotonic: float):
         """Return the node clock's time (builtin_interfaces/Time) of a time.monotonic() instant."""
@@ -55,13 +97,25 @@ class ManagedNode(LifecycleNode):
         handler = service.callback
 
         def guarded(request, response):
+            # Refuse what the current state does not offer, by id or by label
+            # (rclpy answers a bad label with success=False and no line of ours,
+            # and lets the RCLError of a bad id escape), with one line.
+            t = request.transition
+            state = self._state_machine.current_state[1]
+            offered = [(tid, label) for tid, label, *_ in
+                       self._state_machine.available_transitions]
+            if not any((label == t.label) if t.label else (tid == t.id) for tid, label in offered):
+                asked = f"'{t.label}'" if t.label else f'{t.id}'
+                self.get_logger().error(
+                    f"transition {asked} refused in state '{state}' (available: "
+                    + ', '.join(f'{label} ({tid})' for tid, label in offered) + ')')
+                response.success = False
+                return response
             try:
                 return handler(request, response)
             except Exception as exc:  # rclpy raises RCLError for invalid transitions
-                state = self._state_machine.current_state[1]
                 self.get_logger().error(
-                    f'transition {request.transition.id} '
-                    f"'{request.transition.label}' refused in state '{state}': "
+                    f"transition {t.id} '{t.label}' refused in state '{state}': "
                     + (str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
                 response.success = False
                 return response

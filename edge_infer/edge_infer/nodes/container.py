@@ -16,10 +16,21 @@ manager); otherwise a launch file or ``edge_infer lifecycle`` drives them.
 Keeping the nodes in one process is what lets them share one inference
 executor and hand tensors over without copies (rclpy has no intra-process
 transport).
+
+Each hosted node has its own single-threaded executor, spun by its own
+thread (the container's node by the main thread): a node's callbacks (its
+lifecycle services, subscription, timers) never overlap each other, as with
+one executor, while a slow transition of one node (a backend choice, a
+shutdown waiting for a background re-evaluation) leaves the other nodes
+taking their frames. (One shared executor stalled every node for the length
+of any node's transition; a MultiThreadedExecutor pool costs a hand-off per
+callback.)
 """
 
 import os
 import sys
+import threading
+import time
 from typing import List
 
 import rclpy
@@ -27,6 +38,7 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.node import Node
 
+from .base import set_shared_logger
 from .perception_node import PerceptionNode
 from .telemetry_node import TelemetryNode
 from ..backends.manager import set_thread_budget
@@ -35,8 +47,12 @@ from ..backends.manager import set_thread_budget
 class PerceptionContainer:
     """Creates and owns the perception nodes named by the ``nodes`` parameter."""
 
-    def __init__(self, executor, name: str = 'perception_container'):
+    def __init__(self, executor, name: str = 'perception_container',
+                 executor_per_node: bool = False):
+        """Create the nodes; add them to ``executor``, or each to its own (``executors``)."""
         self.node = Node(name)
+        # process-wide objects (power meter, backend manager) log under the container
+        set_shared_logger(self.node.get_logger())
         self.node.declare_parameter('nodes', ['detector', 'classifier'])
         self.node.declare_parameter('autostart', False)
         self.node.declare_parameter('telemetry', 'telemetry')
@@ -58,8 +74,11 @@ class PerceptionContainer:
         self.perception: List[PerceptionNode] = [PerceptionNode(n) for n in names]
         self.lifecycle_nodes = ([self.telemetry] if self.telemetry else []) + self.perception
         executor.add_node(self.node)
+        self.executors = [executor]     # [the container node's, then one per node if asked]
         for n in self.lifecycle_nodes:
-            executor.add_node(n)
+            if executor_per_node:
+                self.executors.append(SingleThreadedExecutor(context=executor.context))
+            self.executors[-1 if executor_per_node else 0].add_node(n)
         hosted = [n.get_name() for n in self.lifecycle_nodes]
         self.node.get_logger().info(f"hosting {len(hosted)} nodes: {', '.join(hosted)}")
         if self.node.get_parameter('autostart').value:
@@ -86,8 +105,23 @@ class PerceptionContainer:
                 f'autostart: {len(active)} of {len(names)} nodes active; not active: '
                 f"{', '.join(n for n in names if n not in active)} (see their lines above)")
 
-    def shutdown(self) -> None:
-        """Shut every node down and destroy them."""
+    def shutdown(self, wait_s: float = 120.0) -> None:
+        """Shut every node down and destroy them.
+
+        Callbacks may still run on the executor's threads (a transition that was
+        under way when Ctrl-C came): each node's callback group is taken first,
+        so no callback of that node runs while it shuts down.
+        """
+        deadline = time.monotonic() + wait_s
+        for n in [self.node, *self.lifecycle_nodes]:
+            group, entity = n.default_callback_group, next(iter(n.services), None)
+            while entity is not None and not group.beginning_execution(entity):
+                if time.monotonic() > deadline:
+                    self.node.get_logger().warning(
+                        f'{n.get_name()}: a callback still runs after {wait_s:.0f} s; '
+                        f'shutting down anyway')
+                    break
+                time.sleep(0.01)
         for n in self.perception:
             n.join_background()
         for n in reversed(self.lifecycle_nodes):
@@ -118,23 +152,43 @@ def spin(executor, log_error, context=None) -> None:
             log_error(f'callback failed: {type(exc).__name__}: {exc}')
 
 
+def _spin_thread(executor, log_error) -> threading.Thread:
+    """Start a thread that runs :func:`spin` on ``executor`` until the context ends."""
+    def run():
+        try:
+            spin(executor, log_error)
+        except (KeyboardInterrupt, ExternalShutdownException):
+            pass
+    node = next(iter(executor.get_nodes()), None)
+    th = threading.Thread(target=run, daemon=True,
+                          name=f'{node.get_name() if node else "node"}-executor')
+    th.start()
+    return th
+
+
 def main(args=None) -> int:
     """Run the container until Ctrl-C or an external shutdown."""
     rclpy.init(args=args)
     executor = SingleThreadedExecutor()
     container = None
+    threads = []
     try:
-        container = PerceptionContainer(executor)
-        spin(executor, container.node.get_logger().error)
+        container = PerceptionContainer(executor, executor_per_node=True)
+        log_error = container.node.get_logger().error
+        threads = [_spin_thread(ex, log_error) for ex in container.executors[1:]]
+        spin(executor, log_error)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except ValueError as exc:
         print(f'perception_container: {exc}', file=sys.stderr)
         return 2
     finally:
-        if container is not None:
+        for th in threads:      # the context is down: each ends after its running callback
+            th.join(timeout=5.0)
+        for ex in (container.executors if container is not None else [executor]):
+            ex.shutdown()
+        if container is not None:   # waits for a callback still running (a long transition)
             container.shutdown()
-        executor.shutdown()
         rclpy.try_shutdown()
     return 0
 

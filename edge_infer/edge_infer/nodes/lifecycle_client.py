@@ -9,9 +9,12 @@ import time
 from typing import Optional
 
 from lifecycle_msgs.msg import Transition
-from lifecycle_msgs.srv import ChangeState, GetState
+from lifecycle_msgs.srv import ChangeState, GetAvailableTransitions, GetState
 import rclpy
 
+# Transition labels. The ids are those from the primary state the label names
+# first; 'shutdown' has one id per primary state (unconfigured 5, inactive 6,
+# active 7), so the client looks the label up in the node's current state.
 TRANSITIONS = {
     'configure': Transition.TRANSITION_CONFIGURE,
     'activate': Transition.TRANSITION_ACTIVATE,
@@ -77,14 +80,38 @@ class LifecycleClient:
             raise LifecycleError(f'service {target}/get_state did not answer in {timeout:.0f} s')
         return res.current_state.label
 
+    def available_transitions(self, target: str, timeout: float = 10.0) -> dict:
+        """Return ``target``'s transitions from its current state: label -> id."""
+        res = self._call(GetAvailableTransitions, f'{target}/get_available_transitions',
+                         GetAvailableTransitions.Request(), timeout)
+        if res is None:
+            raise LifecycleError(f'service {target}/get_available_transitions did not answer '
+                                 f'in {timeout:.0f} s')
+        return {t.transition.label: t.transition.id for t in res.available_transitions}
+
+    def transition_id(self, target: str, transition: str, timeout: float = 10.0) -> int:
+        """Return the id of ``transition`` in ``target``'s current state.
+
+        What ``ros2 lifecycle set`` does: the label is looked up among the
+        transitions available now, so 'shutdown' is the unconfigured, inactive
+        or active shutdown as the state requires. A transition the state does
+        not offer is refused here with the state and what it offers.
+        """
+        available = self.available_transitions(target, timeout)
+        if transition in available:
+            return available[transition]
+        state = self.get_state(target, timeout)
+        raise LifecycleError(f"{target}: no transition '{transition}' from state '{state}' "
+                             f"(available: {', '.join(sorted(available)) or 'none'})")
+
     def change(self, target: str, transition: str, timeout: float = 30.0) -> None:
         """Trigger ``transition`` (configure, activate, ...) on ``target``."""
         if transition not in TRANSITIONS:
             raise LifecycleError(f"unknown transition '{transition}' "
                                  f"(one of {', '.join(TRANSITIONS)})")
-        req = ChangeState.Request()
-        req.transition.id = TRANSITIONS[transition]
         deadline = time.monotonic() + timeout
+        req = ChangeState.Request()
+        req.transition.id = self.transition_id(target, transition, timeout)
         while True:
             left = deadline - time.monotonic()
             res = self._call(ChangeState, f'{target}/change_state', req, max(left, 0.1))

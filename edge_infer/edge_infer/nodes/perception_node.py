@@ -29,7 +29,7 @@ from rclpy.qos import (DurabilityPolicy, HistoryPolicy, qos_profile_sensor_data,
 from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import CompressedImage, Image
 
-from .base import ManagedNode
+from .base import ManagedNode, shared_log
 from .. import paths
 from ..backends.drift import DriftMonitor
 from ..backends.manager import shared_manager
@@ -37,7 +37,7 @@ from ..backends.profiling import CandidateResult, ProfileRun
 from ..backends.selection import OBJECTIVES, select
 from ..core.backend import BackendError, first_line
 from ..core.cdr import CdrError, parse_compressed_image, parse_image
-from ..core.image import from_compressed, from_raw, ImageError
+from ..core.image import from_compressed, from_raw, ImageError, JPEG_DETECTS_CORRUPTION
 from ..core.model import Model, model_file
 from ..core.postprocess import OutputError
 from ..core.registry import load_registry, RegistryError
@@ -75,6 +75,8 @@ PARAMETERS = {
     'top_k': (0, 'classifier: classes per result; 0 = registry value'),
     'verify_checksum': (True, "check the model file's sha256 against the registry"),
     'diagnostics_period': (1.0, 'seconds between /diagnostics messages; 0 = off'),
+    'diagnostics_window_s': (10.0, '/diagnostics is WARN while a frame was rejected within '
+                                   'this many seconds, then OK again'),
     'energy_metering': (True, 'attribute energy to each model run; results carry it and '
                               '~/energy publishes an EnergyRecord per frame'),
 }
@@ -176,18 +178,26 @@ class PerceptionNode(ManagedNode):
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Stop taking frames and stop the worker."""
+        topic = self._sub.topic_name if self._sub is not None else self._topic
         self._stop()
+        snap = self.stats.snapshot()
+        self.get_logger().info(f"deactivated: unsubscribed from {topic} ({snap['processed']} "
+                               f"processed, {snap['dropped']} dropped, {snap['rejected']} "
+                               f'rejected so far)')
         return super().on_deactivate(state)
 
     def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Free the model and the publishers."""
+        model = self._model.spec.name if self._model else ''
         self._release()
+        self.get_logger().info(f"cleaned up: model '{model}' and publishers released")
         return TransitionCallbackReturn.SUCCESS
 
     def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Release everything, whatever the state."""
         self._stop()
         self._release()
+        self.get_logger().info(f"shut down from '{state.label}': everything released")
         return TransitionCallbackReturn.SUCCESS
 
     # ------------------------------------------------------------------- helpers
@@ -226,6 +236,8 @@ class PerceptionNode(ManagedNode):
         period = self._param('diagnostics_period')
         if period < 0:
             raise ConfigError(f"parameter 'diagnostics_period' is {period}: use 0 or more")
+        if self._param('diagnostics_window_s') <= 0:
+            raise ConfigError("parameter 'diagnostics_window_s' must be positive")
         registry_path = self._param('registry') or str(paths.config_dir() / 'models.yaml')
         registry = load_registry(registry_path)
         if model_name not in registry:
@@ -244,12 +256,14 @@ class PerceptionNode(ManagedNode):
             overrides['top_k'] = self._param('top_k')
         models_dir = self._param('models_dir') or str(paths.models_dir())
         path = model_file(spec, models_dir, self._param('verify_checksum'))
+        # process-wide objects: their lines go under this node while it calls
+        # them (self.acting()), under the container otherwise (base.shared_log)
         if self._param('energy_metering'):
-            self._meter = shared_meter.acquire(None, log=self._log_line)
-        self._manager = shared_manager(meter=self._meter, log=self._log_line)
+            self._meter = shared_meter.acquire(None, log=shared_log)
+        self._manager = shared_manager(meter=self._meter, log=shared_log)
         forced = '' if self._param('backend') in ('', 'auto') else self._param('backend')
         if policy:
-            self._executor = shared_executor.acquire(policy, log=self._log_line)
+            self._executor = shared_executor.acquire(policy, log=shared_log)
             backend = ExecutorBackend(self._executor, self.get_fully_qualified_name())
             run = ProfileRun(model=spec.name, chosen=backend.name, why=(
                 f'{backend.name}: segments placed per frame by the shared executor '
@@ -260,11 +274,12 @@ class PerceptionNode(ManagedNode):
             drift = 0.0
         else:
             try:
-                backend, run = self._manager.choose(
-                    spec, path, objective=objective,
-                    max_latency_ms=self._param('max_latency_ms'),
-                    min_accuracy=self._param('min_accuracy'), force=forced,
-                    use_cache=self._param('use_profile_cache'))
+                with self.acting():
+                    backend, run = self._manager.choose(
+                        spec, path, objective=objective,
+                        max_latency_ms=self._param('max_latency_ms'),
+                        min_accuracy=self._param('min_accuracy'), force=forced,
+                        use_cache=self._param('use_profile_cache'))
             except ValueError as exc:
                 raise ConfigError(str(exc)) from None
         self._model_path, self._overrides = path, overrides
@@ -278,6 +293,10 @@ class PerceptionNode(ManagedNode):
         self._drift = (DriftMonitor(chosen.p50_ms, drift, self._param('drift_window_s'))
                        if drift else None)
         self._msg_type = Image if transport == 'raw' else CompressedImage
+        if transport == 'compressed' and not JPEG_DETECTS_CORRUPTION:
+            self.get_logger().warning('simplejpeg is not installed: JPEG frames are decoded '
+                                      'with OpenCV, which cannot tell corrupt data '
+                                      '(pip install simplejpeg)')
         self._topic = topic if transport == 'raw' else topic.rstrip('/') + '/compressed'
         out = self._param('output_topic') or (
             '~/detections' if spec.task == 'detection' else '~/classification')
@@ -353,6 +372,10 @@ class PerceptionNode(ManagedNode):
             self.stats.count('dropped')
 
     def _work(self) -> None:
+        with self.acting():     # a fallback's manager lines are this node's
+            self._serve()
+
+    def _serve(self) -> None:
         while self._running:
             raw = self._slot.take(timeout=0.5)
             if raw is None:
@@ -567,7 +590,7 @@ class PerceptionNode(ManagedNode):
         self._reeval_thread.start()
 
     def _reevaluate(self) -> None:
-        with _REEVALUATION:     # one at a time: two nodes measuring at once measure each other
+        with _REEVALUATION, self.acting():  # one at a time: two nodes measuring measure each other
             self._reevaluate_now()
 
     def _reevaluate_now(self) -> None:
@@ -617,14 +640,20 @@ class PerceptionNode(ManagedNode):
         st.message = 'ok'
         if not self._running:
             st.level, st.message = DiagnosticStatus.OK, 'inactive'
-        elif snap['rejected']:
-            st.level = DiagnosticStatus.WARN
-            st.message = f"{snap['rejected']} frames rejected; last: {snap['last_error']}"
+        else:
+            window = self._param('diagnostics_window_s')
+            recent = self.stats.rejected_within(window)
+            if recent:
+                st.level = DiagnosticStatus.WARN
+                st.message = (f'{recent} frame(s) rejected in the last {window:g} s; last: '
+                              f"{snap['last_error']}")
         values = {'model': self._model.spec.name if self._model else '',
                   'backend': st.hardware_id,
                   'input_topic': self.resolve_topic_name(self._topic) if self._topic else '',
                   'received': snap['received'], 'processed': snap['processed'],
                   'dropped': snap['dropped'], 'rejected': snap['rejected'],
+                  'rejected_recently': self.stats.rejected_within(
+                      self._param('diagnostics_window_s')),
                   'latency_p50_ms': f'{p50:.2f}', 'latency_p95_ms': f'{p95:.2f}',
                   'last_error': snap['last_error']}
         if self._executor is not None:

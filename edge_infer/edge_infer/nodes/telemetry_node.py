@@ -25,7 +25,7 @@ from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from edge_infer_msgs.msg import PowerSample, RailPower
 from rclpy.lifecycle import LifecycleState, TransitionCallbackReturn
 
-from .base import ManagedNode
+from .base import ManagedNode, shared_log
 from ..telemetry import shared
 from ..telemetry.meter import PowerMeter
 from ..telemetry.sources import source_names
@@ -63,7 +63,7 @@ class TelemetryNode(ManagedNode):
         except ValueError as exc:
             self.get_logger().error(f'configure failed: {exc}')
             return TransitionCallbackReturn.FAILURE
-        self.meter = shared.acquire(config, log=self._log_line)
+        self.meter = shared.acquire(config, log=shared_log)   # the process's: its lines too
         self._pub = self.create_lifecycle_publisher(PowerSample, '~/power', 10)
         self._start_diagnostics(self._param('diagnostics_period'))
         self.get_logger().info(
@@ -75,22 +75,28 @@ class TelemetryNode(ManagedNode):
         """Start the publishing timers."""
         self._last_t = time.monotonic()
         self._timer = self.create_timer(1.0 / self._param('publish_rate_hz'), self._publish)
+        self.get_logger().info(f'active: publishing {self._pub.topic_name} at '
+                               f"{self._param('publish_rate_hz'):g} Hz")
         return super().on_activate(state)
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Stop publishing power; the meter keeps running for the other nodes."""
         self._stop_timer()
+        self.get_logger().info(f'deactivated: {self.published} power messages published; the '
+                               f'meter keeps sampling for the other nodes')
         return super().on_deactivate(state)
 
     def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Let go of the meter and the publishers."""
         self._release()
+        self.get_logger().info('cleaned up: power meter and publishers released')
         return TransitionCallbackReturn.SUCCESS
 
     def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Release everything, whatever the state."""
         self._stop_timer()
         self._release()
+        self.get_logger().info(f"shut down from '{state.label}': everything released")
         return TransitionCallbackReturn.SUCCESS
 
     # ------------------------------------------------------------------- helpers

@@ -1,0 +1,93 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""`edge_infer bringup` as a service manager treats it: SIGTERM stops the graph, SIGKILL too.
+
+Real processes: the bring-up command, its perception container (which the
+ROS wheels' bootstrapper re-executes once at start), signals from outside.
+"""
+
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+
+def _children(pid):
+    """Return the pids whose parent is ``pid`` (from /proc)."""
+    out = []
+    for entry in os.listdir('/proc'):
+        if entry.isdigit():
+            try:
+                with open(f'/proc/{entry}/stat') as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            if int(stat.rsplit(')', 1)[1].split()[1]) == pid:
+                out.append(int(entry))
+    return out
+
+
+def _alive(pid):
+    try:
+        with open(f'/proc/{pid}/stat') as f:
+            return f.read().rsplit(')', 1)[1].split()[0] != 'Z'
+    except OSError:
+        return False
+
+
+def _bringup(env, tmp_path):
+    proc = subprocess.Popen([sys.executable, '-m', 'edge_infer.cli', 'bringup',
+                             '--nodes', 'detector', '--no-activate', '--log-dir', str(tmp_path)],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    lines = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout], daemon=True).start()
+    seen = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            seen.append(lines.get(timeout=1))
+        except queue.Empty:
+            continue
+        if seen[-1].startswith('running:'):
+            break
+    assert seen and seen[-1].startswith('running:'), ''.join(seen)
+    (container,) = _children(proc.pid)
+    log = tmp_path / 'perception_container.log'
+    while 'hosting' not in log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.1)     # the container is up (its signal handlers too)
+    return proc, container, lines, seen
+
+
+@pytest.mark.skipif(not sys.platform.startswith('linux'), reason='reads /proc')
+def test_sigterm_stops_the_graph_and_sigkill_leaves_nothing_behind(ros, tmp_path):
+    # SIGTERM (systemd, docker stop, a launch shutting down): everything stops, cleanly
+    proc, container, lines, seen = _bringup(ros.env, tmp_path / 'term')
+    proc.send_signal(signal.SIGTERM)
+    try:
+        assert proc.wait(30) == 0
+    finally:
+        if proc.poll() is None:
+            os.killpg(os.getpgid(container), signal.SIGKILL)
+            proc.kill()
+    while not lines.empty():
+        seen.append(lines.get())
+    assert 'stopped: perception_container=0\n' in seen, ''.join(seen)
+    assert not _alive(container)
+    # SIGKILL: the bring-up cannot stop anything, the kernel tells its children
+    proc, container, lines, seen = _bringup(ros.env, tmp_path / 'kill')
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(10)
+    deadline = time.monotonic() + 30
+    while _alive(container) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    orphan = _alive(container)
+    if orphan:
+        os.killpg(os.getpgid(container), signal.SIGKILL)
+    assert not orphan, 'the container outlived its killed bring-up'
+    log = (tmp_path / 'kill' / 'perception_container.log').read_text()
+    assert 'Traceback' not in log, log[-3000:]
