@@ -212,3 +212,11 @@ def test_fp32_beyond_tolerance_fails_reduced_precision_does_not():
                            {**row, 'precision': 'fp16', 'max_abs_diff': 0.5}]}
     fails = check.failures({'jobs': [job]}, 1e-4)
     assert len(fails) == 1 and 'fp32 output' in fails[0]
+
+
+def test_without_apt_it_says_why_in_one_line_and_exits_3(monkeypatch, capsys, data_home):
+    monkeypatch.setattr(prepare.shutil, 'which',
+                        lambda tool: None if tool in ('apt-get', 'dpkg-deb') else '/bin/x')
+    assert check.main(['--models', 'probe']) == check.UNAVAILABLE
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 1 and 'unavailable here: no apt-get / dpkg-deb' in lines[0], lines
