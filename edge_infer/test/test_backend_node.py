@@ -71,6 +71,7 @@ def test_drift_switches_backend_without_dropping_the_stream(ros, injected_manage
         Parameter('model', value='mobilenet_v2'), Parameter('image_topic', value='/drift_cam'),
         Parameter('transport', value='raw'), Parameter('energy_metering', value=False),
         Parameter('drift_threshold', value=2.0), Parameter('drift_window_s', value=1.0),
+        Parameter('reselect_duty', value=0.0),      # the drift path alone
         Parameter('diagnostics_period', value=0.0)])
     ros.executor.add_node(node)
     results, reports = [], []

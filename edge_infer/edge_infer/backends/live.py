@@ -40,6 +40,7 @@ Every switch calls ``report(run, trigger)`` (``online``, ``drift``,
 """
 
 from collections import deque
+import contextlib
 from dataclasses import dataclass
 import math
 import pathlib
@@ -109,7 +110,14 @@ class LiveChoice:
     def __init__(self, manager, spec: ModelSpec, model_path: pathlib.Path,
                  models_dir: Optional[pathlib.Path] = None,
                  settings: Optional[LiveSettings] = None, overrides: Optional[dict] = None,
-                 log: Log = print, report: Optional[Callable[[ProfileRun, str], None]] = None):
+                 log: Log = print, report: Optional[Callable[[ProfileRun, str], None]] = None,
+                 warn: Optional[Log] = None, scope=None):
+        """Keep one model's backend right at run time.
+
+        ``log`` / ``warn``: info and warning lines; ``scope``: a context manager
+        factory entered around background work (a node routes the manager's
+        lines under itself with it).
+        """
         self.manager = manager
         self.spec = spec
         self.model_path = pathlib.Path(model_path)
@@ -117,6 +125,8 @@ class LiveChoice:
         self.settings = settings or LiveSettings()
         self.overrides = dict(overrides or {})
         self.log = log
+        self.warn = warn or log
+        self.scope = scope or contextlib.nullcontext
         self.report = report or (lambda run, trigger: None)
         self.model: Optional[Model] = None
         self.run: Optional[ProfileRun] = None
@@ -186,7 +196,10 @@ class LiveChoice:
             if self.run else None
 
     def _spawn(self, target, what: str) -> None:
-        t = threading.Thread(target=target, daemon=True, name=f'{self.spec.name}-{what}')
+        def scoped():
+            with self.scope():
+                target()
+        t = threading.Thread(target=scoped, daemon=True, name=f'{self.spec.name}-{what}')
         self._threads = [x for x in self._threads if x.is_alive()] + [t]
         t.start()
 
@@ -220,11 +233,11 @@ class LiveChoice:
             self.log(f'online re-selection off: {type(exc).__name__}: {exc}')
 
     # ------------------------------------------------------------------ frames
-    def infer(self, frame, around_run=None, make_around=None) -> Result:
+    def infer(self, frame, around_run=None) -> Result:
         """Run one frame on the chosen backend; switch first if a switch is due.
 
-        ``make_around``: a callable returning a fresh ``around_run`` hook, used
-        when the frame must be run again after a fallback.
+        ``around_run``: Model.infer's hook, called for each run (again when the
+        frame is run a second time after a fallback).
         """
         if self._pending is not None:
             self._swap_pending()
@@ -235,7 +248,7 @@ class LiveChoice:
             from ..core.postprocess import OutputError
             if isinstance(exc, (ImageError, OutputError)) or not self._fall_back(exc):
                 raise
-            result = self.model.infer(frame, around_run=make_around() if make_around else None)
+            result = self.model.infer(frame, around_run=around_run)
         self._observe(result.inference_ms)
         return result
 
@@ -342,7 +355,10 @@ class LiveChoice:
                               else self._median_or(self.drift.expected_ms))
         self.switches.append({'t': time.monotonic(), 'from': old, 'to': new,
                               'trigger': trigger, 'evidence': evidence})
-        self.log(f'switching backend {old} -> {new} ({trigger}): {evidence}')
+        if trigger == 'fallback':
+            self.warn(f'{evidence}; falling back to {new}')
+        else:
+            self.warn(f'switching backend {old} -> {new} ({trigger}): {evidence}')
         self.report(run, trigger)
 
     def _median_or(self, default: float) -> float:
@@ -364,8 +380,8 @@ class LiveChoice:
                                           self.settings.latency_percentile)
         first = f'{type(exc).__name__}: {first_line(exc)}'
         if chosen is None:
-            self.log(f'backend {failed} failed ({first}) and no other candidate is usable: '
-                     f'{why}')
+            self.warn(f'backend {failed} failed ({first}) and no other candidate is usable: '
+                      f'{why}')
             return False
         self._drop_runner(chosen.backend)
         backend = {b.name: b for b in self.manager.candidates(
@@ -376,7 +392,7 @@ class LiveChoice:
             old.close()
         except Exception:  # the failed session may not close cleanly either
             pass
-        self._switched(failed, chosen.backend, 'fallback', f'{failed} failed ({first}); {why}')
+        self._switched(failed, chosen.backend, 'fallback', f'backend {failed} failed ({first})')
         return True
 
     # ------------------------------------------------------------------- drift
@@ -384,9 +400,9 @@ class LiveChoice:
         if not self._reevaluating.acquire(blocking=False):
             return
         d = self.drift
-        self.log(f'latency drift: median {d.last_median_ms:.1f} ms over {d.window_s:g} s vs '
-                 f'{d.expected_ms:.1f} ms profiled (x{d.last_median_ms / d.expected_ms:.2f}); '
-                 f're-evaluating backends in the background')
+        self.warn(f'latency drift: median {d.last_median_ms:.1f} ms over {d.window_s:g} s vs '
+                  f'{d.expected_ms:.1f} ms profiled (x{d.last_median_ms / d.expected_ms:.2f}); '
+                  f're-evaluating backends in the background')
         self._cancel.clear()
         self._spawn(self._reevaluate, 'reeval')
 

@@ -31,14 +31,14 @@ from sensor_msgs.msg import CompressedImage, Image
 
 from .base import ManagedNode, shared_log
 from .. import paths
-from ..backends.drift import DriftMonitor
+from ..backends.live import LiveChoice, LiveSettings
 from ..backends.manager import shared_manager
 from ..backends.profiling import CandidateResult, ProfileRun
-from ..backends.selection import OBJECTIVES, select
-from ..core.backend import BackendError, first_line
+from ..backends.selection import OBJECTIVES, PERCENTILES
+from ..core.backend import BackendError
 from ..core.cdr import CdrError, parse_compressed_image, parse_image
 from ..core.image import from_compressed, from_raw, ImageError, JPEG_DETECTS_CORRUPTION
-from ..core.model import Model, model_file
+from ..core.model import model_file
 from ..core.postprocess import OutputError
 from ..core.registry import load_registry, RegistryError
 from ..core.stream import LatestSlot, StreamStats
@@ -67,6 +67,10 @@ PARAMETERS = {
     'drift_threshold': (1.5, 'observed/profiled median latency ratio that triggers a '
                              're-evaluation; 0 = off'),
     'drift_window_s': (5.0, 'seconds the drift must last (median over the window)'),
+    'latency_percentile': (0, 'auto, objective latency: rank by p50, p90 or p99; '
+                              '0 = config/backends.yaml'),
+    'reselect_duty': (0.05, 'online re-selection: share of compute spent timing the '
+                            'runners-up on real frames (0 = off)'),
     'executor_policy': ('', "run the model's segments on the process-wide shared executor: "
                             "accelerator-only | by-layer-type | cost-model; '' = whole model "
                             'on the chosen backend'),
@@ -82,7 +86,6 @@ PARAMETERS = {
 }
 
 NAN = float('nan')
-_REEVALUATION = threading.Lock()
 
 
 def energy_msg(rec: Optional[MeterRecord]) -> Energy:
@@ -123,7 +126,6 @@ class PerceptionNode(ManagedNode):
         super().__init__(node_name, **kwargs)
         self.stats = StreamStats()
         self._slot = LatestSlot()
-        self._model: Optional[Model] = None
         self._pub = None
         self._sub = None
         self._worker: Optional[threading.Thread] = None
@@ -134,18 +136,15 @@ class PerceptionNode(ManagedNode):
         self._meter = None
         self._energy_pub = None
         self._manager = None
-        self._run = None                    # the backend manager's ProfileRun in force
+        self._live: Optional[LiveChoice] = None     # the run-time choice (backends/live.py)
         self._report_pub = None
-        self._drift: Optional[DriftMonitor] = None
-        self._next_model: Optional[Model] = None    # swapped in by the worker
         self._executor = None
-        self._reevaluating = threading.Lock()
-        self._reeval_thread: Optional[threading.Thread] = None
-        self._cancel = threading.Event()            # stops a re-evaluation between candidates
-        self._failed_backends = set()
-        self._model_path = None
-        self._overrides = {}
         self._joules = deque(maxlen=1000)   # recent energy per inference, for diagnostics
+
+    @property
+    def _model(self):
+        """Return the Model the next frame runs on (None when not configured)."""
+        return self._live.model if self._live is not None else None
 
     # ----------------------------------------------------------------- lifecycle
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
@@ -202,7 +201,6 @@ class PerceptionNode(ManagedNode):
 
     # ------------------------------------------------------------------- helpers
     def _configure(self) -> None:
-        self._failed_backends = set()
         model_name = self._param('model')
         transport = self._param('transport')
         topic = self._param('image_topic')
@@ -229,6 +227,13 @@ class PerceptionNode(ManagedNode):
                               f'ratio > 1')
         if self._param('drift_window_s') <= 0:
             raise ConfigError("parameter 'drift_window_s' must be positive")
+        pct = self._param('latency_percentile')
+        if pct and pct not in PERCENTILES:
+            raise ConfigError(f"parameter 'latency_percentile' is {pct}: use 0 (the config's) "
+                              f"or one of {', '.join(map(str, PERCENTILES))}")
+        if not 0 <= self._param('reselect_duty') <= 0.5:
+            raise ConfigError(f"parameter 'reselect_duty' is {self._param('reselect_duty')}: "
+                              f'use 0 (off) to 0.5')
         policy = self._param('executor_policy')
         if policy and policy not in POLICIES:
             raise ConfigError(f"parameter 'executor_policy' is '{policy}': use '' or one of "
@@ -262,6 +267,19 @@ class PerceptionNode(ManagedNode):
             self._meter = shared_meter.acquire(None, log=shared_log)
         self._manager = shared_manager(meter=self._meter, log=shared_log)
         forced = '' if self._param('backend') in ('', 'auto') else self._param('backend')
+        self._report_pub = self.create_publisher(BackendReport, '~/backend_report', QoSProfile(
+            depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
+            durability=DurabilityPolicy.TRANSIENT_LOCAL))
+        log = self.get_logger()
+        self._live = LiveChoice(
+            self._manager, spec, path, models_dir, overrides=overrides,
+            settings=LiveSettings(
+                objective=objective, max_latency_ms=self._param('max_latency_ms'),
+                min_accuracy=self._param('min_accuracy'),
+                latency_percentile=self._param('latency_percentile'),
+                drift_threshold=drift, drift_window_s=self._param('drift_window_s'),
+                duty=self._param('reselect_duty')),
+            log=log.info, warn=log.warning, report=self._publish_report, scope=self.acting)
         if policy:
             self._executor = shared_executor.acquire(policy, log=shared_log)
             backend = ExecutorBackend(self._executor, self.get_fully_qualified_name())
@@ -271,27 +289,13 @@ class PerceptionNode(ManagedNode):
             run.results.append(CandidateResult(backend.name, backend.library, backend.device,
                                                status='ok', chosen=True,
                                                tensor_passing=backend.tensor_passing))
-            drift = 0.0
+            self._live.fix(backend, run)
         else:
             try:
                 with self.acting():
-                    backend, run = self._manager.choose(
-                        spec, path, objective=objective,
-                        max_latency_ms=self._param('max_latency_ms'),
-                        min_accuracy=self._param('min_accuracy'), force=forced,
-                        use_cache=self._param('use_profile_cache'))
+                    self._live.start(force=forced, use_cache=self._param('use_profile_cache'))
             except ValueError as exc:
                 raise ConfigError(str(exc)) from None
-        self._model_path, self._overrides = path, overrides
-        self._model = Model(spec, backend, models_dir, verify_checksum=False, **overrides)
-        self._run = run
-        self._report_pub = self.create_publisher(BackendReport, '~/backend_report', QoSProfile(
-            depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
-            durability=DurabilityPolicy.TRANSIENT_LOCAL))
-        self._publish_report(run, 'forced' if forced and not policy else 'configure')
-        chosen = next(r for r in run.results if r.backend == run.chosen)
-        self._drift = (DriftMonitor(chosen.p50_ms, drift, self._param('drift_window_s'))
-                       if drift else None)
         self._msg_type = Image if transport == 'raw' else CompressedImage
         if transport == 'compressed' and not JPEG_DETECTS_CORRUPTION:
             self.get_logger().warning('simplejpeg is not installed: JPEG frames are decoded '
@@ -331,13 +335,13 @@ class PerceptionNode(ManagedNode):
         """
         self._running = False
         self._slot.close()
-        self._cancel.set()
+        if self._live is not None:
+            self._live.cancel()
         if self._worker is not None:
             self._worker.join(timeout=10.0)
             self._worker = None
-        if self._reeval_thread is not None:
-            self._reeval_thread.join(timeout=timeout)
-            self._reeval_thread = None
+        if self._live is not None:
+            self._live.join(timeout=timeout)
         if self._slot.clear():
             self.stats.count('dropped')
 
@@ -355,12 +359,9 @@ class PerceptionNode(ManagedNode):
         if self._report_pub is not None:
             self.destroy_publisher(self._report_pub)
             self._report_pub = None
-        self._drift = None
-        for attr in ('_model', '_next_model'):
-            model = getattr(self, attr)
-            if model is not None:
-                model.close()
-                setattr(self, attr, None)
+        if self._live is not None:
+            self._live.close()
+            self._live = None
         if self._executor is not None:
             self._executor = None
             shared_executor.release()
@@ -431,29 +432,17 @@ class PerceptionNode(ManagedNode):
         return around
 
     def _process(self, raw: bytes) -> None:
-        if self._next_model is not None:       # a re-evaluation chose another backend
-            old, self._model, self._next_model = self._model, self._next_model, None
-            old.close()
         t0 = time.perf_counter()
         (sec, nanosec, frame_id), frame = self._parse(raw)
         t_decode = (time.perf_counter() - t0) * 1e3
-        meter, pending, around = self._meter, None, None
-        if meter is not None:
-            pending = _Pending()
-            around = self._energy_window(meter, pending)
-        try:
-            result = self._model.infer(frame, around_run=around)
-        except (ImageError, OutputError):
-            raise
-        except Exception as exc:  # the backend itself failed: fall back, retry this frame
-            if not self._fall_back(exc):
-                raise
-            if meter is not None:
-                pending = _Pending()
-                around = self._energy_window(meter, pending)
-            result = self._model.infer(frame, around_run=around)
-        if self._drift is not None and self._drift.add(result.inference_ms):
-            self._start_reevaluation()
+        meter, pending = self._meter, [None]
+
+        def around():       # a fresh energy window (again if the frame is retried)
+            pending[0] = _Pending()
+            return self._energy_window(meter, pending[0])()
+        # between frames the run-time choice may switch backend or fall back
+        result = self._live.infer(frame, around_run=around if meter is not None else None)
+        pending = pending[0]
         out = self._to_msg(frame, result, t_decode)
         session = self._model.session
         if isinstance(session, ExecutorSession) and session.last_frame is not None:
@@ -483,6 +472,7 @@ class PerceptionNode(ManagedNode):
         self._pub.publish(out)
         self.stats.count('processed')
         self.stats.add_latency((time.perf_counter() - t0) * 1e3)
+        self._live.after_frame()        # maybe time a runner-up on this frame (bounded duty)
 
     def _to_msg(self, frame, result, decode_ms: float):
         spec = self._model.spec
@@ -513,6 +503,10 @@ class PerceptionNode(ManagedNode):
     # ------------------------------------------------------------- backend choice
     def _publish_report(self, run, trigger: str) -> None:
         """Publish the choice and every candidate's figures (transient-local)."""
+        if trigger == 'fallback':
+            self.stats.count('fallbacks')
+        if self._report_pub is None:
+            return
         msg = BackendReport()
         msg.header.stamp = self.get_clock().now().to_msg()
         spec = self._model.spec if self._model else None
@@ -540,93 +534,6 @@ class PerceptionNode(ManagedNode):
         if unavailable:
             log('not used: ' + '; '.join(
                 f'{r.backend} {r.status} ({r.reason})' for r in unavailable))
-
-    def _fall_back(self, exc: Exception) -> bool:
-        """Replace a backend that raised by the next best measured one; False if none is left."""
-        run, spec = self._run, self._model.spec
-        failed = run.chosen if run else self._model.backend_name
-        self._failed_backends.add(failed)
-        if run is None or self._executor is not None:
-            return False
-        left = [r for r in run.results if r.backend not in self._failed_backends]
-        chosen, why = select(left, self._param('objective'), self._param('max_latency_ms'),
-                             self._manager.min_accuracy(spec, self._param('min_accuracy')))
-        first = first_line(exc)
-        if chosen is None:
-            self.get_logger().error(f'backend {failed} failed ({type(exc).__name__}: {first}) '
-                                    f'and no other candidate is usable: {why}')
-            return False
-        backend = {b.name: b for b in self._manager.candidates(
-            spec, self._model_path)}[chosen.backend]
-        old, self._model = self._model, Model(spec, backend, self._model_path.parent,
-                                              verify_checksum=False, **self._overrides)
-        try:
-            old.close()
-        except Exception:  # the failed session may not close cleanly either
-            pass
-        for r in run.results:
-            r.chosen = r is chosen
-        run.chosen, run.why = chosen.backend, f'fallback after {failed} failed: {why}'
-        self.get_logger().warning(f'backend {failed} failed ({type(exc).__name__}: {first}); '
-                                  f'falling back to {chosen.backend}')
-        if self._drift is not None:
-            self._drift.rebase(chosen.p50_ms)
-        self.stats.count('fallbacks')
-        self._publish_report(run, 'fallback')
-        return True
-
-    def _start_reevaluation(self) -> None:
-        """Re-measure the candidates that worked, in the background, and switch if needed."""
-        if not self._reevaluating.acquire(blocking=False):
-            return
-        med = self._drift.last_median_ms
-        self.get_logger().warning(
-            f'latency drift: median {med:.1f} ms over {self._drift.window_s:g} s vs '
-            f'{self._drift.expected_ms:.1f} ms profiled (x{med / self._drift.expected_ms:.2f}); '
-            f're-evaluating backends in the background')
-        self._cancel.clear()
-        self._reeval_thread = threading.Thread(target=self._reevaluate, daemon=True,
-                                               name=f'{self.get_name()}-reeval')
-        self._reeval_thread.start()
-
-    def _reevaluate(self) -> None:
-        with _REEVALUATION, self.acting():  # one at a time: two nodes measuring measure each other
-            self._reevaluate_now()
-
-    def _reevaluate_now(self) -> None:
-        try:
-            spec, old = self._model.spec, self._run
-            names = [r.backend for r in old.results if r.status == 'ok']
-            run = self._manager.profile(spec, self._model_path, use_cache=False,
-                                        min_accuracy=self._param('min_accuracy'), only=names,
-                                        cancel=self._cancel)
-            if self._cancel.is_set():
-                return
-            chosen, why = select(run.results, self._param('objective'),
-                                 self._param('max_latency_ms'),
-                                 self._manager.min_accuracy(spec, self._param('min_accuracy')))
-            if chosen is None:
-                self.get_logger().error(f're-evaluation found no usable backend: {why}')
-                return
-            for r in run.results:
-                r.chosen = r is chosen
-            run.chosen, run.why = chosen.backend, why
-            if chosen.backend != old.chosen:
-                backend = {b.name: b for b in self._manager.candidates(
-                    spec, self._model_path)}[chosen.backend]
-                models_dir = self._model_path.parent
-                self._next_model = Model(spec, backend, models_dir, verify_checksum=False,
-                                         **self._overrides)
-                self.get_logger().warning(f'switching backend {old.chosen} -> {chosen.backend}')
-            self._run = run
-            if self._drift is not None:
-                self._drift.rebase(chosen.p50_ms)
-            if self._report_pub is not None:
-                self._publish_report(run, 'drift')
-        except Exception as exc:  # keep serving on the current backend
-            self.get_logger().error(f're-evaluation failed: {type(exc).__name__}: {exc}')
-        finally:
-            self._reevaluating.release()
 
     # ---------------------------------------------------------------- diagnostics
     def diagnostic_status(self) -> DiagnosticStatus:
@@ -659,9 +566,13 @@ class PerceptionNode(ManagedNode):
         if self._executor is not None:
             values['executor_policy'] = self._executor.policy
             values['executor_bytes_copied_total'] = self._executor.bytes_copied
-        if self._run is not None:
-            values['backend_reason'] = self._run.why
-            values['drift_events'] = self._drift.fired if self._drift else 0
+        live = self._live
+        if live is not None and live.run is not None:
+            values['backend_reason'] = live.run.why
+            values['drift_events'] = live.drift.fired if live.drift else 0
+            values['backend_switches'] = len(live.switches)
+            values['reselect_runs'] = live.shadow_runs
+            values['reselect_share'] = f'{live.overhead():.3f}'
         if self._meter is not None:
             joules = sorted(self._joules)
             values['energy_source'] = self._meter.source_name
