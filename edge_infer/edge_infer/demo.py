@@ -250,18 +250,14 @@ def _print_summary(s: dict, log) -> None:
 
 
 def _annotate(img, det_msg, cls_msg):
-    import cv2
-    for d in (det_msg.detections if det_msg else []):
-        x1, y1 = int(d.center_x - d.size_x / 2), int(d.center_y - d.size_y / 2)
-        x2, y2 = int(d.center_x + d.size_x / 2), int(d.center_y + d.size_y / 2)
-        cv2.rectangle(img, (x1, y1), (x2, y2), (0, 255, 0), 2)
-        cv2.putText(img, f'{d.label} {d.score:.2f}', (x1, max(12, y1 - 4)),
-                    cv2.FONT_HERSHEY_SIMPLEX, 0.5, (0, 255, 0), 1, cv2.LINE_AA)
-    if cls_msg and cls_msg.results:
-        top = cls_msg.results[0]
-        cv2.putText(img, f'{cls_msg.model}: {top.label} {top.score:.2f}', (8, 22),
-                    cv2.FONT_HERSHEY_SIMPLEX, 0.6, (0, 200, 255), 2, cv2.LINE_AA)
-    return img
+    """Draw the detector's and classifier's results with the nodes' own drawing code."""
+    from .core.draw import annotate
+    boxes = [(d.label, d.score, d.center_x - d.size_x / 2, d.center_y - d.size_y / 2,
+              d.center_x + d.size_x / 2, d.center_y + d.size_y / 2)
+             for d in (det_msg.detections if det_msg else [])]
+    classes = [(f'{cls_msg.model}: {r.label}', r.score)
+               for r in (cls_msg.results if cls_msg else [])]
+    return annotate(img, boxes, classes, top_k=1)
 
 
 def _write_outputs(bag, out: pathlib.Path, collector: Collector, summary: dict, log) -> None:

@@ -73,6 +73,7 @@ class StreamStats:
         self.rejected = 0
         self.energy_missing = 0     # frames whose energy no power sample covered
         self.fallbacks = 0          # backends replaced after raising mid-run
+        self.debug_images = 0       # ~/debug_image messages drawn and published
         self.last_error = ''
         self._latency = deque(maxlen=window)
         self._rejected_at = deque(maxlen=window)    # time.monotonic() of recent rejections

@@ -79,6 +79,8 @@ PARAMETERS = {
     'top_k': (0, 'classifier: classes per result; 0 = registry value'),
     'verify_checksum': (True, "check the model file's sha256 against the registry"),
     'diagnostics_period': (1.0, 'seconds between /diagnostics messages; 0 = off'),
+    'debug_image_rate_hz': (10.0, '~/debug_image (bgr8, results drawn on the frame) at most '
+                                  'this often, only while someone subscribes; 0 = off'),
     'diagnostics_window_s': (10.0, '/diagnostics is WARN while a frame was rejected within '
                                    'this many seconds, then OK again'),
     'energy_metering': (True, 'attribute energy to each model run; results carry it and '
@@ -139,6 +141,9 @@ class PerceptionNode(ManagedNode):
         self._live: Optional[LiveChoice] = None     # the run-time choice (backends/live.py)
         self._report_pub = None
         self._executor = None
+        self._debug_pub = None
+        self._debug_next = 0.0              # time.monotonic() of the next allowed debug image
+        self._debug_period = 0.1
         self._joules = deque(maxlen=1000)   # recent energy per inference, for diagnostics
 
     @property
@@ -241,6 +246,9 @@ class PerceptionNode(ManagedNode):
         period = self._param('diagnostics_period')
         if period < 0:
             raise ConfigError(f"parameter 'diagnostics_period' is {period}: use 0 or more")
+        if self._param('debug_image_rate_hz') < 0:
+            raise ConfigError(f"parameter 'debug_image_rate_hz' is "
+                              f"{self._param('debug_image_rate_hz')}: use 0 (off) or more")
         if self._param('diagnostics_window_s') <= 0:
             raise ConfigError("parameter 'diagnostics_window_s' must be positive")
         registry_path = self._param('registry') or str(paths.config_dir() / 'models.yaml')
@@ -306,6 +314,9 @@ class PerceptionNode(ManagedNode):
             '~/detections' if spec.task == 'detection' else '~/classification')
         out_type = DetectionArray if spec.task == 'detection' else Classification
         self._pub = self.create_lifecycle_publisher(out_type, out, 10)
+        if self._param('debug_image_rate_hz') > 0:
+            self._debug_pub = self.create_lifecycle_publisher(Image, '~/debug_image', 1)
+            self._debug_period = 1.0 / self._param('debug_image_rate_hz')
         if self._meter is not None:
             self._energy_pub = self.create_lifecycle_publisher(EnergyRecord, '~/energy', 10)
         self._start_diagnostics(period)
@@ -353,6 +364,9 @@ class PerceptionNode(ManagedNode):
         if self._energy_pub is not None:
             self.destroy_lifecycle_publisher(self._energy_pub)
             self._energy_pub = None
+        if self._debug_pub is not None:
+            self.destroy_lifecycle_publisher(self._debug_pub)
+            self._debug_pub = None
         if self._meter is not None:
             self._meter = None
             shared_meter.release()
@@ -472,7 +486,38 @@ class PerceptionNode(ManagedNode):
         self._pub.publish(out)
         self.stats.count('processed')
         self.stats.add_latency((time.perf_counter() - t0) * 1e3)
+        self._debug_image(frame, result, out)      # after the result: never delays it
         self._live.after_frame()        # maybe time a runner-up on this frame (bounded duty)
+
+    def _debug_image(self, frame, result, out) -> None:
+        """Publish the frame with the results drawn, if someone listens and the cap allows.
+
+        Nothing is drawn or copied while ~/debug_image has no subscriber.
+        """
+        pub = self._debug_pub
+        if pub is None or pub.get_subscription_count() == 0:
+            return
+        now = time.monotonic()
+        if now < self._debug_next:
+            return
+        self._debug_next = now + self._debug_period
+        from ..core.draw import annotate, to_bgr
+        spec = self._model.spec
+        img = to_bgr(frame.pixels, frame.color)
+        caption = (f'{spec.name} | {out.backend} | {out.inference_ms:.1f} ms')
+        if spec.task == 'detection':
+            det = result.output
+            boxes = [(spec.label(c), s, *b) for b, s, c in zip(
+                det.boxes.tolist(), det.scores.tolist(), det.class_ids.tolist())]
+            annotate(img, boxes, caption=caption)
+        else:
+            cls = result.output
+            annotate(img, classes=[(spec.label(c), s) for c, s in zip(
+                cls.class_ids.tolist(), cls.scores.tolist())], caption=caption)
+        msg = Image(header=out.header, height=img.shape[0], width=img.shape[1],
+                    encoding='bgr8', step=img.shape[1] * 3, data=img.tobytes())
+        pub.publish(msg)
+        self.stats.count('debug_images')
 
     def _to_msg(self, frame, result, decode_ms: float):
         spec = self._model.spec
@@ -573,6 +618,9 @@ class PerceptionNode(ManagedNode):
             values['backend_switches'] = len(live.switches)
             values['reselect_runs'] = live.shadow_runs
             values['reselect_share'] = f'{live.overhead():.3f}'
+        values['debug_images'] = self.stats.debug_images
+        values['debug_image_subscribers'] = (self._debug_pub.get_subscription_count()
+                                             if self._debug_pub is not None else 0)
         if self._meter is not None:
             joules = sorted(self._joules)
             values['energy_source'] = self._meter.source_name
