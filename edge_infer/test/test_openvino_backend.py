@@ -153,3 +153,20 @@ def test_the_manager_lists_measures_and_can_choose_openvino(tmp_path, registry, 
     _, run = mgr.choose(spec, path)
     names = {r.backend for r in run.results}
     assert {'onnxruntime/cpu/t1', 'openvino/cpu/t1'} <= names
+
+
+def test_openvino_telemetry_is_off_in_our_processes(tmp_path):
+    """import openvino would start Google Analytics telemetry; ours runs the no-op stub."""
+    import subprocess
+    code = ('import os, sys; '
+            'from edge_infer.backends.openvino import OpenVinoBackend, telemetry_blocked; '
+            'import openvino; from openvino.tools.ovc import telemetry_utils as t; '
+            'print(t.tm.__name__, telemetry_blocked(), '
+            "os.path.exists(os.path.join(os.environ['HOME'], 'intel')))")
+    env = dict(__import__('os').environ, HOME=str(tmp_path))
+    env.pop('CI', None)       # the library's own CI exemption must not be what saves us
+    out = subprocess.run([sys.executable, '-c', code], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-800:]
+    stub, blocked, wrote_home = out.stdout.split()
+    assert stub.endswith('telemetry_stub') and blocked == 'True' and wrote_home == 'False'

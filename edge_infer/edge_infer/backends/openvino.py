@@ -27,11 +27,20 @@ Traps, each handled here:
   lose that core): pinning is switched off;
 - ``ov.Tensor(array, shared_memory=True)`` wraps our preprocessed buffer
   without a copy (re-wrapped only when the buffer changes); output tensors
-  are views on the request's own memory, stable from run to run.
+  are views on the request's own memory, stable from run to run;
+- **telemetry**: ``import openvino`` imports its model converter
+  (``openvino.tools.ovc``), which starts Google Analytics telemetry with the
+  opt-in dialog disabled: unless ``~/intel/openvino_telemetry`` says ``0`` it
+  writes a client id and usage counter under ``~/intel`` and forks a process
+  to send events (seen from inside a perception node here). edge_infer never
+  asked for that: this module makes ``openvino_telemetry`` unimportable in the
+  process before OpenVINO loads, so the converter falls back to its own no-op
+  stub. Nothing is written to the user's home.
 """
 
 import os
 import pathlib
+import sys
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
@@ -39,6 +48,18 @@ import numpy as np
 from ..core.backend import Backend, BackendError, first_line, Session
 
 # OpenVINO element type name -> the short precision names used across edge_infer.
+if 'openvino' not in sys.modules:       # see "telemetry" above
+    sys.modules.setdefault('openvino_telemetry', None)
+
+
+def telemetry_blocked() -> bool:
+    """Return True when OpenVINO's converter runs with its no-op telemetry stub."""
+    ovc = sys.modules.get('openvino.tools.ovc.telemetry_utils')
+    return sys.modules.get('openvino_telemetry', 0) is None and (
+        ovc is None or getattr(ovc, 'tm', None) is None or
+        ovc.tm.__name__.endswith('telemetry_stub'))
+
+
 _PRECISION = {'f32': 'fp32', 'float32': 'fp32', 'f16': 'fp16', 'float16': 'fp16',
               'bf16': 'bf16', 'bfloat16': 'bf16', 'i8': 'int8', 'int8': 'int8'}
 _HINT = {'fp32': 'f32', 'fp16': 'f16', 'bf16': 'bf16'}
