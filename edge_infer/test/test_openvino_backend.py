@@ -156,7 +156,7 @@ def test_the_manager_lists_measures_and_can_choose_openvino(tmp_path, registry, 
 
 
 def test_openvino_telemetry_is_off_in_our_processes(tmp_path):
-    """import openvino would start Google Analytics telemetry; ours runs the no-op stub."""
+    """Importing openvino would start Google Analytics telemetry; ours runs the no-op stub."""
     import subprocess
     code = ('import os, sys; '
             'from edge_infer.backends.openvino import OpenVinoBackend, telemetry_blocked; '
