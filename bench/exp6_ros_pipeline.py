@@ -227,7 +227,13 @@ def run_variant(variant: str, model: str, backend: str, raws: List[bytes], folde
             raise RuntimeError(f'{variant}: no result from the container within '
                                f'{ready_timeout:.0f} s {tail}')
         log(f'  {variant}: container ready in {time.monotonic() - t:.1f} s')
-        return closed_loop(executor, pub, got, raws, bare)
+        out = closed_loop(executor, pub, got, raws, bare)
+        if container is not None:       # where the node's own time went, per frame
+            node = container.perception[0]
+            out['stages'] = node.stats.stage_medians()
+            log(f'  {variant}: node stages p50 ms: ' + ', '.join(
+                f'{k} {v:.2f}' for k, v in out['stages'].items()))
+        return out
     finally:
         if container is not None:
             container.shutdown()

@@ -76,6 +76,7 @@ class StreamStats:
         self.debug_images = 0       # ~/debug_image messages drawn and published
         self.last_error = ''
         self._latency = deque(maxlen=window)
+        self._stages = {}           # stage name -> recent times (ms)
         self._rejected_at = deque(maxlen=window)    # time.monotonic() of recent rejections
 
     def count(self, what: str, n: int = 1) -> None:
@@ -96,10 +97,22 @@ class StreamStats:
         with self._lock:
             return sum(1 for t in self._rejected_at if now - t <= seconds)
 
-    def add_latency(self, ms: float) -> None:
-        """Record one frame's processing time in milliseconds."""
+    def add_latency(self, ms: float, stages=None) -> None:
+        """Record one frame's processing time in ms (and, optionally, its stages' times)."""
         with self._lock:
             self._latency.append(ms)
+            if stages:
+                for name, value in stages.items():
+                    q = self._stages.get(name)
+                    if q is None:
+                        q = self._stages[name] = deque(maxlen=self._latency.maxlen)
+                    q.append(value)
+
+    def stage_medians(self) -> dict:
+        """Return {stage: median ms} over the window (where the frame's time went)."""
+        with self._lock:
+            stages = {k: list(v) for k, v in self._stages.items()}
+        return {k: float(np.median(v)) for k, v in stages.items() if v}
 
     def percentiles(self, *qs: float) -> list:
         """Return latency percentiles in ms over the window (NaN when empty)."""

@@ -448,7 +448,8 @@ class PerceptionNode(ManagedNode):
     def _process(self, raw: bytes) -> None:
         t0 = time.perf_counter()
         (sec, nanosec, frame_id), frame = self._parse(raw)
-        t_decode = (time.perf_counter() - t0) * 1e3
+        t1 = time.perf_counter()
+        t_decode = (t1 - t0) * 1e3
         meter, pending = self._meter, [None]
 
         def around():       # a fresh energy window (again if the frame is retried)
@@ -457,12 +458,14 @@ class PerceptionNode(ManagedNode):
         # between frames the run-time choice may switch backend or fall back
         result = self._live.infer(frame, around_run=around if meter is not None else None)
         pending = pending[0]
+        t2 = time.perf_counter()
         out = self._to_msg(frame, result, t_decode)
         session = self._model.session
         if isinstance(session, ExecutorSession) and session.last_frame is not None:
             out.segment_devices = session.last_frame.placement
         out.header.stamp.sec, out.header.stamp.nanosec = sec, nanosec
         out.header.frame_id = frame_id
+        t3 = time.perf_counter()
         if pending is not None:
             # A measured source: the window's tail needs the first power sample
             # after the run (wait <= 1 period, 10 ms at 100 Hz). The estimator:
@@ -483,9 +486,17 @@ class PerceptionNode(ManagedNode):
             self._energy_pub.publish(rec)
         else:
             out.energy = energy_msg(None)
+        t4 = time.perf_counter()
         self._pub.publish(out)
+        t5 = time.perf_counter()
         self.stats.count('processed')
-        self.stats.add_latency((time.perf_counter() - t0) * 1e3)
+        self.stats.add_latency((t5 - t0) * 1e3, {
+            'parse': (t1 - t0) * 1e3, 'preprocess': result.preprocess_ms,
+            'inference': result.inference_ms, 'postprocess': result.postprocess_ms,
+            'run_other': (t2 - t1) * 1e3 - result.preprocess_ms - result.inference_ms
+            - result.postprocess_ms,
+            'build_msg': (t3 - t2) * 1e3, 'energy': (t4 - t3) * 1e3,
+            'publish': (t5 - t4) * 1e3})
         self._debug_image(frame, result, out)      # after the result: never delays it
         self._live.after_frame()        # maybe time a runner-up on this frame (bounded duty)
 
@@ -618,6 +629,8 @@ class PerceptionNode(ManagedNode):
             values['backend_switches'] = len(live.switches)
             values['reselect_runs'] = live.shadow_runs
             values['reselect_share'] = f'{live.overhead():.3f}'
+        values['stage_p50_ms'] = ', '.join(f'{k} {v:.2f}' for k, v in
+                                           self.stats.stage_medians().items())
         values['debug_images'] = self.stats.debug_images
         values['debug_image_subscribers'] = (self._debug_pub.get_subscription_count()
                                              if self._debug_pub is not None else 0)
