@@ -29,9 +29,11 @@ object keeps the choice right while running:
   forgotten and the pace goes up to one per frame, within the same duty,
   for ``alert_s`` seconds;
 - **drift**: when the chosen one's median latency stays over
-  ``drift_threshold`` x its profile, every working candidate is measured
-  again in the background (never written to the board's profile) and the
-  best one taken between two frames;
+  ``drift_threshold`` x its profile, the runners-up are timed on the next
+  frames at once (online re-selection on), or (re-selection off, or no
+  runner-up open) every working candidate is measured again in the
+  background (never written to the board's profile) and the best one taken
+  between two frames;
 - **fallback**: a backend that raises is replaced by the next best measured
   candidate and the frame is run again on it: no frame is lost.
 
@@ -267,7 +269,19 @@ class LiveChoice:
                 for pairs in self._pairs.values():
                     pairs.clear()       # they describe the load before the change
         if self.drift is not None and self.drift.add(ms, now):
-            self._start_reevaluation()
+            if self._runners and self.settings.duty > 0:
+                # online re-selection is on: compare the runners-up on the next real
+                # frames (paired, same load) rather than re-profile every candidate
+                # in the background, which competes with the frames for the cores
+                d = self.drift
+                self.log(f'latency drift: median {d.last_median_ms:.1f} ms vs '
+                         f'{d.expected_ms:.1f} ms profiled; timing the runners-up on the '
+                         f'next frames')
+                self._alert_until = now + self.settings.alert_s
+                for pairs in self._pairs.values():
+                    pairs.clear()
+            else:
+                self._start_reevaluation()
 
     def after_frame(self) -> bool:
         """Time one runner-up on the last frame's input when the duty allows; True if it did."""
