@@ -155,10 +155,14 @@ def test_kill_9_during_replay_then_restart_recovers(ros, tmp_path, small_bag):
 def test_overload_newest_frame_counted_drops_bounded_latency_flat_memory(ros, tmp_path):
     """2,000 frames at 60 Hz into a ~20 Hz detector (bench/soak.py runs 10,000)."""
     from edge_infer.reliability import soak
-    # drift monitor off: a re-evaluation under this load loads every candidate's
-    # session once (a step in RSS, measured +37 %), which is not what this measures
+    # The detector is held on ONNX Runtime, 1 thread (~45 ms per NanoDet frame):
+    # the measured choice (OpenVINO bf16, 13-24 ms) nearly keeps up with 60 Hz,
+    # and this test is about the newest-frame policy when the model cannot.
+    # Drift monitor off: a re-evaluation under this load loads every candidate's
+    # session once (a step in RSS, measured +37 %), which is not what this measures.
     r = soak(ros.node, ros.executor, ros.env, tmp_path, frames=2000, rate_hz=60.0,
-             warmup=300, log=lambda s: None, detector_params={'drift_threshold': 0.0})
+             warmup=300, log=lambda s: None,
+             detector_params={'drift_threshold': 0.0, 'backend': 'onnxruntime/cpu/t1'})
     assert r['exit_codes'] == {'perception_container': 0}
     assert r['monotonic'] and r['results'] > 100
     assert r['dropped'] > r['sent'] // 3            # it cannot keep up, and says so
