@@ -102,9 +102,6 @@ class _Window:
         self.trim(now)
         return sum(v for _, v in self.items)
 
-    def values(self) -> List[float]:
-        return [v for _, v in self.items]
-
 
 class LiveChoice:
     """One model's backend at run time: chosen, watched, switched between frames."""
@@ -352,9 +349,11 @@ class LiveChoice:
         with self._runners_lock:      # the old choice is now watched as a runner-up
             self._runners[old] = old_model.session
             self._pairs[old] = deque()
-        self._switched(old, name, 'online', evidence)
+        self._switched(old, name, 'online', evidence, expected_ms=theirs)
 
-    def _switched(self, old: str, new: str, trigger: str, evidence: str) -> None:
+    def _switched(self, old: str, new: str, trigger: str, evidence: str,
+                  expected_ms: Optional[float] = None) -> None:
+        """Record a switch; ``expected_ms``: the new backend's latency as just measured."""
         run = self.run
         for r in run.results:
             r.chosen = r.backend == new
@@ -364,9 +363,9 @@ class LiveChoice:
         self._recent.clear()
         self._level = float('nan')
         res = self._result(new)
-        if self.drift is not None:
-            self.drift.rebase(res.p50_ms if res and trigger != 'online'
-                              else self._median_or(self.drift.expected_ms))
+        if self.drift is not None:     # expect what the new backend was measured at
+            self.drift.rebase(expected_ms if expected_ms is not None else
+                              res.p50_ms if res else self.drift.expected_ms)
         self.switches.append({'t': time.monotonic(), 'from': old, 'to': new,
                               'trigger': trigger, 'evidence': evidence})
         if trigger == 'fallback':
@@ -374,10 +373,6 @@ class LiveChoice:
         else:
             self.warn(f'switching backend {old} -> {new} ({trigger}): {evidence}')
         self.report(run, trigger)
-
-    def _median_or(self, default: float) -> float:
-        vals = self._primary.values()[-20:]
-        return statistics.median(vals) if vals else default
 
     # ---------------------------------------------------------------- fallback
     def _fall_back(self, exc: Exception) -> bool:
