@@ -436,15 +436,6 @@ class PerceptionNode(ManagedNode):
                                        msg.data, msg.is_bigendian)
             return stamp, from_compressed(msg.format, msg.data)
 
-    def _energy_window(self, meter, pending: _Pending):
-        """Return the around_run hook that marks one model run on the meter."""
-        model_name = self._model.spec.name
-
-        def around():
-            token = meter.begin(model_name)
-            return lambda: meter.end(token, callback=pending.deliver)
-        return around
-
     def _process(self, raw: bytes) -> None:
         t0 = time.perf_counter()
         (sec, nanosec, frame_id), frame = self._parse(raw)
@@ -452,9 +443,10 @@ class PerceptionNode(ManagedNode):
         t_decode = (t1 - t0) * 1e3
         meter, pending = self._meter, [None]
 
-        def around():       # a fresh energy window (again if the frame is retried)
-            pending[0] = _Pending()
-            return self._energy_window(meter, pending[0])()
+        def around():       # marks one model run on the meter (again if the frame is retried)
+            pending[0] = p = _Pending()
+            token = meter.begin(self._model.spec.name)
+            return lambda: meter.end(token, callback=p.deliver)
         # between frames the run-time choice may switch backend or fall back
         result = self._live.infer(frame, around_run=around if meter is not None else None)
         pending = pending[0]

@@ -559,9 +559,11 @@ class PowerMeter:
 
     def _prepare(self, run: _Run):
         """Copy what the integration needs (lock held)."""
-        # newest first; runs are kept in start order, so none that began more than
-        # the longest run ago can reach into this one, except one still open
-        reach = run.t0 - self._longest - 1e-6
+        # newest first; runs are kept in start order (up to the lock wait: begin()
+        # reads the clock before taking the lock, hence the 50 ms of slack), so
+        # none that began more than the longest run ago can reach into this one,
+        # except one still open
+        reach = run.t0 - self._longest - 0.05
         overlapping = []
         for r in reversed(self._runs.values()):
             if r.t0 < reach:
