@@ -156,11 +156,12 @@ def test_a_load_generator_process_moves_the_choice_and_its_end_moves_it_back(
     assert 'frames paired' in online[0][2] and 'margin' in online[0][2]
     assert len(served) == fed          # one result per frame: nothing lost or doubled
     assert live.shadow_runs > 0
-    # after the switch back, drift is judged against the accelerator's own measured
-    # latency, not against the slower CPU path it replaced
+    # after the switch back, drift is judged against the accelerator's paired median
+    # (under 0.9x the CPU path's by the switch rule), not against the slower CPU path
+    # it replaced (the old rebase took the CPU path's own latency: ~1.0x)
     cpu_ms = sorted(ms for _, b, ms in served if b == 'test/cpu')
     expected = live.drift.expected_ms
-    assert expected < 0.8 * cpu_ms[len(cpu_ms) // 2], (expected, cpu_ms)
+    assert expected < 0.93 * cpu_ms[len(cpu_ms) // 2], (expected, cpu_ms)
 
 
 def test_a_fixed_choice_is_never_switched_or_watched(tmp_path, mobilenet):
