@@ -3,6 +3,7 @@
 
     ./run.sh exec python bench/exp6_ros_pipeline.py [--models nanodet mobilenet_v2]
         [--backend onnxruntime/cpu/t1] [--frames 60] [--handoff-frames 150] [--quick]
+        [--executors events single]
 
 1. Node overhead. Raw frames of the demo bag (the serialized
    sensor_msgs/Image bytes, as ``ros2 bag play`` sends them) are published
@@ -17,7 +18,7 @@
    Node overhead ratio = ROS end-to-end / bare, per frame and of the medians.
    Container variants:
    - ``in-process, defaults``: the container and the measuring node in one
-     process and one SingleThreadedExecutor; telemetry node, energy metering
+     process and one executor; telemetry node, energy metering
      and diagnostics on (config/perception.yaml's defaults);
    - ``in-process, lean``: no telemetry node, energy metering and
      diagnostics off (what the node costs without telemetry);
@@ -25,7 +26,13 @@
      is in production (procs.start_container), the camera in this process:
      adds the inter-process transport (Fast DDS shared memory).
    Every variant runs with drift re-evaluation off (drift_threshold 0), so a
-   background re-profile cannot land inside the measurement.
+   background re-profile cannot land inside the measurement. Each variant runs
+   once per ROS executor named by ``--executors`` (the container's
+   ``executor`` parameter: ``events`` = rclpy's EventsExecutor, the default;
+   ``single`` = SingleThreadedExecutor; in-process, the measuring node shares
+   it). The overhead (ROS p50 - bare p50) is split by the node's stage
+   medians (see :func:`breakdown`): in the node beyond the model, queued
+   (callback to worker thread), transport + dispatch (the rest).
 2. Hand-off at 30 Hz: a camera node publishes sensor_msgs/Image messages of
    the bag's size (768x576 rgb8, the bag's pixels) from a 30 Hz timer, and a
    subscriber node in the same process and the same executor takes them;
@@ -117,7 +124,8 @@ def spin_until(executor, pred: Callable[[], bool], timeout: float) -> bool:
     return bool(pred())
 
 
-def params_file(folder: pathlib.Path, model: str, backend: str, variant: str) -> pathlib.Path:
+def params_file(folder: pathlib.Path, model: str, backend: str, variant: str,
+                executor: str = 'events') -> pathlib.Path:
     """Write the container's parameters for one model and variant; return the file."""
     from edge_infer.core.registry import load_registry
     spec = load_registry(paths.config_dir() / 'models.yaml')[model]
@@ -125,7 +133,8 @@ def params_file(folder: pathlib.Path, model: str, backend: str, variant: str) ->
     lean = variant == 'in-process, lean'
     params = yaml.safe_load((paths.config_dir() / 'perception.yaml').read_text())
     params['perception_container']['ros__parameters'].update(
-        {'nodes': [node], 'autostart': True, 'telemetry': '' if lean else 'telemetry'})
+        {'nodes': [node], 'autostart': True, 'telemetry': '' if lean else 'telemetry',
+         'executor': executor})
     section = params.setdefault(node, {'ros__parameters': {}})['ros__parameters']
     section.update({'model': model, 'image_topic': TOPIC, 'transport': 'raw',
                     'output_topic': '/exp6/result', 'backend': backend, 'drift_threshold': 0.0})
@@ -191,20 +200,20 @@ def _wait_first_result(executor, pub, got: Dict, raw: bytes, timeout: float) -> 
 
 
 def run_variant(variant: str, model: str, backend: str, raws: List[bytes], folder, bare,
-                log=print, ready_timeout: float = 90.0) -> Dict[str, List[float]]:
+                log=print, ready_timeout: float = 90.0,
+                executor_kind: str = 'events') -> Dict[str, List[float]]:
     """Bring the container up for one model and variant, measure closed-loop, tear it down."""
     import rclpy
-    from rclpy.executors import SingleThreadedExecutor
     from sensor_msgs.msg import Image
-    from edge_infer.nodes.container import PerceptionContainer
+    from edge_infer.nodes.container import new_executor, PerceptionContainer
     domain = procs.free_domain_id()
-    pfile = params_file(folder, model, backend, variant)
+    pfile = params_file(folder, model, backend, variant, executor_kind)
     in_process = variant.startswith('in-process')
     proc = container = None
     rclpy.init(args=['--ros-args', '--params-file', str(pfile), '--log-level', 'warn']
                if in_process else None,
                domain_id=domain)
-    executor = SingleThreadedExecutor()
+    executor = new_executor(executor_kind)     # as the container's nodes (in-process: shared)
     node = rclpy.create_node('exp6_bench')
     executor.add_node(node)
     got: Dict = {}
@@ -246,7 +255,8 @@ def run_variant(variant: str, model: str, backend: str, raws: List[bytes], folde
 
 def handoff(frames: int, rate_hz: float = 30.0, image: Optional[bytes] = None,
             width: int = 768, height: int = 576, raw: bool = True,
-            domain: Optional[int] = None, drain_s: float = 1.0) -> Dict[str, object]:
+            domain: Optional[int] = None, drain_s: float = 1.0,
+            executor_kind: str = 'events') -> Dict[str, object]:
     """Publish ``frames`` Images at ``rate_hz`` to a subscriber in the same process and executor.
 
     ``image``: a serialized sensor_msgs/Image whose pixels to send (else zeros
@@ -257,11 +267,11 @@ def handoff(frames: int, rate_hz: float = 30.0, image: Optional[bytes] = None,
     per message and the RMW.
     """
     import rclpy
-    from rclpy.executors import SingleThreadedExecutor
     from rclpy.qos import qos_profile_sensor_data
     from rclpy.utilities import get_rmw_implementation_identifier
     from sensor_msgs.msg import Image
     from edge_infer.core.cdr import parse_image
+    from edge_infer.nodes.container import new_executor
     msg = Image(encoding='rgb8')
     if image is not None:
         f = parse_image(image)
@@ -279,7 +289,7 @@ def handoff(frames: int, rate_hz: float = 30.0, image: Optional[bytes] = None,
     try:
         cam = rclpy.create_node('exp6_camera', context=ctx)
         sub_node = rclpy.create_node('exp6_consumer', context=ctx)
-        executor = SingleThreadedExecutor(context=ctx)
+        executor = new_executor(executor_kind, context=ctx)
         executor.add_node(cam)
         executor.add_node(sub_node)
         pub = cam.create_publisher(Image, '/exp6/handoff', _camera_qos())
@@ -331,6 +341,27 @@ def handoff(frames: int, rate_hz: float = 30.0, image: Optional[bytes] = None,
             'duration_s': t_end - t_start, 'bytes': len(msg.data), 'rmw': rmw, 'raw': raw}
 
 
+NODE_OWN = ('parse', 'run_other', 'build_msg', 'energy', 'publish')
+
+
+def breakdown(stages: Optional[Dict[str, float]], overhead_ms: float) -> Dict[str, float]:
+    """Split the overhead (ROS p50 - bare p50) by the node's stage medians.
+
+    ``in_node_ms``: the node's own per-frame work beyond the model (CDR parse,
+    the run-time choice and energy window around the run, message building,
+    the result's energy, publish); ``queued_ms``: the subscription callback to
+    the inference worker; ``transport_ms``: the rest, i.e. both DDS hops (the
+    frame in, the result out) and the executors' dispatch. Medians do not add
+    exactly: the split is approximate (in-process variants only).
+    """
+    if not stages:
+        return {}
+    own = sum(stages.get(k, 0.0) for k in NODE_OWN)
+    queued = stages.get('queued', math.nan)
+    return {'in_node_ms': own, 'queued_ms': queued,
+            'transport_ms': overhead_ms - own - queued}
+
+
 def plot_data(data: Dict) -> Callable:
     """Return a plot function over the per-frame figures kept in ``data``."""
     def plot(plt, rows) -> None:
@@ -373,6 +404,9 @@ def main(argv=None) -> int:
     ap.add_argument('--frames', type=int, default=60, help='frames per model and variant')
     ap.add_argument('--handoff-frames', type=int, default=150, help='frames per hand-off run')
     ap.add_argument('--rate', type=float, default=30.0, help='hand-off rate, Hz')
+    ap.add_argument('--executors', nargs='*', default=['events', 'single'],
+                    choices=['events', 'single'],
+                    help="ROS executors to compare (the container's 'executor' parameter)")
     args = ap.parse_args(argv)
     if args.quick:
         args.frames, args.handoff_frames = 8, 30
@@ -393,50 +427,57 @@ def main(argv=None) -> int:
         print(f'{model} on {bare.backend_name}: {len(raws)} bag frames '
               f'{first.width}x{first.height}')
         try:
-            for variant in args.variants:
+            for variant, kind in [(v, k) for k in args.executors for v in args.variants]:
                 try:
-                    d = run_variant(variant, model, args.backend, raws, folder, bare)
+                    d = run_variant(variant, model, args.backend, raws, folder, bare,
+                                    executor_kind=kind)
                 except Exception as exc:  # one variant failing must not lose the others
-                    failed.append(f'{model} / {variant}: {type(exc).__name__}: {exc}')
+                    failed.append(f'{model} / {variant} / {kind}: {type(exc).__name__}: {exc}')
                     print(f'  {variant}: FAILED {failed[-1]}', file=sys.stderr)
                     continue
-                data['overhead'][(model, variant)] = d
+                data['overhead'][(model, f'{variant}, {kind}')] = d
                 for i, (r, b) in enumerate(zip(d['ros_ms'], d['bare_ms'])):
                     res.add(row='frame', section='overhead', model=model, variant=variant,
-                            frame=i, ros_ms=r, bare_ms=b, ratio=r / b)
+                            executor=kind, frame=i, ros_ms=r, bare_ms=b, ratio=r / b)
                 ros, b = stats(d['ros_ms']), stats(d['bare_ms'])
                 per = stats([r / x for r, x in zip(d['ros_ms'], d['bare_ms'])])
                 row = {'row': 'summary', 'section': 'node overhead', 'model': model,
-                       'variant': variant, 'backend': bare.backend_name, 'n': ros['n'],
+                       'variant': variant, 'executor': kind, 'backend': bare.backend_name,
+                       'n': ros['n'],
                        'lost': ros['lost'], 'p50': ros['p50'], 'p95': ros['p95'],
                        'min': ros['min'], 'max': ros['max'], 'bare_p50': b['p50'],
                        'bare_p95': b['p95'], 'bare_min': b['min'], 'bare_max': b['max'],
                        'ratio_p50': ros['p50'] / b['p50'], 'ratio_per_frame_p50': per['p50'],
                        'ratio_per_frame_p95': per['p95'], 'overhead_ms_p50': ros['p50'] - b['p50']}
+                row.update(breakdown(d.get('stages'), row['overhead_ms_p50']))
                 summaries.append(res.add(**row))
-                print(f"  {variant:<22} ROS p50 {ros['p50']:6.1f} p95 {ros['p95']:6.1f} "
+                print(f"  {variant:<22} {kind:<6} ROS p50 {ros['p50']:6.1f} p95 {ros['p95']:6.1f} "
                       f"min {ros['min']:6.1f} max {ros['max']:6.1f} ms | bare p50 "
                       f"{b['p50']:6.1f} p95 {b['p95']:6.1f} ms | x{row['ratio_p50']:.3f} "
                       f"(+{row['overhead_ms_p50']:.1f} ms) lost {ros['lost']}")
         finally:
             bare.close()
     rmw = ''
-    for raw_sub in (True, False):
+    for raw_sub, kind in [(r, k) for k in args.executors for r in (True, False)]:
         label = 'raw subscription (as PerceptionNode)' if raw_sub else 'deserialized Image'
-        h = handoff(args.handoff_frames, args.rate, image=raws[0], raw=raw_sub)
+        h = handoff(args.handoff_frames, args.rate, image=raws[0], raw=raw_sub,
+                    executor_kind=kind)
         rmw = h['rmw']
-        data['handoff'][label] = h
+        data['handoff'][f'{label}, {kind}'] = h
         for i, v in enumerate(h['latency_ms']):
-            res.add(row='frame', section='handoff', variant=label, frame=i, ros_ms=v)
+            res.add(row='frame', section='handoff', variant=label, executor=kind, frame=i,
+                    ros_ms=v)
         s, p = stats(h['latency_ms']), stats(h['publish_ms'])
         row = {'row': 'summary', 'section': f'hand-off {args.rate:g} Hz', 'model': '-',
-               'variant': label, 'backend': f"{h['bytes']} B/msg", 'n': s['n'],
+               'variant': label, 'executor': kind, 'backend': f"{h['bytes']} B/msg",
+               'n': s['n'],
                'lost': s['lost'], 'p50': s['p50'], 'p95': s['p95'], 'min': s['min'],
                'max': s['max'], 'publish_p50': p['p50'], 'rate_achieved_hz': h['rate_hz']}
         summaries.append(res.add(**row))
-        print(f"hand-off {label:<38} p50 {s['p50']:.2f} p95 {s['p95']:.2f} min {s['min']:.2f} "
-              f"max {s['max']:.2f} ms, lost {s['lost']}/{len(h['latency_ms'])}, publish() "
-              f"p50 {p['p50']:.2f} ms, {h['rate_hz']:.1f} Hz achieved")
+        print(f"hand-off {label:<38} {kind:<6} p50 {s['p50']:.2f} p95 {s['p95']:.2f} "
+              f"min {s['min']:.2f} max {s['max']:.2f} ms, lost {s['lost']}/"
+              f"{len(h['latency_ms'])}, publish() p50 {p['p50']:.2f} ms, "
+              f"{h['rate_hz']:.1f} Hz achieved")
     res.note(f'Node overhead: closed loop, one frame in flight; ROS = pub.publish(serialized '
              f'bag Image) -> result callback in this process (perf_counter); bare = '
              f'Model.infer(frame) on a Model opened on the same backend candidate '
@@ -450,19 +491,19 @@ def main(argv=None) -> int:
     res.note(f'Hand-off: {args.handoff_frames} frames at {args.rate:g} Hz from a timer, '
              f'{first.width}x{first.height} rgb8 (the bag frame), publisher reliable depth 10 '
              '(as the bag offers), subscriber sensor-data QoS (as PerceptionNode); camera and '
-             'consumer nodes in one process, one SingleThreadedExecutor; latency = publish() '
+             'consumer nodes in one process, one executor of the kind named; latency = publish() '
              'call to the callback; lost = frames that never arrived.')
     res.note(f'Intra-process comms: not used, and not available: rclpy has no intra-process '
              f'transport, so in one process a message is still serialized and handed through '
              f'the RMW ({rmw}, profile {benchlib.shown_path(os.environ.get(PROFILE_ENV, ""))}). '
              f'The container shares one process for the shared executor, not for transport.')
-    for model in args.models:
-        by = {r['variant']: r for r in summaries
-              if r['section'] == 'node overhead' and r['model'] == model}
+    for model, kind in [(m, k) for m in args.models for k in args.executors]:
+        by = {r['variant']: r for r in summaries if r['section'] == 'node overhead'
+              and r['model'] == model and r['executor'] == kind}
         if 'in-process, defaults' in by and 'in-process, lean' in by:
             diff = by['in-process, defaults']['p50'] - by['in-process, lean']['p50']
-            res.note(f'{model}: defaults - lean = {diff:.1f} ms at p50: the telemetry node '
-                     'and energy metering (with a measured power source the node also waits '
+            res.note(f'{model}, {kind}: defaults - lean = {diff:.1f} ms at p50: the telemetry '
+                     'node and energy metering (with a measured power source the node also waits '
                      'for the first power sample after each run, up to one sample period, '
                      'before it publishes; with the estimator it does not).')
     for f in failed:
@@ -471,13 +512,15 @@ def main(argv=None) -> int:
         print(f'container parameters and logs kept in {folder}', file=sys.stderr)
     else:
         shutil.rmtree(folder, ignore_errors=True)
-    columns = ['section', 'model', 'variant', 'backend', 'n', 'lost', 'p50', 'p95', 'min', 'max',
-               'bare_p50', 'bare_p95', 'bare_min', 'bare_max', 'ratio_p50',
-               'ratio_per_frame_p50', 'ratio_per_frame_p95', 'overhead_ms_p50', 'publish_p50']
-    headers = ['section', 'model', 'variant', 'backend', 'frames', 'lost', 'p50 ms', 'p95 ms',
-               'min ms', 'max ms', 'bare p50', 'bare p95', 'bare min', 'bare max',
+    columns = ['section', 'model', 'variant', 'executor', 'backend', 'n', 'lost', 'p50', 'p95',
+               'min', 'max', 'bare_p50', 'bare_p95', 'bare_min', 'bare_max', 'ratio_p50',
+               'ratio_per_frame_p50', 'ratio_per_frame_p95', 'overhead_ms_p50', 'in_node_ms',
+               'queued_ms', 'transport_ms', 'publish_p50']
+    headers = ['section', 'model', 'variant', 'executor', 'backend', 'frames', 'lost', 'p50 ms',
+               'p95 ms', 'min ms', 'max ms', 'bare p50', 'bare p95', 'bare min', 'bare max',
                'ROS/bare (p50s)', 'per-frame ratio p50', 'per-frame ratio p95',
-               'overhead ms (p50s)', 'publish() p50 ms']
+               'overhead ms (p50s)', 'of which in node', 'of which queued',
+               'of which transport + dispatch', 'publish() p50 ms']
     res.write(columns, headers, plot=plot_data(data), md_rows=summaries)
     return 1 if failed else 0
 

@@ -636,6 +636,31 @@ def test_attribution_math_without_threads():
     assert ra['edge_s'] == pytest.approx(1.0)  # two 0.5 s edge intervals
 
 
+def test_attribution_of_a_ramp_is_exact_at_irregular_samples():
+    """A ramp's energy per run equals its closed form, alone and split with another run.
+
+    p(t) = 4 + 3t sampled at irregular times: linear interpolation is exact.
+    """
+    rng = np.random.default_rng(7)
+    ts = np.sort(rng.uniform(-0.4, 3.5, 23))
+    ent = [meter_mod._Entry(Sample(float(t), [Rail('x', watts=4 + 3 * t)], 4 + 3 * t), 0)
+           for t in ts]
+
+    def energy(a: float, b: float) -> float:
+        return 4 * (b - a) + 1.5 * (b * b - a * a)
+    a = meter_mod._Run(1, 'a', 0.13, None, 2.07)
+    b = meter_mod._Run(2, 'b', 1.01, None, 3.3)
+    ra = meter_mod._attribute(ent, a, [a, b], 0.1)
+    assert ra['joules'] == pytest.approx(energy(0.13, 1.01) + energy(1.01, 2.07) / 2)
+    assert ra['rail_joules']['x'] == pytest.approx(ra['joules'])
+    assert ra['t_share'] == pytest.approx((1.01 - 0.13) + (2.07 - 1.01) / 2)
+    alone = meter_mod._attribute(ent, a, [a], 0.1)
+    assert alone['joules'] == pytest.approx(energy(0.13, 2.07))
+    # the edge term: the sample intervals around each end of the window
+    k0, k1 = np.searchsorted(ts, 0.13), np.searchsorted(ts, 2.07)
+    assert alone['edge_s'] == pytest.approx((ts[k0] - ts[k0 - 1]) + (ts[k1] - ts[k1 - 1]))
+
+
 def test_shared_meter_one_per_process_first_settings_win(tmp_path):
     from edge_infer.telemetry import shared
     _jetson_jp5_tree(tmp_path)

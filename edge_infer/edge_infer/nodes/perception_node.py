@@ -383,7 +383,7 @@ class PerceptionNode(ManagedNode):
     # ------------------------------------------------------------- the data path
     def _on_frame(self, raw: bytes) -> None:
         self.stats.count('received')
-        if self._slot.put(raw):
+        if self._slot.put((time.perf_counter(), raw)):
             self.stats.count('dropped')
 
     def _work(self) -> None:
@@ -392,11 +392,11 @@ class PerceptionNode(ManagedNode):
 
     def _serve(self) -> None:
         while self._running:
-            raw = self._slot.take(timeout=0.5)
-            if raw is None:
+            item = self._slot.take(timeout=0.5)
+            if item is None:
                 continue
             try:
-                self._process(raw)
+                self._process(*item)
             except (ImageError, OutputError) as exc:
                 self._reject(str(exc))
             except Exception as exc:  # keep serving: one line, not a traceback
@@ -436,7 +436,7 @@ class PerceptionNode(ManagedNode):
                                        msg.data, msg.is_bigendian)
             return stamp, from_compressed(msg.format, msg.data)
 
-    def _process(self, raw: bytes) -> None:
+    def _process(self, received: float, raw: bytes) -> None:
         t0 = time.perf_counter()
         (sec, nanosec, frame_id), frame = self._parse(raw)
         t1 = time.perf_counter()
@@ -465,24 +465,16 @@ class PerceptionNode(ManagedNode):
             if not pending.event.wait(timeout=max(0.25, 3.0 / meter.rate_hz)):
                 self.stats.count('energy_missing')
             out.energy = energy_msg(pending.record)
-            if pending.record is not None:
-                self._joules.append(pending.record.joules)
-            r = pending.record
-            rec = EnergyRecord(header=out.header, model=out.model, backend=out.backend,
-                               latency_ms=r.duration_s * 1e3 if r else out.inference_ms,
-                               energy=out.energy,
-                               method=pending.record.method if pending.record else
-                               'no power sample covered the run')
-            if r is not None:
-                rec.window_start = self.ros_time(r.t0)
-            self._energy_pub.publish(rec)
         else:
             out.energy = energy_msg(None)
         t4 = time.perf_counter()
         self._pub.publish(out)
         t5 = time.perf_counter()
+        if pending is not None:     # the separate energy record: after the result
+            self._publish_energy(out, pending.record)
         self.stats.count('processed')
         self.stats.add_latency((t5 - t0) * 1e3, {
+            'queued': (t0 - received) * 1e3,
             'parse': (t1 - t0) * 1e3, 'preprocess': result.preprocess_ms,
             'inference': result.inference_ms, 'postprocess': result.postprocess_ms,
             'run_other': (t2 - t1) * 1e3 - result.preprocess_ms - result.inference_ms
@@ -491,6 +483,18 @@ class PerceptionNode(ManagedNode):
             'publish': (t5 - t4) * 1e3})
         self._debug_image(frame, result, out)      # after the result: never delays it
         self._live.after_frame()        # maybe time a runner-up on this frame (bounded duty)
+
+    def _publish_energy(self, out, r: Optional[MeterRecord]) -> None:
+        """Publish ~/energy's EnergyRecord of the frame whose result ``out`` is."""
+        if r is not None:
+            self._joules.append(r.joules)
+        rec = EnergyRecord(header=out.header, model=out.model, backend=out.backend,
+                           latency_ms=r.duration_s * 1e3 if r else out.inference_ms,
+                           energy=out.energy,
+                           method=r.method if r else 'no power sample covered the run')
+        if r is not None:
+            rec.window_start = self.ros_time(r.t0)
+        self._energy_pub.publish(rec)
 
     def _debug_image(self, frame, result, out) -> None:
         """Publish the frame with the results drawn, if someone listens and the cap allows.

@@ -1,0 +1,79 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""The container's ``executor`` parameter: which rclpy executor runs the hosted nodes."""
+
+import subprocess
+import sys
+
+from edge_infer import procs
+import pytest
+
+
+def test_new_executor_kinds(ros):
+    """'events' is rclpy's EventsExecutor (Jazzy >= 7.1.4), 'single' the Python one."""
+    from rclpy.executors import SingleThreadedExecutor
+    from edge_infer.nodes.container import new_executor
+    events = new_executor('events', context=ros.ctx)
+    single = new_executor('single', context=ros.ctx)
+    try:
+        assert type(events).__name__ == 'EventsExecutor'
+        assert isinstance(single, SingleThreadedExecutor)
+    finally:
+        events.shutdown()
+        single.shutdown()
+    with pytest.raises(ValueError, match="parameter 'executor' must be one of events, single"):
+        new_executor('multi', context=ros.ctx)
+
+
+def test_events_falls_back_with_one_line_where_rclpy_lacks_it(ros, monkeypatch):
+    """An rclpy without rclpy.experimental (Jazzy before 7.1.4): one line, then 'single'."""
+    import builtins
+    from rclpy.executors import SingleThreadedExecutor
+    from edge_infer.nodes.container import new_executor
+    real_import = builtins.__import__
+
+    def no_experimental(name, *args, **kwargs):
+        if name == 'rclpy.experimental':
+            raise ImportError('No module named rclpy.experimental')
+        return real_import(name, *args, **kwargs)
+    monkeypatch.setattr(builtins, '__import__', no_experimental)
+    lines = []
+    ex = new_executor('events', context=ros.ctx, log=lines.append)
+    try:
+        assert isinstance(ex, SingleThreadedExecutor)
+        assert len(lines) == 1 and 'events unavailable' in lines[0]
+    finally:
+        ex.shutdown()
+
+
+def test_bad_executor_parameter_ends_the_container_with_its_name(ros, tmp_path):
+    """A bad value is a clear error naming the parameter and the choices (exit code 2)."""
+    pfile = tmp_path / 'bad.yaml'
+    pfile.write_text('perception_container:\n  ros__parameters:\n    executor: threads\n'
+                     '    nodes: [detector]\n')
+    log = tmp_path / 'bad.log'
+    proc = procs.start_container(ros.env, pfile, log_path=log)
+    try:
+        code = proc.wait(timeout=60)
+    finally:
+        procs.stop(proc)
+    text = log.read_text(errors='replace')
+    assert code == 2, text[-2000:]
+    assert "parameter 'executor' must be one of events, single: 'threads'" in text
+
+
+@pytest.mark.parametrize('kind,type_name', [
+    ('single', 'SingleThreadedExecutor'), ('events', 'EventsExecutor')])
+def test_container_hosts_nodes_on_the_executor_named(
+        ros, container, tmp_path, kind, type_name):
+    """The log line names the executor in use; a hosted node answers a lifecycle call."""
+    params = {'executor': kind, 'nodes': ['classifier'], 'telemetry': ''}
+    proc = container({'perception_container': params}, name=f'{kind}.yaml')
+    r = subprocess.run([sys.executable, '-m', 'edge_infer.cli', 'lifecycle', '/classifier',
+                        'get', '--timeout', '60'], env=ros.env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == '/classifier: unconfigured'
+    assert proc.poll() is None
+    procs.stop(proc)
+    text = (tmp_path / f'{kind}.yaml.log').read_text(errors='replace')
+    assert f'hosting 1 nodes: classifier (executor: {type_name})' in text, text[-2000:]
