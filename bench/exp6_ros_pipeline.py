@@ -180,6 +180,16 @@ def closed_loop(executor, pub, got: Dict, raws: List[bytes], bare=None, warmup: 
     return {'ros_ms': ros_ms, 'bare_ms': bare_ms}
 
 
+def stage_medians(msg, model: str) -> Dict:
+    """Return {'stages': {stage: p50 ms}} from ``model``'s node status in a DiagnosticArray."""
+    for st in msg.status:
+        values = {kv.key: kv.value for kv in st.values}
+        if values.get('model') == model and values.get('stage_p50_ms'):
+            pairs = (item.rsplit(' ', 1) for item in values['stage_p50_ms'].split(', '))
+            return {'stages': {k: float(v) for k, v in pairs}}
+    return {}
+
+
 def _camera_qos():
     """Return the QoS the bag's camera offered (reliable, keep last 10), as ros2 bag play."""
     from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -203,6 +213,7 @@ def run_variant(variant: str, model: str, backend: str, raws: List[bytes], folde
                 log=print, ready_timeout: float = 90.0,
                 executor_kind: str = 'events') -> Dict[str, List[float]]:
     """Bring the container up for one model and variant, measure closed-loop, tear it down."""
+    from diagnostic_msgs.msg import DiagnosticArray
     import rclpy
     from sensor_msgs.msg import Image
     from edge_infer.nodes.container import new_executor, PerceptionContainer
@@ -228,6 +239,9 @@ def run_variant(variant: str, model: str, backend: str, raws: List[bytes], folde
                                                            m.header.stamp.nanosec),
                                                           time.perf_counter()), 10)
         pub = node.create_publisher(Image, TOPIC, _camera_qos())
+        diag: Dict = {}
+        node.create_subscription(DiagnosticArray, '/diagnostics',
+                                 lambda m: diag.update(stage_medians(m, model)), 10)
         t = time.monotonic()
         if not _wait_first_result(executor, pub, got, raws[0], ready_timeout):
             tail = ''
@@ -238,10 +252,13 @@ def run_variant(variant: str, model: str, backend: str, raws: List[bytes], folde
         log(f'  {variant}: container ready in {time.monotonic() - t:.1f} s')
         out = closed_loop(executor, pub, got, raws, bare)
         if container is not None:       # where the node's own time went, per frame
-            node = container.perception[0]
-            out['stages'] = node.stats.stage_medians()
-            log(f'  {variant}: node stages p50 ms: ' + ', '.join(
-                f'{k} {v:.2f}' for k, v in out['stages'].items()))
+            out['stages'] = container.perception[0].stats.stage_medians()
+        else:                           # the same figures, from the node's /diagnostics
+            diag.clear()
+            spin_until(executor, lambda: 'stages' in diag, 3.0)
+            out['stages'] = diag.get('stages', {})
+        log(f'  {variant}: node stages p50 ms: ' + ', '.join(
+            f'{k} {v:.2f}' for k, v in out['stages'].items()))
         return out
     finally:
         if container is not None:
@@ -352,7 +369,7 @@ def breakdown(stages: Optional[Dict[str, float]], overhead_ms: float) -> Dict[st
     the result's energy, publish); ``queued_ms``: the subscription callback to
     the inference worker; ``transport_ms``: the rest, i.e. both DDS hops (the
     frame in, the result out) and the executors' dispatch. Medians do not add
-    exactly: the split is approximate (in-process variants only).
+    exactly: the split is approximate.
     """
     if not stages:
         return {}
@@ -448,13 +465,16 @@ def main(argv=None) -> int:
                        'min': ros['min'], 'max': ros['max'], 'bare_p50': b['p50'],
                        'bare_p95': b['p95'], 'bare_min': b['min'], 'bare_max': b['max'],
                        'ratio_p50': ros['p50'] / b['p50'], 'ratio_per_frame_p50': per['p50'],
-                       'ratio_per_frame_p95': per['p95'], 'overhead_ms_p50': ros['p50'] - b['p50']}
+                       'ratio_per_frame_p95': per['p95'], 'overhead_ms_p50': ros['p50'] - b['p50'],
+                       'overhead_ms_per_frame_p50': stats(
+                           [r - x for r, x in zip(d['ros_ms'], d['bare_ms'])])['p50']}
                 row.update(breakdown(d.get('stages'), row['overhead_ms_p50']))
                 summaries.append(res.add(**row))
                 print(f"  {variant:<22} {kind:<6} ROS p50 {ros['p50']:6.1f} p95 {ros['p95']:6.1f} "
                       f"min {ros['min']:6.1f} max {ros['max']:6.1f} ms | bare p50 "
                       f"{b['p50']:6.1f} p95 {b['p95']:6.1f} ms | x{row['ratio_p50']:.3f} "
-                      f"(+{row['overhead_ms_p50']:.1f} ms) lost {ros['lost']}")
+                      f"(+{row['overhead_ms_p50']:.1f} ms; per frame p50 "
+                      f"+{row['overhead_ms_per_frame_p50']:.2f} ms) lost {ros['lost']}")
         finally:
             bare.close()
     rmw = ''
@@ -483,7 +503,8 @@ def main(argv=None) -> int:
              f'Model.infer(frame) on a Model opened on the same backend candidate '
              f'({args.backend}); interleaved frame by frame; {args.frames} bag frames per '
              f'model and variant after 3 warm-up frames. ratio p50 = ROS p50 / bare p50; '
-             f'per-frame ratio = ROS_i / bare_i over the same frame.')
+             f'per-frame ratio = ROS_i / bare_i over the same frame; overhead per frame = '
+             f'median of ROS_i - bare_i (less noisy than the difference of medians).')
     res.note('ROS end-to-end includes: CDR parse (pixels viewed in place), the energy window '
              '(defaults variant; with a measured power source also the wait for the first '
              'sample after the run, with the estimator none), result message building, '
@@ -514,12 +535,14 @@ def main(argv=None) -> int:
         shutil.rmtree(folder, ignore_errors=True)
     columns = ['section', 'model', 'variant', 'executor', 'backend', 'n', 'lost', 'p50', 'p95',
                'min', 'max', 'bare_p50', 'bare_p95', 'bare_min', 'bare_max', 'ratio_p50',
-               'ratio_per_frame_p50', 'ratio_per_frame_p95', 'overhead_ms_p50', 'in_node_ms',
+               'ratio_per_frame_p50', 'ratio_per_frame_p95', 'overhead_ms_p50',
+               'overhead_ms_per_frame_p50', 'in_node_ms',
                'queued_ms', 'transport_ms', 'publish_p50']
     headers = ['section', 'model', 'variant', 'executor', 'backend', 'frames', 'lost', 'p50 ms',
                'p95 ms', 'min ms', 'max ms', 'bare p50', 'bare p95', 'bare min', 'bare max',
                'ROS/bare (p50s)', 'per-frame ratio p50', 'per-frame ratio p95',
-               'overhead ms (p50s)', 'of which in node', 'of which queued',
+               'overhead ms (p50s)', 'overhead ms (per-frame p50)', 'of which in node',
+               'of which queued',
                'of which transport + dispatch', 'publish() p50 ms']
     res.write(columns, headers, plot=plot_data(data), md_rows=summaries)
     return 1 if failed else 0
