@@ -433,6 +433,7 @@ def main(argv=None) -> int:
                            'sensor-data QoS, newest-frame policy); no seed measured it',
                            args.machine, args.out)
     res.power = 'not used (latency only; energy per inference: see exp4 / the nodes)'
+    load_start = os.getloadavg()
     raws = bag_messages(args.frames)
     _, first = decode(raws[0])
     folder = pathlib.Path(tempfile.mkdtemp(prefix='exp6_'))
@@ -527,6 +528,9 @@ def main(argv=None) -> int:
                      'node and energy metering (with a measured power source the node also waits '
                      'for the first power sample after each run, up to one sample period, '
                      'before it publishes; with the estimator it does not).')
+    res.note('Load average (1, 5, 15 min) at the start: {:.2f} {:.2f} {:.2f}; at the end: '
+             '{:.2f} {:.2f} {:.2f} (this run itself keeps about 1-2 busy).'.format(
+                 *load_start, *os.getloadavg()))
     for f in failed:
         res.note(f'FAILED: {f}')
     if failed:
