@@ -117,13 +117,14 @@ def test_bag_player_is_ros2_bag_play_where_installed_else_ours_stopped_by_sigint
     assert 'interrupted' in out
 
 
-def test_container_spin_ends_quietly_when_ctrl_c_ends_the_context_mid_publish():
+@pytest.mark.parametrize('kind', ['events', 'single'])
+def test_container_spin_ends_quietly_when_ctrl_c_ends_the_context_mid_publish(kind):
     """SIGINT shuts the context down while a timer publishes: no 'callback failed' line."""
     import rclpy
-    from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+    from rclpy.executors import ExternalShutdownException
     from std_msgs.msg import String
 
-    from edge_infer.nodes.container import spin
+    from edge_infer.nodes.container import new_executor, spin
     ctx = rclpy.Context()
     rclpy.init(context=ctx, domain_id=procs.free_domain_id(os.getpid() + 1))
     node = rclpy.create_node('spin_probe', context=ctx)
@@ -136,7 +137,7 @@ def test_container_spin_ends_quietly_when_ctrl_c_ends_the_context_mid_publish():
             ctx.shutdown()          # what rclpy's SIGINT handler does, from another frame
         pub.publish(String(data='x'))
     node.create_timer(0.01, publish)
-    executor = SingleThreadedExecutor(context=ctx)
+    executor = new_executor(kind, context=ctx)
     executor.add_node(node)
     errors = []
     try:
@@ -158,13 +159,13 @@ def test_worker_ends_quietly_when_ctrl_c_ends_the_context_mid_frame():
     rclpy.init(context=ctx, domain_id=procs.free_domain_id(os.getpid() + 2))
     node = PerceptionNode('worker_probe', context=ctx)
 
-    def process(raw):
+    def process(received, raw):
         ctx.shutdown()
         raise RCLError("Failed to publish: publisher's context is invalid")
     node._process = process
     node._slot.reopen()
     node._running = True
-    node._slot.put(b'frame')
+    node._slot.put((time.perf_counter(), b'frame'))     # (received at, serialized frame)
     worker = threading.Thread(target=node._work, daemon=True)
     worker.start()
     worker.join(5)
