@@ -13,21 +13,64 @@ changes (a SLAM node starts, a core frees up, another model stops). This
 object keeps the choice right while running:
 
 - **online re-selection on real frames**: the runners-up (the next best
-  candidates of the profile, at most ``runners_up``) stay open and, after a
-  frame's result is out, one of them runs on that frame's preprocessed input
-  (its output is discarded). Each such run is paired with the chosen one's
-  run on the same frame, so both saw the same load. When a runner-up's
-  median over its last pairs (at least ``min_pairs``, at most twice that,
-  none older than ``window_s``) is under ``1 - margin`` x the chosen one's,
-  the runner-up takes over between two frames, and the old choice becomes a
-  runner-up: both directions (the chosen slowing down, another speeding up)
-  are the same comparison. The cost is bounded: runner-up time stays under
-  ``duty`` x the chosen one's time over the last ``horizon_s`` seconds. In
-  steady state one runner-up run every ``probe_interval_s`` (well under the
-  duty, so a reserve builds up); when the chosen one's latency moves by more
-  than ``alert_change`` (the load changed) the pairs taken before are
-  forgotten and the pace goes up to one per frame, within the same duty,
-  for ``alert_s`` seconds;
+  candidates of the profile, at most ``runners_up``; the last place goes to
+  the best one with another thread count than the chosen one's when none of
+  the others has one) stay open and, after a frame's result is out, one of
+  them runs on that frame's preprocessed input (its output is discarded).
+  Each such run is paired with the chosen one's run on the same frame, so
+  both saw the same load. The switch rule
+  (:func:`paired_verdict`) looks at a runner-up's last pairs (at most
+  ``max_pairs``, none older than ``window_s``) and switches when both hold:
+
+  * **effect**: the runner-up took under ``1 - min_margin`` (3 %) of the
+    chosen one's time over those frames (sum over sum: time-weighted, as the
+    robot pays it; a median hides a stall tail: measured under a full core of
+    foreign load, OpenVINO t1 bf16 / t2 bf16 was 0.965 by median but 0.907 by
+    time, t2's second thread waiting on the busy core);
+  * **consistency**: a one-sided sign test says the runner-up is faster on
+    the frames themselves, p <= ``alpha`` (0.05) that a candidate as fast as
+    the chosen one wins that many: 5 of 5 pairs (p 0.031), 7 of 8 (0.035),
+    9 of 10 (0.011). A few lucky frames or one stall of the chosen one do not
+    decide.
+
+  At least ``min_pairs`` pairs are needed (5: the fewest with which the test
+  can reach 0.05). The runner-up then takes over between two frames and the
+  old choice becomes a runner-up with no pairs: going back needs the same
+  evidence, so two candidates within noise do not flip back and forth (with
+  the test run after every pair, a false switch between equal ones came
+  about once per 240 pairs: this object with a simulated clock, 6 runs of
+  20 min, 10 % noise per run). Both directions (the chosen
+  slowing down, another speeding up) are the same comparison.
+
+  Which runner-up runs next: one not timed in the last ``window_s`` first,
+  else the one with the lowest median ratio over its last ``min_pairs`` pairs
+  (the most likely to win gathers its evidence; a clearly slower one costs
+  one run per ``window_s``). Cost: runner-up time stays under ``duty`` x the
+  chosen one's time over the last ``horizon_s`` seconds, and the runs are
+  spread evenly at that pace (a burst of pairs from one moment says little
+  more than one pair, and spends the duty the next change needs; the pace
+  follows a typical run, the median of the last ones): in steady
+  state at most half the duty (one run per ``probe_interval_s`` / runners-up
+  at most), so a reserve builds up; eager, the whole duty plus the reserve
+  spread over ``reserve_s``, while the runner-up picked is ahead (median ratio
+  under 1) and for ``alert_s`` seconds after a cue that the load changed:
+  the chosen one's median latency over its last ``level_frames`` frames and
+  over the ``level_frames`` before both moved the same way by more than
+  ``alert_change`` from its level. Pairs describe the load they were taken
+  under and are forgotten (besides aging out after ``window_s``) when there
+  is evidence that it changed: the CPU time other processes used (``/proc``,
+  as the profile's load record) over two successive ``load_period_s``
+  windows both moved the same way by more than ``load_change_cores`` (the
+  pairs from before the older window), a drift alarm (those from before its
+  window) and a switch (all). A move of the chosen one's latency alone does
+  not forget them: under a busy core it swings by 30-90 % every second or
+  two, and forgetting on it (a median of 5 frames moved by 20 %) kept every
+  runner-up under 5 pairs through a whole 20 s phase in the benchmark. A
+  load that slows a runner-up but not the chosen one (a 1-thread choice
+  when a core frees up) moves no latency of the chosen one at all.
+  The budget is the limit: at 5 % of a 4-6 ms model's time at 15-25 frames
+  a second, about one pair a second, so a runner-up 5-10 % faster on 70-80 %
+  of the frames takes 5-20 s to be recognised;
 - **drift**: when the chosen one's median latency stays over
   ``drift_threshold`` x its profile, the runners-up are timed on the next
   frames at once (online re-selection on), or (re-selection off, or no
@@ -49,9 +92,10 @@ import pathlib
 import statistics
 import threading
 import time
-from typing import Callable, Deque, Dict, List, Optional, Tuple
+from typing import Callable, Deque, Dict, List, Optional, Sequence, Tuple
 
 from .drift import DriftMonitor
+from .load import LoadProbe
 from .profiling import CandidateResult, ProfileRun
 from .selection import latency_at
 from ..core.backend import first_line
@@ -74,13 +118,73 @@ class LiveSettings:
     drift_window_s: float = 5.0
     duty: float = 0.05                  # 0 = no online re-selection
     runners_up: int = 2
-    margin: float = 0.10
+    min_margin: float = 0.03            # the runner-up's time must be under 1 - this
+    alpha: float = 0.05                 # sign test: the runner-up faster with p <= alpha
+    min_pairs: int = 5                  # fewest pairs for a switch
+    max_pairs: int = 10                 # the decision uses a runner-up's last max_pairs
     window_s: float = 15.0              # pairs older than this are forgotten
-    min_pairs: int = 5                  # the decision uses the last 2 x min_pairs pairs
     probe_interval_s: float = 2.0
     alert_change: float = 0.2
+    level_frames: int = 10              # the load moved: two medians of this many agree
     alert_s: float = 3.0
     horizon_s: float = 30.0
+    reserve_s: float = 10.0             # eager runs spend the unused duty over this
+    load_change_cores: float = 0.2      # foreign load moved this much: the load changed
+    load_period_s: float = 1.0          # (load_change_cores 0: /proc is not read)
+
+
+def sign_test_p(wins: int, n: int) -> float:
+    """Return P(at least ``wins`` of ``n`` fair coin flips): the one-sided sign test's p."""
+    return sum(math.comb(n, k) for k in range(wins, n + 1)) / 2 ** n if n else 1.0
+
+
+@dataclass
+class Verdict:
+    """The switch rule applied to one runner-up's pairs."""
+
+    n: int                  # pairs
+    wins: int               # pairs where the runner-up was faster
+    p: float                # sign test, one-sided
+    time_ratio: float       # runner-up time / chosen time over the pairs
+    chosen_ms: float        # medians
+    runner_ms: float
+    switch: bool
+
+
+def paired_verdict(pairs: Sequence[Tuple[float, float]], min_pairs: int = 5,
+                   min_margin: float = 0.03, alpha: float = 0.05) -> Verdict:
+    """Judge (chosen ms, runner-up ms) pairs, each from one frame: switch to the runner-up.
+
+    Switch when there are at least ``min_pairs`` pairs, the runner-up's total
+    time is under ``1 - min_margin`` x the chosen one's, and it was faster on
+    so many of the frames that a candidate as fast as the chosen one would do
+    that with probability at most ``alpha`` (one-sided sign test; a tie
+    counts as a loss).
+    """
+    n = len(pairs)
+    if not n:
+        return Verdict(0, 0, 1.0, float('nan'), float('nan'), float('nan'), False)
+    wins = sum(1 for c, r in pairs if r < c)
+    p = sign_test_p(wins, n)
+    mine = sum(c for c, _ in pairs)
+    ratio = sum(r for _, r in pairs) / mine if mine > 0 else float('inf')
+    return Verdict(n, wins, p, ratio, statistics.median(c for c, _ in pairs),
+                   statistics.median(r for _, r in pairs),
+                   n >= min_pairs and ratio < 1 - min_margin and p <= alpha)
+
+
+class _ForeignLoad:
+    """The cores other processes used since the last call, from /proc (None: unknown)."""
+
+    def __init__(self):
+        self.probe = LoadProbe().start()
+
+    def __call__(self) -> Optional[float]:
+        cond = self.probe.stop()
+        self.probe.start()
+        if not cond or cond.get('window_s', 0.0) < 0.2:
+            return None
+        return float(cond['foreign_cores'])
 
 
 class _Window:
@@ -110,9 +214,12 @@ class LiveChoice:
                  models_dir: Optional[pathlib.Path] = None,
                  settings: Optional[LiveSettings] = None, overrides: Optional[dict] = None,
                  log: Log = print, report: Optional[Callable[[ProfileRun, str], None]] = None,
-                 warn: Optional[Log] = None, scope=None):
+                 warn: Optional[Log] = None, scope=None,
+                 foreign_load: Optional[Callable[[], Optional[float]]] = None):
         """Keep one model's backend right at run time.
 
+        ``foreign_load``: returns the cores other processes used since its last
+        call (None: unknown); default: from /proc (:class:`.load.LoadProbe`).
         ``log`` / ``warn``: info and warning lines; ``scope``: a context manager
         factory entered around background work (a node routes the manager's
         lines under itself with it).
@@ -141,16 +248,26 @@ class LiveChoice:
         self._runners: Dict[str, object] = {}     # name -> open session (runners-up)
         self._runners_lock = threading.Lock()
         self._pairs: Dict[str, Deque[Tuple[float, float, float]]] = {}
+        self._known: Dict[str, Tuple[float, float]] = {}   # name -> (time, median ratio)
         self._rotation = 0
         self._primary = _Window(self.settings.horizon_s)
         self._shadow = _Window(self.settings.horizon_s)
-        self._recent = deque(maxlen=5)            # the chosen one's last latencies
+        self._recent = deque(maxlen=2 * self.settings.level_frames)  # (t, ms): chosen
         self._level = float('nan')                # its level when last settled
         self._alert_until = 0.0
         self._next_probe = 0.0
+        self._next_eager = 0.0
+        self._t_first = float('nan')              # the first frame's time
         self._last_ms = float('nan')
         self._cancel = threading.Event()
         self._threads: List[threading.Thread] = []
+        self._foreign = foreign_load
+        self._next_load = 0.0
+        self._load_level = float('nan')           # foreign cores when last settled
+        self._load_last = float('nan')
+        self.alerts: List[Tuple[float, str]] = []  # (time, why) of every load change seen
+        self.pair_log: Deque[Tuple[float, str, str, float, float]] = deque(maxlen=5000)
+        self.load_log: Deque[Tuple[float, float]] = deque(maxlen=5000)  # (t, foreign cores)
         self._reevaluating = threading.Lock()
 
     # ------------------------------------------------------------------- start
@@ -172,6 +289,8 @@ class LiveChoice:
             self.drift = DriftMonitor(chosen.p50_ms, st.drift_threshold, st.drift_window_s)
         self.report(run, 'forced' if force else 'configure')
         if st.duty > 0 and not self.fixed and self.manager is not None:
+            if self._foreign is None and st.load_change_cores > 0:
+                self._foreign = _ForeignLoad()
             self._spawn(self._open_runners, 'runners')
         return run
 
@@ -214,8 +333,22 @@ class LiveChoice:
         """Open the best runners-up (background: the first frames do not wait for them)."""
         try:
             by_name = {b.name: b for b in self.manager.candidates(self.spec, self.model_path)}
-            want = [r.backend for r in self._ranked() if r.backend != self.run.chosen]
-            for name in want[:self.settings.runners_up]:
+            ranked = [r.backend for r in self._ranked()
+                      if r.backend != self.run.chosen and r.backend in by_name]
+            want = ranked[:self.settings.runners_up]
+
+            def threads(name):
+                return getattr(by_name.get(name), 'intra_op_threads', None)
+            mine = threads(self.run.chosen)
+            if want and mine is not None and all(threads(n) == mine for n in want):
+                # foreign load mostly changes which thread count wins (measured: a busy
+                # core makes 1-thread OpenVINO beat 2-thread by 5-10 %): watch the best
+                # candidate with another thread count even when the quiet profile
+                # ranks it lower
+                other = next((n for n in ranked if threads(n) not in (None, mine)), None)
+                if other is not None:
+                    want[-1] = other
+            for name in want:
                 if self._cancel.is_set():
                     return
                 if name in self._runners or name not in by_name:
@@ -253,18 +386,29 @@ class LiveChoice:
 
     def _observe(self, ms: float) -> None:
         now = time.monotonic()
+        if not math.isfinite(self._t_first):
+            self._t_first = now
         self._last_ms = ms
         self._primary.add(now, ms)
-        self._recent.append(ms)
+        self._recent.append((now, ms))
         if len(self._recent) == self._recent.maxlen:
-            level = statistics.median(self._recent)
+            items = [v for _, v in self._recent]
+            k = len(items) // 2
+            older, level = statistics.median(items[:k]), statistics.median(items[k:])
             if not math.isfinite(self._level):
                 self._level = level
-            elif abs(level / self._level - 1) > self.settings.alert_change:
-                self._alert_until = now + self.settings.alert_s     # load changed: look now
-                self._level = level
-                for pairs in self._pairs.values():
-                    pairs.clear()       # they describe the load before the change
+            else:
+                moves = (older / self._level - 1, level / self._level - 1)
+                if (min(moves) > self.settings.alert_change or
+                        max(moves) < -self.settings.alert_change):
+                    # a cue to look, not proof: under a busy core the chosen one's
+                    # own latency swings by 30-90 % every second or two
+                    self._alert(now, f'latency {self._level:.2f} -> {level:.2f} ms')
+                    self._level = level
+                    self._recent.clear()
+        if self._foreign is not None and self._runners and now >= self._next_load:
+            self._next_load = now + self.settings.load_period_s
+            self._watch_load(now)
         if self.drift is not None and self.drift.add(ms, now):
             if self._runners and self.settings.duty > 0:
                 # online re-selection is on: compare the runners-up on the next real
@@ -274,11 +418,38 @@ class LiveChoice:
                 self.log(f'latency drift: median {d.last_median_ms:.1f} ms vs '
                          f'{d.expected_ms:.1f} ms profiled; timing the runners-up on the '
                          f'next frames')
-                self._alert_until = now + self.settings.alert_s
-                for pairs in self._pairs.values():
-                    pairs.clear()
+                self._alert(now, 'latency drift', since=now - d.window_s)
             else:
                 self._start_reevaluation()
+
+    def _alert(self, now: float, why: str, since: Optional[float] = None) -> None:
+        """Look now (eager runs); with ``since`` (the load changed then) forget older pairs."""
+        self._alert_until = now + self.settings.alert_s
+        for pairs in self._pairs.values():
+            while since is not None and pairs and pairs[0][0] < since:
+                pairs.popleft()     # they describe the load before the change
+        self.alerts.append((now, why))
+        del self.alerts[:-100]
+
+    def _watch_load(self, now: float) -> None:
+        """Alert when two successive load windows both moved the same way from the level."""
+        try:
+            cores = self._foreign()
+        except Exception:  # /proc unreadable: the latency watch still works
+            cores = None
+        if cores is None:
+            return
+        self.load_log.append((now, cores))
+        if not math.isfinite(self._load_level):
+            self._load_level = self._load_last = cores
+            return
+        step = self.settings.load_change_cores
+        moves = (self._load_last - self._load_level, cores - self._load_level)
+        self._load_last = cores
+        if min(moves) > step or max(moves) < -step:
+            self._alert(now, f'foreign load {self._load_level:.2f} -> {cores:.2f} cores',
+                        since=now - 2 * self.settings.load_period_s)  # both windows moved
+            self._load_level = cores
 
     def after_frame(self) -> bool:
         """Time one runner-up on the last frame's input when the duty allows; True if it did."""
@@ -289,16 +460,19 @@ class LiveChoice:
             return False
         now = time.monotonic()
         st = self.settings
-        if now < self._next_probe and now >= self._alert_until:
-            return False
         with self._runners_lock:
             names = list(self._runners)
         if not names:
             return False
-        name = names[self._rotation % len(names)]
+        name, ratio = self._pick(names, now)
+        # eager (the whole duty): after the load changed, or while the runner-up picked
+        # is ahead; otherwise the steady pace (half the duty at most)
+        eager = now < self._alert_until or ratio < 1.0
+        if now < (self._next_eager if eager else self._next_probe):
+            return False
         pairs = self._pairs[name]
         guess = pairs[-1][2] if pairs else self._last_ms
-        # aim under the bound: a run may take longer than the last one did
+        # the bound: a run may take longer than the last one did
         if self._shadow.total(now) + 1.5 * guess > st.duty * self._primary.total(now):
             return False
         self._rotation += 1
@@ -313,43 +487,85 @@ class LiveChoice:
         ms = (time.perf_counter() - t) * 1e3
         self.shadow_runs += 1
         self._shadow.add(now, ms)
-        self._next_probe = now + st.probe_interval_s / max(1, len(names))
+        # spread the runs evenly at the duty's pace (a burst of pairs from one moment
+        # says little more than one pair, and spends the duty the next change needs);
+        # eager, the reserve left under the bound is spent over reserve_s as well
+        elapsed = min(st.horizon_s, max(now - self._t_first, 1.0))
+        primary = self._primary.total(now)
+        rate = primary / elapsed      # the chosen one's ms per second
+        reserve = max(0.0, st.duty * primary - self._shadow.total(now))
+        # a typical run sets the pace (one stall of 40 ms would stop the runs for 8 s;
+        # the bound over the horizon still pays for it)
+        cost = statistics.median([p[2] for p in list(pairs)[-st.min_pairs:]] + [ms])
+        spacing = cost / (st.duty * rate) if rate > 0 else 0.0
+        self._next_eager = now + (cost / (st.duty * rate + reserve / st.reserve_s)
+                                  if rate > 0 else 0.0)
+        self._next_probe = now + max(st.probe_interval_s / max(1, len(names)), 2 * spacing)
         pairs.append((now, self._last_ms, ms))
-        while pairs and (pairs[0][0] < now - st.window_s or len(pairs) > 2 * st.min_pairs):
+        self.pair_log.append((now, self.run.chosen, name, self._last_ms, ms))
+        while len(pairs) > st.max_pairs:
             pairs.popleft()
+        recent = list(pairs)[-st.min_pairs:]
+        self._known[name] = (now, statistics.median(p[2] / p[1] for p in recent))
         self._consider(name, now)
         return True
+
+    def _pick(self, names: List[str], now: float) -> Tuple[str, float]:
+        """Return the runner-up to time next and its median ratio as last seen (0: unknown).
+
+        One not timed in the last ``window_s`` first (in turn), else the lowest
+        median ratio over its last ``min_pairs`` pairs: the one most likely to be
+        faster gathers its evidence first, and a clearly slower one costs one
+        run per ``window_s``. The ratio is remembered when pairs are forgotten
+        (a load change): it still says which one to time first.
+        """
+        ratios = {}
+        for name in names:
+            pairs = self._pairs[name]
+            while pairs and pairs[0][0] < now - self.settings.window_s:
+                pairs.popleft()         # measured under the load of another moment
+            known = self._known.get(name)
+            ratios[name] = known[1] if known and known[0] >= now - self.settings.window_s \
+                else 0.0
+        start = self._rotation % len(names)
+        order = names[start:] + names[:start]
+        name = min(order, key=ratios.get)       # min keeps the first of equals: in turn
+        return name, ratios[name]
 
     def _drop_runner(self, name: str) -> None:
         with self._runners_lock:
             sess = self._runners.pop(name, None)
             self._pairs.pop(name, None)
+            self._known.pop(name, None)
         if sess is not None:
             sess.close()
 
     def _consider(self, name: str, now: float) -> None:
-        """Switch to runner-up ``name`` when its paired median wins by the margin."""
+        """Switch to runner-up ``name`` when its pairs pass the rule (:func:`paired_verdict`)."""
         st = self.settings
         pairs = self._pairs[name]
-        if len(pairs) < st.min_pairs:
-            return
-        mine = statistics.median(p[1] for p in pairs)
-        theirs = statistics.median(p[2] for p in pairs)
-        if theirs >= (1 - st.margin) * mine:
+        v = paired_verdict([(p[1], p[2]) for p in pairs], st.min_pairs, st.min_margin,
+                           st.alpha)
+        if not v.switch:
             return
         old = self.run.chosen
-        evidence = (f'{name} {theirs:.2f} ms vs {old} {mine:.2f} ms median over {len(pairs)} '
-                    f'frames paired in the last {now - pairs[0][0]:.1f} s '
-                    f'({theirs / mine:.2f}x; margin {st.margin:.0%})')
+        evidence = (f'{name} took {v.time_ratio:.2f}x the time of {old} over {v.n} frames '
+                    f'paired in the last {now - pairs[0][0]:.1f} s (median {v.runner_ms:.2f} '
+                    f'vs {v.chosen_ms:.2f} ms; margin {st.min_margin:.0%}), faster in '
+                    f'{v.wins} of {v.n} (sign test p = {v.p:.3f} <= {st.alpha:g})')
         with self._runners_lock:
             sess = self._runners.pop(name)
             self._pairs.pop(name)
+            self._known.pop(name, None)
+            # what is known of the others, now relative to the new choice
+            self._known = {n: (t, r / v.time_ratio) for n, (t, r) in self._known.items()}
+            self._known[old] = (now, 1 / v.time_ratio)
         old_model = self.model
         self.model = old_model.with_session(sess)   # the runner-up's open session takes over
         with self._runners_lock:      # the old choice is now watched as a runner-up
             self._runners[old] = old_model.session
             self._pairs[old] = deque()
-        self._switched(old, name, 'online', evidence, expected_ms=theirs)
+        self._switched(old, name, 'online', evidence, expected_ms=v.runner_ms)
 
     def _switched(self, old: str, new: str, trigger: str, evidence: str,
                   expected_ms: Optional[float] = None) -> None:
