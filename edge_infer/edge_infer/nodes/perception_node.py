@@ -458,15 +458,13 @@ class PerceptionNode(ManagedNode):
         out.header.stamp.sec, out.header.stamp.nanosec = sec, nanosec
         out.header.frame_id = frame_id
         t3 = time.perf_counter()
-        if pending is not None:
-            # A measured source: the window's tail needs the first power sample
-            # after the run (wait <= 1 period, 10 ms at 100 Hz). The estimator:
-            # the record came with end(), tail held (see telemetry.meter).
-            if not pending.event.wait(timeout=max(0.25, 3.0 / meter.rate_hz)):
-                self.stats.count('energy_missing')
-            out.energy = energy_msg(pending.record)
-        else:
-            out.energy = energy_msg(None)
+        # A measured source: the window's tail needs the first power sample after
+        # the run (wait <= 1 period, 10 ms at 100 Hz). The estimator: the record
+        # came with end(), tail held (see telemetry.meter).
+        if pending is not None and not pending.event.wait(
+                timeout=max(0.25, 3.0 / meter.rate_hz)):
+            self.stats.count('energy_missing')
+        out.energy = energy_msg(pending.record if pending is not None else None)
         t4 = time.perf_counter()
         self._pub.publish(out)
         t5 = time.perf_counter()
@@ -474,8 +472,8 @@ class PerceptionNode(ManagedNode):
             self._publish_energy(out, pending.record)
         self.stats.count('processed')
         self.stats.add_latency((t5 - t0) * 1e3, {
-            'queued': (t0 - received) * 1e3,
-            'parse': (t1 - t0) * 1e3, 'preprocess': result.preprocess_ms,
+            'queued': (t0 - received) * 1e3, 'parse': (t1 - t0) * 1e3,
+            'preprocess': result.preprocess_ms,
             'inference': result.inference_ms, 'postprocess': result.postprocess_ms,
             'run_other': (t2 - t1) * 1e3 - result.preprocess_ms - result.inference_ms
             - result.postprocess_ms,
@@ -486,13 +484,12 @@ class PerceptionNode(ManagedNode):
 
     def _publish_energy(self, out, r: Optional[MeterRecord]) -> None:
         """Publish ~/energy's EnergyRecord of the frame whose result ``out`` is."""
+        rec = EnergyRecord(header=out.header, model=out.model, backend=out.backend,
+                           latency_ms=out.inference_ms, energy=out.energy,
+                           method='no power sample covered the run')
         if r is not None:
             self._joules.append(r.joules)
-        rec = EnergyRecord(header=out.header, model=out.model, backend=out.backend,
-                           latency_ms=r.duration_s * 1e3 if r else out.inference_ms,
-                           energy=out.energy,
-                           method=r.method if r else 'no power sample covered the run')
-        if r is not None:
+            rec.latency_ms, rec.method = r.duration_s * 1e3, r.method
             rec.window_start = self.ros_time(r.t0)
         self._energy_pub.publish(rec)
 
