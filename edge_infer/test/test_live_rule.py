@@ -253,3 +253,55 @@ def test_a_move_of_the_chosen_ones_latency_alone_is_a_cue_not_a_reset(sim):
     assert live._alert_until > sim.clock.t
     sim.serve(live, 2.0)
     assert live.shadow_runs - runs >= 4      # steady: one run per 2.4 s here
+
+
+def test_energy_objective_keeps_its_choice_no_time_race(sim):
+    """The switch rule compares time: for the energy objective no runner-up is opened."""
+    slow = ('fake/frugal', _noisy(5.0, 0.02, seed=12), 2)
+    fast = ('fake/fast', _noisy(3.0, 0.02, seed=13), 2)
+    live = sim.make([slow, fast], [5.0, 3.0],
+                    settings=LiveSettings(drift_threshold=0, objective='energy'))
+    assert live._runners == {}
+    sim.serve(live, 60.0)
+    assert live.switches == [] and live.shadow_runs == 0
+    assert live.backend_name == 'fake/frugal'
+
+
+class _FailingSession(_Session):
+    def run(self, tensor):
+        raise RuntimeError('device lost')
+
+
+class _SelectingManager(_Manager):
+    def select(self, results, spec, objective, max_latency_ms, min_accuracy, pct):
+        ok = sorted((r for r in results if r.status == 'ok'), key=lambda r: r.p50_ms)
+        return (ok[0], 'fastest left') if ok else (None, 'none left')
+
+
+def test_a_fallback_takes_the_open_runner_up_session_without_loading(sim):
+    bad = ('fake/bad', _noisy(4.0, 0.02, seed=14), 2)
+    good = ('fake/good', _noisy(5.0, 0.02, seed=15), 1)
+    live = sim.make([bad, good], [4.0, 5.0])
+    live.manager.__class__ = _SelectingManager
+    opened = live._runners['fake/good']
+    loads = []
+    for b in live.manager.backends:
+        b.load = lambda path, strict=False, _b=b: loads.append(_b.name)
+    live.model.session.__class__ = _FailingSession
+    sim.serve(live, 1.0)
+    assert live.backend_name == 'fake/good' and live.model.session is opened
+    assert loads == [] and 'fake/good' not in live._runners
+    assert [s['trigger'] for s in live.switches] == ['fallback']
+
+
+def test_a_reevaluation_that_keeps_the_choice_is_applied_between_frames(sim):
+    a = ('fake/a', _noisy(5.0, 0.02, seed=16), 2)
+    live = sim.make([a], [5.0], settings=LiveSettings(drift_threshold=1.5, duty=0))
+    kept = ProfileRun(model=live.spec.name, chosen='fake/a', why='re-measured')
+    kept.results = [CandidateResult('fake/a', status='ok', p50_ms=7.0, p90_ms=7.0,
+                                    p99_ms=7.0, runs=20, accuracy=1.0)]
+    live._pending_keep = (kept, 7.0)    # what _reevaluate leaves for the frame thread
+    assert live.run is not kept and live.drift.expected_ms == pytest.approx(5.0)
+    sim.serve(live, 0.06)
+    assert live.run is kept and live.drift.expected_ms == pytest.approx(7.0)
+    assert live._pending_keep is None

@@ -12,7 +12,9 @@ A profile says what was best when it was measured; the robot's load then
 changes (a SLAM node starts, a core frees up, another model stops). This
 object keeps the choice right while running:
 
-- **online re-selection on real frames**: the runners-up (the next best
+- **online re-selection on real frames** (objective ``latency`` only: the
+  rule compares time, so for ``energy`` / ``edp`` it would override the
+  measured choice; those keep drift and fallback): the runners-up (the next best
   candidates of the profile, at most ``runners_up``; the last place goes to
   the best one with another thread count than the chosen one's when none of
   the others has one) stay open and, after a frame's result is out, one of
@@ -97,7 +99,7 @@ from typing import Callable, Deque, Dict, List, Optional, Sequence, Tuple
 from .drift import DriftMonitor
 from .load import LoadProbe
 from .profiling import CandidateResult, ProfileRun
-from .selection import latency_at
+from .selection import latency_at, stalls
 from ..core.backend import first_line
 from ..core.model import Model, Result
 from ..core.registry import ModelSpec
@@ -245,6 +247,7 @@ class LiveChoice:
         self._pending: Optional[Model] = None     # set by a background re-evaluation
         self._pending_why: Tuple[str, str] = ('', '')
         self._pending_run: Optional[ProfileRun] = None
+        self._pending_keep = None     # (run, p50): a re-evaluation kept the choice
         self._runners: Dict[str, object] = {}     # name -> open session (runners-up)
         self._runners_lock = threading.Lock()
         self._pairs: Dict[str, Deque[Tuple[float, float, float]]] = {}
@@ -288,7 +291,10 @@ class LiveChoice:
         if st.drift_threshold and not self.fixed and chosen is not None:
             self.drift = DriftMonitor(chosen.p50_ms, st.drift_threshold, st.drift_window_s)
         self.report(run, 'forced' if force else 'configure')
-        if st.duty > 0 and not self.fixed and self.manager is not None:
+        # the switch rule compares time: for the energy / edp objectives it would
+        # override the measured choice, so they keep drift and fallback only
+        if st.duty > 0 and st.objective == 'latency' and not self.fixed and \
+                self.manager is not None:
             if self._foreign is None and st.load_change_cores > 0:
                 self._foreign = _ForeignLoad()
             self._spawn(self._open_runners, 'runners')
@@ -325,8 +331,10 @@ class LiveChoice:
         """Return the accepted candidates, best first by the objective's figure."""
         pct = int(self.settings.latency_percentile or
                   self.manager.config.get('latency_percentile', 50))
+        guard = float(self.manager.config.get('tail_guard', 0) or 0)
         ok = [r for r in self.run.results if r.status == 'ok' and not r.cut_short and
-              r.backend not in self._failed and math.isfinite(r.p50_ms)]
+              r.backend not in self._failed and math.isfinite(r.p50_ms) and
+              not (guard and stalls(r, guard))]    # a staller could win 10 calm pairs
         return sorted(ok, key=lambda r: latency_at(r, pct))
 
     def _open_runners(self) -> None:
@@ -373,6 +381,11 @@ class LiveChoice:
         """
         if self._pending is not None:
             self._swap_pending()
+        if self._pending_keep is not None:      # a re-evaluation kept the choice
+            (run, p50), self._pending_keep = self._pending_keep, None
+            self.run = run
+            self.drift.rebase(p50)
+            self.report(run, 'drift')
         try:
             result = self.model.infer(frame, around_run=around_run)
         except Exception as exc:
@@ -425,9 +438,11 @@ class LiveChoice:
     def _alert(self, now: float, why: str, since: Optional[float] = None) -> None:
         """Look now (eager runs); with ``since`` (the load changed then) forget older pairs."""
         self._alert_until = now + self.settings.alert_s
-        for pairs in self._pairs.values():
-            while since is not None and pairs and pairs[0][0] < since:
-                pairs.popleft()     # they describe the load before the change
+        if since is not None:
+            with self._runners_lock:    # runners may still be opening (another thread)
+                for pairs in self._pairs.values():
+                    while pairs and pairs[0][0] < since:
+                        pairs.popleft()     # they describe the load before the change
         self.alerts.append((now, why))
         del self.alerts[:-100]
 
@@ -574,8 +589,9 @@ class LiveChoice:
         for r in run.results:
             r.chosen = r.backend == new
         run.chosen, run.why = new, f'{trigger}: {evidence}'
-        for pairs in self._pairs.values():
-            pairs.clear()       # pairs measured against the old choice
+        with self._runners_lock:    # runners may still be opening (another thread)
+            for pairs in self._pairs.values():
+                pairs.clear()       # pairs measured against the old choice
         self._recent.clear()
         self._level = float('nan')
         res = self._result(new)
@@ -608,11 +624,18 @@ class LiveChoice:
             self.warn(f'backend {failed} failed ({first}) and no other candidate is usable: '
                       f'{why}')
             return False
-        self._drop_runner(chosen.backend)
-        backend = {b.name: b for b in self.manager.candidates(
-            self.spec, self.model_path)}[chosen.backend]
-        old, self.model = self.model, Model(self.spec, backend, self.models_dir,
-                                            verify_checksum=False, **self.overrides)
+        with self._runners_lock:    # already open as a runner-up: no load on this frame
+            sess = self._runners.pop(chosen.backend, None)
+            self._pairs.pop(chosen.backend, None)
+            self._known.pop(chosen.backend, None)
+        if sess is not None:
+            new = self.model.with_session(sess)
+        else:
+            backend = {b.name: b for b in self.manager.candidates(
+                self.spec, self.model_path)}[chosen.backend]
+            new = Model(self.spec, backend, self.models_dir, verify_checksum=False,
+                        **self.overrides)
+        old, self.model = self.model, new
         try:
             old.close()
         except Exception:  # the failed session may not close cleanly either
@@ -662,10 +685,8 @@ class LiveChoice:
                 self._pending_run = run
                 self._pending = Model(self.spec, backend, self.models_dir,
                                       verify_checksum=False, **self.overrides)
-            else:
-                self.run = run
-                self.drift.rebase(chosen.p50_ms)
-                self.report(run, 'drift')
+            else:   # applied between frames: drift.add() runs on the frame thread
+                self._pending_keep = (run, chosen.p50_ms)
         except Exception as exc:  # keep serving on the current backend
             self.log(f're-evaluation failed: {type(exc).__name__}: {exc}')
         finally:
