@@ -77,3 +77,44 @@ def test_container_hosts_nodes_on_the_executor_named(
     procs.stop(proc)
     text = (tmp_path / f'{kind}.yaml.log').read_text(errors='replace')
     assert f'hosting 1 nodes: classifier (executor: {type_name})' in text, text[-2000:]
+
+
+def test_shutdown_waits_for_a_callback_still_running_on_the_events_executor(ros):
+    """Ctrl-C mid-transition: the node's thread is joined, since callback groups do not hold.
+
+    rclpy's EventsExecutor ignores callback groups, so PerceptionContainer's
+    group wait cannot keep a node's shutdown from overlapping its running
+    callback; main() waits for the spinning threads instead (join_spinners).
+    """
+    import threading
+    import time
+
+    import rclpy
+    from edge_infer.nodes.container import _spin_thread, join_spinners, new_executor
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, domain_id=procs.free_domain_id(ros.domain + 7))
+    node = rclpy.create_node('slow_transition', context=ctx)
+    started, finished = threading.Event(), threading.Event()
+
+    def slow():     # stands for a configure that profiles for a while
+        if started.is_set():
+            return
+        started.set()
+        time.sleep(1.0)
+        finished.set()
+    node.create_timer(0.01, slow)
+    ex = new_executor('events', context=ctx)
+    ex.add_node(node)
+    th = _spin_thread(ex, lambda line: None)
+    try:
+        assert started.wait(10)
+        ctx.shutdown()              # what Ctrl-C does
+        warnings = []
+        join_spinners([th], 0.1, warnings.append)      # too short: said, not hidden
+        assert len(warnings) == 1 and 'a callback still runs after 0.1 s' in warnings[0]
+        assert not finished.is_set()
+        join_spinners([th], 30.0, warnings.append)
+        assert finished.is_set() and not th.is_alive() and len(warnings) == 1
+    finally:
+        ex.shutdown()
+        node.destroy_node()

@@ -20,16 +20,19 @@ Box = Tuple[str, float, float, float, float, float]
 
 
 def to_bgr(pixels: np.ndarray, color: str) -> np.ndarray:
-    """Return a new, contiguous BGR copy of an H x W x C image (never the input's memory)."""
+    """Return a new, contiguous BGR copy of an H x W x C image (never the input's memory).
+
+    cv2.cvtColor reads padded rows (a frame viewed in place in its message) as
+    they are: the conversion is the only copy.
+    """
     import cv2
     if color == 'mono' or pixels.ndim == 2 or pixels.shape[2] == 1:
-        return cv2.cvtColor(np.ascontiguousarray(pixels.reshape(pixels.shape[:2])),
-                            cv2.COLOR_GRAY2BGR)
+        return cv2.cvtColor(pixels.reshape(pixels.shape[:2]), cv2.COLOR_GRAY2BGR)
     if pixels.shape[2] == 4:
         code = cv2.COLOR_RGBA2BGR if color.startswith('rgb') else cv2.COLOR_BGRA2BGR
-        return cv2.cvtColor(np.ascontiguousarray(pixels), code)
+        return cv2.cvtColor(pixels, code)
     if color.startswith('rgb'):
-        return cv2.cvtColor(np.ascontiguousarray(pixels), cv2.COLOR_RGB2BGR)
+        return cv2.cvtColor(pixels, cv2.COLOR_RGB2BGR)
     return np.array(pixels, copy=True, order='C')
 
 

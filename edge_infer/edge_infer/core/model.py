@@ -1,6 +1,7 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
 """A model ready to run: registry entry + backend session + pre/post-processing."""
 
+import copy
 from dataclasses import dataclass
 import pathlib
 import time
@@ -55,10 +56,8 @@ class Model:
 
     def with_session(self, session) -> 'Model':
         """Return a Model running ``session`` with this one's pre/post-processing (no reload)."""
-        other = Model.__new__(Model)
-        other.spec, other.session, other.backend_name = self.spec, session, session.backend_name
-        other.preprocess, other.decode, other.last_input = (self.preprocess, self.decode,
-                                                            self.last_input)
+        other = copy.copy(self)     # every attribute shared, whatever __init__ sets later
+        other.session, other.backend_name = session, session.backend_name
         return other
 
     def infer(self, frame: Frame,

@@ -31,8 +31,8 @@ default; in Jazzy since rclpy 7.1.4, under ``rclpy.experimental``): it waits
 and dispatches in C++, where the SingleThreadedExecutor rebuilds its wait set
 in Python on every wake-up. Measured with bench/exp6_ros_pipeline.py
 (MobileNetV2, 768x576 frames, one frame in flight): publish to the node's
-callback 0.8 ms instead of 1.6 ms, the callback to the node's worker thread
-0.16 ms instead of 0.95 ms (the Python executor held the GIL while it went
+callback 0.6-0.8 ms instead of 1.6 ms, the callback to the node's worker thread
+0.1-0.2 ms instead of 0.95 ms (the Python executor held the GIL while it went
 back to waiting). ``executor: single`` selects the SingleThreadedExecutor;
 where rclpy has no EventsExecutor (Jazzy before 7.1.4) the container says so
 in one line and uses it.
@@ -56,6 +56,14 @@ from ..backends.manager import set_thread_budget
 
 
 EXECUTORS = ('events', 'single')
+WAIT_S = 120.0      # how long a shutdown waits for a callback still running
+
+
+def check_executor_kind(kind: str) -> None:
+    """Raise ValueError naming the ``executor`` parameter unless ``kind`` is one of EXECUTORS."""
+    if kind not in EXECUTORS:
+        raise ValueError(f"parameter 'executor' must be one of {', '.join(EXECUTORS)}: "
+                         f"'{kind}'")
 
 
 def new_executor(kind: str = 'events', context=None, log=None):
@@ -64,9 +72,7 @@ def new_executor(kind: str = 'events', context=None, log=None):
     'events' falls back to the SingleThreadedExecutor, with one ``log`` line,
     where this rclpy has no EventsExecutor.
     """
-    if kind not in EXECUTORS:
-        raise ValueError(f"parameter 'executor' must be one of {', '.join(EXECUTORS)}: "
-                         f"'{kind}'")
+    check_executor_kind(kind)
     if kind == 'events':
         try:
             from rclpy.experimental import EventsExecutor
@@ -97,9 +103,7 @@ class PerceptionContainer:
         self.node.declare_parameter('thread_budget', 0)
         self.node.declare_parameter('executor', 'events')
         kind = str(self.node.get_parameter('executor').value)
-        if kind not in EXECUTORS:
-            raise ValueError(f"parameter 'executor' must be one of {', '.join(EXECUTORS)}: "
-                             f"'{kind}'")
+        check_executor_kind(kind)
         log = self.node.get_logger().warning
         if executor is None:
             executor = new_executor(kind, log=log)
@@ -152,12 +156,16 @@ class PerceptionContainer:
                 f'autostart: {len(active)} of {len(names)} nodes active; not active: '
                 f"{', '.join(n for n in names if n not in active)} (see their lines above)")
 
-    def shutdown(self, wait_s: float = 120.0) -> None:
+    def shutdown(self, wait_s: float = WAIT_S) -> None:
         """Shut every node down and destroy them.
 
         Callbacks may still run on the executor's threads (a transition that was
         under way when Ctrl-C came): each node's callback group is taken first,
-        so no callback of that node runs while it shuts down.
+        so no callback of that node runs while it shuts down. That binds the
+        SingleThreadedExecutor only: rclpy's EventsExecutor does not take
+        callback groups (checked: a timer kept firing while its group was
+        held), so with it the caller waits for the spinning threads first, as
+        :func:`main` does.
         """
         deadline = time.monotonic() + wait_s
         for n in [self.node, *self.lifecycle_nodes]:
@@ -213,6 +221,20 @@ def _spin_thread(executor, log_error) -> threading.Thread:
     return th
 
 
+def join_spinners(threads, wait_s: float, warn) -> None:
+    """Wait up to ``wait_s`` in all for the spinning threads to end (the context is down).
+
+    Each ends after the callback it runs (a long transition). Waiting for the
+    threads, not for the callback groups in PerceptionContainer.shutdown(), is
+    what holds with the EventsExecutor too. One ``warn`` line per thread left.
+    """
+    deadline = time.monotonic() + wait_s
+    for th in threads:
+        th.join(timeout=max(0.0, deadline - time.monotonic()))
+        if th.is_alive():
+            warn(f'{th.name}: a callback still runs after {wait_s:g} s; shutting down anyway')
+
+
 def main(args=None) -> int:
     """Run the container until Ctrl-C or an external shutdown."""
     rclpy.init(args=args)
@@ -230,8 +252,8 @@ def main(args=None) -> int:
         print(f'perception_container: {exc}', file=sys.stderr)
         return 2
     finally:
-        for th in threads:      # the context is down: each ends after its running callback
-            th.join(timeout=5.0)
+        if threads:
+            join_spinners(threads, WAIT_S, container.node.get_logger().warning)
         for ex in (container.executors if container is not None else []):
             ex.shutdown()
         if container is not None:   # waits for a callback still running (a long transition)

@@ -594,22 +594,20 @@ class PerceptionNode(ManagedNode):
         st.hardware_id = self._model.backend_name if self._model else ''
         st.level = DiagnosticStatus.OK
         st.message = 'ok'
+        window = self._param('diagnostics_window_s')
+        recent = self.stats.rejected_within(window)
         if not self._running:
             st.level, st.message = DiagnosticStatus.OK, 'inactive'
-        else:
-            window = self._param('diagnostics_window_s')
-            recent = self.stats.rejected_within(window)
-            if recent:
-                st.level = DiagnosticStatus.WARN
-                st.message = (f'{recent} frame(s) rejected in the last {window:g} s; last: '
-                              f"{snap['last_error']}")
+        elif recent:
+            st.level = DiagnosticStatus.WARN
+            st.message = (f'{recent} frame(s) rejected in the last {window:g} s; last: '
+                          f"{snap['last_error']}")
         values = {'model': self._model.spec.name if self._model else '',
                   'backend': st.hardware_id,
                   'input_topic': self.resolve_topic_name(self._topic) if self._topic else '',
                   'received': snap['received'], 'processed': snap['processed'],
                   'dropped': snap['dropped'], 'rejected': snap['rejected'],
-                  'rejected_recently': self.stats.rejected_within(
-                      self._param('diagnostics_window_s')),
+                  'rejected_recently': recent,
                   'latency_p50_ms': f'{p50:.2f}', 'latency_p95_ms': f'{p95:.2f}',
                   'last_error': snap['last_error']}
         if self._executor is not None:

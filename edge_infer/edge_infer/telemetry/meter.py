@@ -190,8 +190,9 @@ def _attribute(entries: Sequence[_Entry], run: _Run, runs: Sequence[_Run], perio
     None without samples.
 
     Plain Python on purpose: a window holds a handful of samples (a 10 ms run
-    at 100 Hz: 2-3), where numpy's per-call cost made this 0.4 ms per frame
-    on the node's hot path; in Python it is ~0.05 ms.
+    at 100 Hz: 2-3), where numpy's per-call cost made end() 0.48 ms per frame
+    on the node's hot path (0.19 ms now; the integration alone 0.04 -> 0.008
+    ms when repeated, 0.08 ms right after an inference, caches cold).
     """
     if not entries:
         return None
