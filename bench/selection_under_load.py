@@ -116,7 +116,7 @@ def serve(runtimes: dict, pinned: dict, frames, seconds: float, log: list, phase
                 live = runtimes[name]
                 res = live.infer(frame)
                 row[name] = res.inference_ms
-                row[name + ':backend'] = live.backend_name
+                row[name + ':backend'] = res.backend     # a runner-up may run a frame
                 x = live.model.last_input
                 live.after_frame()
             else:
@@ -261,7 +261,7 @@ def main() -> None:
                   f'in {time.monotonic() - t0:.0f} s')
     finally:
         load.run_at(0.0)
-    overhead = after.overhead()
+    overhead = after.overhead(since_start=True)
     pair_log = list(after.pair_log)
     load_log = list(after.load_log)
     table = analyse(rows, runtimes, pinned, [(ph, at) for ph, _, _, at in phases])

@@ -267,7 +267,7 @@ def test_energy_objective_keeps_its_choice_no_time_race(sim):
     assert live.backend_name == 'fake/frugal'
 
 
-class _FailingSession(_Session):
+class _FailingSession(_Session):  # noqa: used above, defined once
     def run(self, tensor):
         raise RuntimeError('device lost')
 
@@ -305,3 +305,73 @@ def test_a_reevaluation_that_keeps_the_choice_is_applied_between_frames(sim):
     sim.serve(live, 0.06)
     assert live.run is kept and live.drift.expected_ms == pytest.approx(7.0)
     assert live._pending_keep is None
+
+
+# ------------------------------------------------------------ served frames
+def _run(live, sim, seconds, fps=20.0, frame=None):
+    """Feed frames; return [(t, backend that ran the frame, chosen backend)]."""
+    out, end = [], sim.clock.t + seconds
+    frames = calibration_frames(1)[0] if frame is None else [frame]
+    while sim.clock.t < end:
+        start = sim.clock.t
+        res = live.infer(frames[0])
+        out.append((sim.clock.t, res.backend, live.backend_name))
+        live.after_frame()
+        sim.clock.t = max(sim.clock.t, start + 1.0 / fps)
+    return out
+
+
+def test_a_close_runner_up_runs_frames_itself_and_wins_sooner(sim):
+    # the same 5 % as above: served frames cost little, so it is sampled far more often
+    slow = ('fake/slow', _noisy(5.0, 0.05, seed=3), 2)
+    fast = ('fake/fast', _noisy(4.75, 0.05, seed=4), 2)
+    live = sim.make([slow, fast], [5.0, 5.1])
+    t0 = sim.clock.t
+    out = _run(live, sim, 60.0)
+    switch = live.switches[0]
+    # the extra-run rule took 10-60 s for this (see above): a served frame adds no time
+    assert switch['to'] == 'fake/fast' and switch['t'] - t0 < 15.0, live.switches
+    before = [x for x in out if x[0] <= switch['t']]
+    served = [ran for _, ran, chosen in before if ran != chosen]
+    assert served and set(served) == {'fake/fast'}
+    # after the switch the old choice is the runner-up that is served now and then
+    assert {ran for t, ran, chosen in out if t > switch['t'] and ran != chosen} <= \
+        {'fake/slow'}
+    # (a served frame whose sample decided a switch ran on what is chosen after it)
+    seen = sum(1 for _, ran, chosen in out if ran != chosen)
+    assert seen <= live.served_frames <= seen + len(live.switches)
+    # at most one frame in serve_every (3) runs on a runner-up
+    assert sum(1 for _, ran, chosen in before if ran != chosen) <= len(before) / 3 + 1
+    assert live.overhead(since_start=True) <= 0.05
+
+
+def test_without_serving_every_result_comes_from_the_chosen_backend(sim):
+    slow = ('fake/slow', _noisy(5.0, 0.05, seed=3), 2)
+    fast = ('fake/fast', _noisy(4.75, 0.05, seed=4), 2)
+    live = sim.make([slow, fast], [5.0, 5.1],
+                    settings=LiveSettings(drift_threshold=0, serve=False))
+    out = _run(live, sim, 20.0)
+    assert all(ran == chosen for _, ran, chosen in out)
+    assert live.served_frames == 0 and live.shadow_runs >= 10
+
+
+def test_a_runner_up_far_behind_is_timed_after_the_frame_never_served(sim):
+    a = ('fake/a', _noisy(5.0, 0.02, seed=17), 2)
+    far = ('fake/far', _noisy(8.0, 0.02, seed=18), 1)     # 1.6x: over serve_max_ratio
+    live = sim.make([a, far], [5.0, 8.0])
+    out = _run(live, sim, 30.0)
+    assert all(ran == 'fake/a' for _, ran, _ in out)
+    assert live.shadow_runs >= 5 and live.served_frames == 0     # steady: every ~3 s
+
+
+def test_a_runner_up_that_fails_on_a_served_frame_is_dropped_frame_not_lost(sim):
+    a = ('fake/a', _noisy(5.0, 0.02, seed=19), 2)
+    b = ('fake/b', _noisy(5.0, 0.02, seed=20), 2)
+    live = sim.make([a, b], [5.0, 5.0])
+    lines = []
+    live.log = lines.append
+    live._runners['fake/b'].__class__ = _FailingSession
+    out = _run(live, sim, 5.0)
+    assert all(ran == 'fake/a' for _, ran, _ in out)    # every frame has its result
+    assert 'fake/b' not in live._runners and live.served_frames == 0
+    assert any('runner-up fake/b failed (device lost)' in x for x in lines), lines

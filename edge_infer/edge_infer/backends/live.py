@@ -131,6 +131,11 @@ class LiveSettings:
     alert_s: float = 3.0
     horizon_s: float = 30.0
     reserve_s: float = 10.0             # eager runs spend the unused duty over this
+    steady_share: float = 0.5           # steady pace: at most this share of the duty
+    serve: bool = True                  # a close runner-up may run a frame (its result out)
+    serve_max_ratio: float = 1.25       # ... when expected under this x the chosen one's time
+    serve_every: int = 3                # ... on at most one frame in this many
+    reference_frames: int = 9           # a served frame vs the mean of the chosen one's last
     load_change_cores: float = 0.2      # foreign load moved this much: the load changed
     load_period_s: float = 1.0          # (load_change_cores 0: /proc is not read)
 
@@ -262,6 +267,13 @@ class LiveChoice:
         self._next_eager = 0.0
         self._t_first = float('nan')              # the first frame's time
         self._last_ms = float('nan')
+        self._chosen_ms: Deque[float] = deque(maxlen=self.settings.reference_frames)
+        self._serve_next: Optional[str] = None     # the runner-up that runs the next frame
+        self._frames_since_served = 0
+        self._served_models: Dict[str, Model] = {}
+        self._costs: Dict[str, Deque[float]] = {}  # name -> compute its last samples added
+        self.served_frames = 0
+        self.spent_ms = [0.0, 0.0]      # since start: the chosen one's time, runners-up's extra
         self._cancel = threading.Event()
         self._threads: List[threading.Thread] = []
         self._foreign = foreign_load
@@ -386,6 +398,12 @@ class LiveChoice:
             self.run = run
             self.drift.rebase(p50)
             self.report(run, 'drift')
+        name, self._serve_next = self._serve_next, None
+        if name is not None:
+            result = self._serve(name, frame, around_run)
+            if result is not None:
+                return result
+        self._frames_since_served += 1
         try:
             result = self.model.infer(frame, around_run=around_run)
         except Exception as exc:
@@ -397,12 +415,42 @@ class LiveChoice:
         self._observe(result.inference_ms)
         return result
 
+    def _serve(self, name: str, frame, around_run) -> Optional[Result]:
+        """Run the frame on runner-up ``name`` (its result goes out); None: it could not."""
+        with self._runners_lock:
+            sess = self._runners.get(name)
+        if sess is None or len(self._chosen_ms) < self._chosen_ms.maxlen:
+            return None
+        model = self._served_models.get(name)
+        if model is None or model.session is not sess:
+            model = self._served_models[name] = self.model.with_session(sess)
+        now = time.monotonic()
+        # the chosen one's time over its last frames: a mean, as the robot pays it (a
+        # median would leave out the stalls a busy core gives a 2-thread choice)
+        ref = statistics.fmean(self._chosen_ms)
+        try:
+            result = model.infer(frame, around_run=around_run)
+        except Exception as exc:
+            from ..core.image import ImageError
+            if isinstance(exc, ImageError):
+                raise       # the frame's fault, not the backend's
+            self.log(f'runner-up {name} failed ({first_line(exc)}): no longer watched')
+            self._drop_runner(name)
+            return None     # the chosen one runs the frame: none is lost
+        self._frames_since_served = 0
+        self.served_frames += 1
+        ms = result.inference_ms
+        self._sampled(name, now, ref, ms, max(0.0, ms - ref), served=True)
+        return result
+
     def _observe(self, ms: float) -> None:
         now = time.monotonic()
         if not math.isfinite(self._t_first):
             self._t_first = now
         self._last_ms = ms
+        self._chosen_ms.append(ms)
         self._primary.add(now, ms)
+        self.spent_ms[0] += ms
         self._recent.append((now, ms))
         if len(self._recent) == self._recent.maxlen:
             items = [v for _, v in self._recent]
@@ -485,12 +533,20 @@ class LiveChoice:
         eager = now < self._alert_until or ratio < 1.0
         if now < (self._next_eager if eager else self._next_probe):
             return False
-        pairs = self._pairs[name]
-        guess = pairs[-1][2] if pairs else self._last_ms
-        # the bound: a run may take longer than the last one did
+        expect = self._expected_ratio(name)
+        serve = (st.serve and expect <= st.serve_max_ratio and
+                 len(self._chosen_ms) == self._chosen_ms.maxlen)
+        if serve and self._frames_since_served + 1 < st.serve_every:
+            return False
+        # the bound: a run may take longer than the last one did (served: what it
+        # takes beyond the chosen one's time is the cost)
+        guess = self._last_ms * (max(0.0, expect - 1.0) if serve else expect)
         if self._shadow.total(now) + 1.5 * guess > st.duty * self._primary.total(now):
             return False
         self._rotation += 1
+        if serve:
+            self._serve_next = name     # the next frame runs on it
+            return False
         sess = self._runners[name]
         t = time.perf_counter()
         try:
@@ -500,8 +556,37 @@ class LiveChoice:
             self._drop_runner(name)
             return False
         ms = (time.perf_counter() - t) * 1e3
+        self._sampled(name, now, self._last_ms, ms, ms)
+        return True
+
+    def _expected_ratio(self, name: str) -> float:
+        """Return runner-up ``name``'s time / the chosen one's: as last seen, else profiled."""
+        pairs = self._pairs.get(name)
+        if pairs:
+            return statistics.median(p[2] / p[1] for p in list(pairs)[-self.settings.min_pairs:])
+        known = self._known.get(name)
+        if known and known[1] > 0:
+            return known[1]
+        mine, other = self._result(self.run.chosen), self._result(name)
+        if mine and other and mine.p50_ms > 0 and math.isfinite(other.p50_ms):
+            return other.p50_ms / mine.p50_ms
+        return float('inf')
+
+    def _sampled(self, name: str, now: float, chosen_ms: float, ms: float, cost: float,
+                 served: bool = False) -> None:
+        """Record one sample of runner-up ``name`` (``cost``: the compute it added), judge."""
+        st = self.settings
+        with self._runners_lock:
+            pairs = self._pairs.get(name)
+            names = len(self._runners)
+        if pairs is None:
+            return
         self.shadow_runs += 1
-        self._shadow.add(now, ms)
+        self._shadow.add(now, cost)
+        self.spent_ms[1] += cost
+        if served:      # the chosen one did not run this frame: count what it would take
+            self._primary.add(now, chosen_ms)
+            self.spent_ms[0] += chosen_ms
         # spread the runs evenly at the duty's pace (a burst of pairs from one moment
         # says little more than one pair, and spends the duty the next change needs);
         # eager, the reserve left under the bound is spent over reserve_s as well
@@ -511,19 +596,21 @@ class LiveChoice:
         reserve = max(0.0, st.duty * primary - self._shadow.total(now))
         # a typical run sets the pace (one stall of 40 ms would stop the runs for 8 s;
         # the bound over the horizon still pays for it)
-        cost = statistics.median([p[2] for p in list(pairs)[-st.min_pairs:]] + [ms])
+        costs = self._costs.setdefault(name, deque(maxlen=st.min_pairs))
+        costs.append(cost)
+        cost = statistics.median(costs)
         spacing = cost / (st.duty * rate) if rate > 0 else 0.0
         self._next_eager = now + (cost / (st.duty * rate + reserve / st.reserve_s)
                                   if rate > 0 else 0.0)
-        self._next_probe = now + max(st.probe_interval_s / max(1, len(names)), 2 * spacing)
-        pairs.append((now, self._last_ms, ms))
-        self.pair_log.append((now, self.run.chosen, name, self._last_ms, ms))
+        self._next_probe = now + max(st.probe_interval_s / max(1, names),
+                                     spacing / st.steady_share)
+        pairs.append((now, chosen_ms, ms))
+        self.pair_log.append((now, self.run.chosen, name, chosen_ms, ms))
         while len(pairs) > st.max_pairs:
             pairs.popleft()
         recent = list(pairs)[-st.min_pairs:]
         self._known[name] = (now, statistics.median(p[2] / p[1] for p in recent))
         self._consider(name, now)
-        return True
 
     def _pick(self, names: List[str], now: float) -> Tuple[str, float]:
         """Return the runner-up to time next and its median ratio as last seen (0: unknown).
@@ -552,6 +639,8 @@ class LiveChoice:
             sess = self._runners.pop(name, None)
             self._pairs.pop(name, None)
             self._known.pop(name, None)
+            self._costs.pop(name, None)
+            self._served_models.pop(name, None)
         if sess is not None:
             sess.close()
 
@@ -593,6 +682,10 @@ class LiveChoice:
             for pairs in self._pairs.values():
                 pairs.clear()       # pairs measured against the old choice
         self._recent.clear()
+        self._chosen_ms.clear()     # the new choice's level is measured from its own frames
+        self._costs.clear()
+        self._served_models.clear()
+        self._serve_next = None
         self._level = float('nan')
         res = self._result(new)
         if self.drift is not None:     # expect what the new backend was measured at
@@ -727,8 +820,14 @@ class LiveChoice:
                 model.close()
         self.model = self._pending = None
 
-    def overhead(self) -> float:
-        """Return runner-up time / chosen time over the horizon (the duty actually spent)."""
+    def overhead(self, since_start: bool = False) -> float:
+        """Return the runners-up's extra time / the chosen one's (the duty actually spent).
+
+        Over the last ``horizon_s`` (the bound), or ``since_start``. A frame a
+        runner-up ran counts what it took beyond the chosen one's level as extra.
+        """
+        if since_start:
+            return self.spent_ms[1] / self.spent_ms[0] if self.spent_ms[0] else 0.0
         now = time.monotonic()
         primary = self._primary.total(now)
         return self._shadow.total(now) / primary if primary else 0.0

@@ -23,6 +23,7 @@ class Result:
     preprocess_ms: float
     inference_ms: float
     postprocess_ms: float
+    backend: str = ''       # the backend that ran it (a runner-up may run a frame)
 
 
 def model_file(spec: ModelSpec, models_dir: pathlib.Path,
@@ -84,7 +85,8 @@ class Model:
         t3 = time.perf_counter()
         out = self.decode(outputs, tf)
         t4 = time.perf_counter()
-        return Result(out, (t1 - t0) * 1e3, (t2 - t1) * 1e3, (t4 - t3) * 1e3)
+        return Result(out, (t1 - t0) * 1e3, (t2 - t1) * 1e3, (t4 - t3) * 1e3,
+                      self.backend_name)
 
     def close(self) -> None:
         """Free the backend session."""

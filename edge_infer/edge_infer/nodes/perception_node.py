@@ -71,6 +71,8 @@ PARAMETERS = {
                               '0 = config/backends.yaml'),
     'reselect_duty': (0.05, 'online re-selection: share of compute spent timing the '
                             'runners-up on real frames (0 = off)'),
+    'reselect_serve': (True, 'a runner-up within 1.25x of the chosen one runs some frames '
+                             'itself (result published, naming it); false: extra runs only'),
     'executor_policy': ('', "run the model's segments on the process-wide shared executor: "
                             "accelerator-only | by-layer-type | cost-model; '' = whole model "
                             'on the chosen backend'),
@@ -286,7 +288,7 @@ class PerceptionNode(ManagedNode):
                 min_accuracy=self._param('min_accuracy'),
                 latency_percentile=self._param('latency_percentile'),
                 drift_threshold=drift, drift_window_s=self._param('drift_window_s'),
-                duty=self._param('reselect_duty')),
+                duty=self._param('reselect_duty'), serve=self._param('reselect_serve')),
             log=log.info, warn=log.warning, report=self._publish_report, scope=self.acting)
         if policy:
             self._executor = shared_executor.acquire(policy, log=shared_log)
@@ -541,7 +543,7 @@ class PerceptionNode(ManagedNode):
             out.results = [ClassScore(class_id=int(c), label=spec.label(c), score=float(s))
                            for c, s in zip(cls.class_ids.tolist(), cls.scores.tolist())]
         out.model = spec.name
-        out.backend = self._model.backend_name
+        out.backend = result.backend or self._model.backend_name     # a runner-up may run one
         out.image_width = frame.width
         out.image_height = frame.height
         out.preprocess_ms = decode_ms + result.preprocess_ms
@@ -618,7 +620,7 @@ class PerceptionNode(ManagedNode):
             values['backend_reason'] = live.run.why
             values['drift_events'] = live.drift.fired if live.drift else 0
             values['backend_switches'] = len(live.switches)
-            values['reselect_runs'] = live.shadow_runs
+            values['reselect_runs'] = f'{live.shadow_runs} ({live.served_frames} served)'
             values['reselect_share'] = f'{live.overhead():.3f}'
         values['stage_p50_ms'] = ', '.join(f'{k} {v:.2f}' for k, v in
                                            self.stats.stage_medians().items())
