@@ -126,17 +126,19 @@ def test_bag_replay_finds_people_with_source_stamps(ros, container, results, sma
     # The measured choice: named in every result and in the node's latched report
     # (a late subscriber still gets it). The run-time choice may switch between
     # frames (online re-selection, drift): then the report says so, and the
-    # results after the switch name the new backend.
+    # results after the switch name the new backend. A close runner-up runs
+    # one frame in three at most (reselect_serve), and its results name it.
     for node, msgs in (('detector', results.det), ('classifier', results.cls)):
         report = _backend_report(ros, node)
         used = [m.backend for m in msgs]
-        assert used[-1] == report.chosen
+        assert report.chosen in used[-3:], used[-3:]
         by_name = {c.name: c for c in report.candidates}
         chosen = by_name[report.chosen]
         assert chosen.chosen and chosen.status == 'ok' and chosen.accuracy >= 0.9
         assert set(used) <= {c.name for c in report.candidates if c.status == 'ok'}
         if report.trigger == 'configure':
-            assert set(used) == {report.chosen} and report.chosen in report.reason
+            assert report.chosen in report.reason
+            assert used.count(report.chosen) >= len(used) * 2 / 3 - 1, used
             ok = [c for c in report.candidates if c.status == 'ok']
             assert chosen.latency_p50_ms == min(c.latency_p50_ms for c in ok)  # latency
         else:       # switched (or re-measured) while running, and said why

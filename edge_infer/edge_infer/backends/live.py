@@ -17,10 +17,28 @@ object keeps the choice right while running:
   measured choice; those keep drift and fallback): the runners-up (the next best
   candidates of the profile, at most ``runners_up``; the last place goes to
   the best one with another thread count than the chosen one's when none of
-  the others has one) stay open and, after a frame's result is out, one of
-  them runs on that frame's preprocessed input (its output is discarded).
-  Each such run is paired with the chosen one's run on the same frame, so
-  both saw the same load. The switch rule
+  the others has one) stay open and are sampled on real frames in one of two
+  ways:
+
+  * **served** (``serve``, the default): a runner-up expected within
+    ``serve_max_ratio`` (1.25x) of the chosen one's time runs a frame
+    itself, at most one in ``serve_every`` (3); its result goes out and
+    names it (every :class:`Result` names the backend that ran it). It is
+    compared with the mean of the chosen one's last ``reference_frames``
+    (9) frames, and costs only what it takes beyond that: nothing when it
+    is faster. Why: at 5 % of compute, extra runs give about one sample a
+    second, and a runner-up 4 % faster needs 10-15 of them (the sign test
+    below), so a choice took 10-20 s to follow a load change; a served
+    frame of a close candidate costs ~0, so the same duty buys a sample
+    every 3rd frame. Comparing with the chosen one's recent frames is as
+    tight as pairing on the same frame: the robust spread of the log ratio
+    was 0.055 vs 0.056 (a full core of foreign load), 0.083 vs 0.175 (half a
+    core) in the regret benchmark's recordings;
+  * **extra run** (a runner-up further behind, or ``serve`` off): after a
+    frame's result is out it runs on that frame's preprocessed input (its
+    output discarded), paired with the chosen one's run on the same frame.
+
+  The switch rule
   (:func:`paired_verdict`) looks at a runner-up's last pairs (at most
   ``max_pairs``, none older than ``window_s``) and switches when both hold:
 
@@ -47,7 +65,8 @@ object keeps the choice right while running:
   Which runner-up runs next: one not timed in the last ``window_s`` first,
   else the one with the lowest median ratio over its last ``min_pairs`` pairs
   (the most likely to win gathers its evidence; a clearly slower one costs
-  one run per ``window_s``). Cost: runner-up time stays under ``duty`` x the
+  one run per ``window_s``). Cost: runner-up time (served: beyond the chosen
+  one's) stays under ``duty`` x the
   chosen one's time over the last ``horizon_s`` seconds, and the runs are
   spread evenly at that pace (a burst of pairs from one moment says little
   more than one pair, and spends the duty the next change needs; the pace
@@ -70,9 +89,10 @@ object keeps the choice right while running:
   runner-up under 5 pairs through a whole 20 s phase in the benchmark. A
   load that slows a runner-up but not the chosen one (a 1-thread choice
   when a core frees up) moves no latency of the chosen one at all.
-  The budget is the limit: at 5 % of a 4-6 ms model's time at 15-25 frames
-  a second, about one pair a second, so a runner-up 5-10 % faster on 70-80 %
-  of the frames takes 5-20 s to be recognised;
+  The budget is the limit for extra runs: at 5 % of a 4-6 ms model's time
+  at 15-25 frames a second, about one pair a second, so a runner-up 5-10 %
+  faster on 70-80 % of the frames takes 5-20 s to be recognised that way;
+  served frames of a close one (cost ~0) come every ``serve_every`` frames;
 - **drift**: when the chosen one's median latency stays over
   ``drift_threshold`` x its profile, the runners-up are timed on the next
   frames at once (online re-selection on), or (re-selection off, or no
