@@ -151,7 +151,8 @@ def replay(rows, names, settings: LiveSettings, model='mobilenet_v2', lag_s=0.5,
             rep.row = r
             res = live.infer(frames[len(out) % len(frames)])
             row = dict(r)
-            row['sim'], row['sim:backend'] = res.inference_ms, res.backend
+            row['sim'], row['sim:ran'] = res.inference_ms, res.backend
+            row['sim:backend'] = live.backend_name      # the choice (after the frame)
             row['t_clock'] = clock.t
             live.after_frame()
             out.append(row)

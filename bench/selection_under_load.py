@@ -17,7 +17,9 @@ run:
 Per phase: time-weighted regret = the runtime's total inference time / the
 best pinned candidate's total over the same frames (1.0 = as good as the
 best fixed choice in hindsight), and the time from a load change until the
-runtime settles on the phase's best candidate (within 5 %). Beside it, not
+runtime's choice settles on the phase's best candidate (within 5 %: 20
+frames in a row chosen among those; the frames a runner-up ran while it was
+sampled count in the regret, and their number is given). Beside it, not
 instead of it: the choice regret (the pinned session of the backend the
 runtime was on, frame by frame, over the best pinned: its choices without
 what happened to its own runs) and its stalls (runs over 10x its median).
@@ -116,7 +118,8 @@ def serve(runtimes: dict, pinned: dict, frames, seconds: float, log: list, phase
                 live = runtimes[name]
                 res = live.infer(frame)
                 row[name] = res.inference_ms
-                row[name + ':backend'] = res.backend     # a runner-up may run a frame
+                row[name + ':backend'] = live.backend_name    # the choice after this frame
+                row[name + ':ran'] = res.backend      # what ran it (a runner-up may)
                 x = live.model.last_input
                 live.after_frame()
             else:
@@ -154,7 +157,9 @@ def analyse(rows, runtimes, pinned, phases):
                         t_settle = r['t'] - at
                         break
                 settle.append((at, wbest, t_settle))
-            used = sorted({r[name + ':backend'] for r in data})
+            used = sorted({r.get(name + ':ran') or r[name + ':backend'] for r in data})
+            served = sum(1 for r in data if r.get(name + ':ran', r[name + ':backend']) !=
+                         r[name + ':backend'])
             # the same frames' time of the pinned session of the backend the runtime was
             # on: its choices without what happened to its own runs (a stall, a probe)
             chose = sum(r[r[name + ':backend']] for r in data if r[name + ':backend'] in r)
@@ -163,7 +168,7 @@ def analyse(rows, runtimes, pinned, phases):
                         'regret': total / totals[best], 'best_pinned': best,
                         'choice': chose / totals[best],
                         'stalls': sum(1 for r in data if r[name] > 10 * med),
-                        'used': ', '.join(used), 'settle': settle,
+                        'used': ', '.join(used), 'settle': settle, 'served': served,
                         'ms_p50': statistics.median(r[name] for r in data),
                         'best_p50': statistics.median(r[best] for r in data)})
     return out
@@ -283,8 +288,9 @@ def main() -> None:
           f'process, share of one core per 10 ms; load average at end '
           f'{os.getloadavg()[0]:.2f}\n')
     print('| phase | runtime | frames | regret | choice regret | stalls | best pinned | '
-          'runtime p50 ms | best p50 ms | backends used | settled after a load change |')
-    print('|---|---|---|---|---|---|---|---|---|---|---|')
+          'runtime p50 ms | best p50 ms | backends used | frames a runner-up ran | '
+          'settled after a load change |')
+    print('|---|---|---|---|---|---|---|---|---|---|---|---|')
     for r in table:
         settle = '; '.join(
             f'at {at:.0f} s -> {b}: ' + (f'{s:.1f} s' if s is not None else 'NOT settled')
@@ -292,7 +298,7 @@ def main() -> None:
         print(f"| {r['phase']} | {r['runtime']} | {r['frames']} | {r['regret']:.3f} | "
               f"{r['choice']:.3f} | {r['stalls']} | "
               f"{r['best_pinned']} | {r['ms_p50']:.2f} | {r['best_p50']:.2f} | {r['used']} | "
-              f'{settle} |')
+              f"{r['served']} | {settle} |")
     worst = {rt: max(r['regret'] for r in table if r['runtime'] == rt) for rt in runtimes}
     print(f'\nworst regret per phase: after {worst["after"]:.3f}, before {worst["before"]:.3f} '
           f'(goal <= 1.05)')

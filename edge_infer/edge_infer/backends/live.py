@@ -283,6 +283,7 @@ class LiveChoice:
         self._recent = deque(maxlen=2 * self.settings.level_frames)  # (t, ms): chosen
         self._level = float('nan')                # its level when last settled
         self._alert_until = 0.0
+        self._changed_at = -math.inf              # the last cue that the load changed
         self._next_probe = 0.0
         self._next_eager = 0.0
         self._t_first = float('nan')              # the first frame's time
@@ -506,6 +507,7 @@ class LiveChoice:
     def _alert(self, now: float, why: str, since: Optional[float] = None) -> None:
         """Look now (eager runs); with ``since`` (the load changed then) forget older pairs."""
         self._alert_until = now + self.settings.alert_s
+        self._changed_at = now
         if since is not None:
             with self._runners_lock:    # runners may still be opening (another thread)
                 for pairs in self._pairs.values():
@@ -550,7 +552,12 @@ class LiveChoice:
         name, ratio = self._pick(names, now)
         # eager (the whole duty): after the load changed, or while the runner-up picked
         # is ahead; otherwise the steady pace (half the duty at most)
-        eager = now < self._alert_until or ratio < 1.0
+        # and, after a load change, until the runner-up picked has a full set of pairs
+        # (under the change's transient both run slow and noisy: a few early pairs
+        # against it must not send it back to the steady pace)
+        eager = (now < self._alert_until or ratio < 1.0 or
+                 (now - self._changed_at < st.window_s and
+                  len(self._pairs.get(name, ())) < st.max_pairs))
         if now < (self._next_eager if eager else self._next_probe):
             return False
         expect = self._expected_ratio(name)
