@@ -44,11 +44,12 @@ split its rows).
 
 import argparse
 import csv
-import multiprocessing
 import os
 import pathlib
 import random
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 
@@ -61,16 +62,23 @@ from edge_infer.core.registry import load_registry
 REFERENCE = 'onnxruntime/cpu/t1'
 
 
-def _generate(share: float, seconds: float, period_s: float = 0.01) -> None:
-    """Busy for ``share`` of every period, asleep for the rest (one core)."""
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        t = time.monotonic()
-        while time.monotonic() - t < share * period_s:
-            pass
-        rest = period_s - (time.monotonic() - t)
-        if rest > 0:
-            time.sleep(rest)
+# The load generator: a bare interpreter running this alone (``python -S -c``).
+# A multiprocessing 'spawn' child imported this module, so edge_infer, OpenVINO
+# and ONNX Runtime: 1-2 s of CPU at every load change, during which runs of
+# 100-570 ms landed on the sessions (two on the runtime's made a 100 % phase
+# 1.41 in one run). It says 'ready' once it runs; the phase waits for that.
+GENERATOR = """
+import sys, time
+share, period = float(sys.argv[1]), 0.01
+print('ready', flush=True)
+while True:
+    t = time.monotonic()
+    while time.monotonic() - t < share * period:
+        pass
+    rest = period - (time.monotonic() - t)
+    if rest > 0:
+        time.sleep(rest)
+"""
 
 
 class Load:
@@ -81,16 +89,17 @@ class Load:
         self.share = 0.0
 
     def run_at(self, share: float) -> None:
-        """Run at ``share`` of one core from now on (0 stops it)."""
+        """Run at ``share`` of one core from now on (0 stops it); returns once it runs."""
         if self.proc is not None:
             self.proc.terminate()
-            self.proc.join(5)
+            self.proc.wait(5)
             self.proc = None
         self.share = share
         if share > 0:
-            ctx = multiprocessing.get_context('spawn')
-            self.proc = ctx.Process(target=_generate, args=(share, 3600.0), daemon=True)
-            self.proc.start()
+            self.proc = subprocess.Popen([sys.executable, '-S', '-c', GENERATOR, str(share)],
+                                         stdout=subprocess.PIPE, text=True)
+            if self.proc.stdout.readline().strip() != 'ready':
+                raise RuntimeError('the load generator did not start')
 
 
 def serve(runtimes: dict, pinned: dict, frames, seconds: float, log: list, phase: str,

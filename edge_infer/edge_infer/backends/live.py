@@ -74,7 +74,11 @@ object keeps the choice right while running:
   state at most half the duty (one run per ``probe_interval_s`` / runners-up
   at most), so a reserve builds up; eager, the whole duty plus the reserve
   spread over ``reserve_s``, while the runner-up picked is ahead (median ratio
-  under 1) and for ``alert_s`` seconds after a cue that the load changed:
+  under 1), for ``alert_s`` seconds after a cue that the load changed, and
+  after such a cue (within ``window_s``) until the runner-up picked has
+  ``max_pairs`` pairs (in a change's transient both run slow and noisy; a
+  few early pairs against the eventual winner had sent it back to the steady
+  pace, and in one recording the choice then never followed). The cue:
   the chosen one's median latency over its last ``level_frames`` frames and
   over the ``level_frames`` before both moved the same way by more than
   ``alert_change`` from its level. Pairs describe the load they were taken
