@@ -375,3 +375,23 @@ def test_a_runner_up_that_fails_on_a_served_frame_is_dropped_frame_not_lost(sim)
     assert all(ran == 'fake/a' for _, ran, _ in out)    # every frame has its result
     assert 'fake/b' not in live._runners and live.served_frames == 0
     assert any('runner-up fake/b failed (device lost)' in x for x in lines), lines
+
+
+def test_no_extra_run_follows_a_served_frame(sim):
+    """An extra run is paired with the chosen one's run on the same frame: none ran it."""
+    a = ('fake/a', _noisy(5.0, 0.05, seed=21), 2)
+    close = ('fake/close', _noisy(5.1, 0.05, seed=22), 2)
+    far = ('fake/far', _noisy(8.0, 0.05, seed=23), 1)     # timed by extra runs
+    live = sim.make([a, close, far], [5.0, 5.1, 8.0],
+                    settings=LiveSettings(drift_threshold=0, duty=0.5))   # the bound aside
+    frame = calibration_frames(1)[0][0]
+    _run(live, sim, 1.0, frame=frame)   # the chosen one's reference frames
+    live._serve_next = 'fake/close'
+    assert live.infer(frame).backend == 'fake/close'
+    live._drop_runner('fake/close')     # left: the far one, due now and eager
+    live._next_eager = live._next_probe = 0.0
+    live._alert_until = sim.clock.t + 10.0
+    runs = live.shadow_runs
+    assert not live.after_frame() and live.shadow_runs == runs
+    live.infer(frame)                   # the chosen one ran this one: it may pair
+    assert live.after_frame() and live.shadow_runs == runs + 1

@@ -542,7 +542,8 @@ class LiveChoice:
 
     def after_frame(self) -> bool:
         """Time one runner-up on the last frame's input when the duty allows; True if it did."""
-        if self.fixed or not self._runners or self.model is None:
+        if self.fixed or not self._runners or self.model is None or \
+                self._frames_since_served == 0:     # a runner-up ran it: no chosen run to pair
             return False
         x = getattr(self.model, 'last_input', None)
         if x is None or not math.isfinite(self._last_ms):
