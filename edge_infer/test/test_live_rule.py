@@ -8,6 +8,7 @@ minutes takes a second and every outcome is the same on every machine.
 
 import math
 import random
+import threading
 
 from edge_infer import paths
 from edge_infer.backends import live as live_mod
@@ -305,6 +306,32 @@ def test_a_reevaluation_that_keeps_the_choice_is_applied_between_frames(sim):
     sim.serve(live, 0.06)
     assert live.run is kept and live.drift.expected_ms == pytest.approx(7.0)
     assert live._pending_keep is None
+
+
+def test_a_benchmark_can_wait_for_a_reevaluation_without_cancelling_it(sim):
+    # selection_under_load.py runs 'before' (drift re-evaluation in the background)
+    # beside other sessions: it waits for the re-profiling so that it slows no frame
+    a = ('fake/a', _noisy(5.0, 0.02, seed=21), 2)
+    live = sim.make([a], [5.0], settings=LiveSettings(drift_threshold=1.5, duty=0))
+    release, done = threading.Event(), []
+
+    def profile(spec, model_path, cancel=None, **kwargs):
+        assert release.wait(10.0)       # still measuring until the test lets it end
+        run = ProfileRun(model=spec.name, chosen='fake/a', why='re-measured')
+        run.results = [CandidateResult('fake/a', status='ok', p50_ms=7.0, p90_ms=7.0,
+                                       p99_ms=7.0, runs=20, accuracy=1.0)]
+        done.append(cancel.is_set())
+        return run
+    live.manager.profile = profile
+    live.manager.select = lambda results, *args: (results[0], 're-measured')
+    assert live.wait_reevaluation() is False        # none running: returns at once
+    live._start_reevaluation()
+    threading.Timer(0.2, release.set).start()
+    assert live.wait_reevaluation() is True
+    assert done == [False]                          # ran to its end, not cancelled
+    assert live._pending_keep is not None           # its result waits for the next frame
+    sim.serve(live, 0.06)
+    assert live.drift.expected_ms == pytest.approx(7.0)
 
 
 # ------------------------------------------------------------ served frames

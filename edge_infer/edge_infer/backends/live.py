@@ -832,6 +832,17 @@ class LiveChoice:
         """Stop background work at its next check (re-evaluation between candidates)."""
         self._cancel.set()
 
+    def wait_reevaluation(self, timeout: float = 120.0) -> bool:
+        """Wait for a background re-evaluation to end, not cancelling it; False if none ran.
+
+        For a benchmark that runs several runtimes side by side in one process:
+        one's re-profiling would otherwise slow the others' frames.
+        """
+        running = [x for x in self._threads if x.name.endswith('-reeval') and x.is_alive()]
+        for th in running:
+            th.join(timeout=timeout)
+        return bool(running)
+
     def join(self, timeout: float = 30.0) -> None:
         """Wait for background work to end."""
         self._cancel.set()
