@@ -60,6 +60,23 @@ def test_the_effect_is_time_weighted_not_the_median():
     assert v.time_ratio < 0.9 and v.switch
 
 
+def test_settings_check_names_the_bad_parameter_as_the_node_calls_it():
+    names = {'duty': 'reselect_duty'}
+    assert LiveSettings().check(names) == LiveSettings()        # the defaults are valid
+    assert LiveSettings(drift_threshold=0, latency_percentile=99, duty=0).check(names)
+    for field, value, says in [
+            ('objective', 'fastest', "parameter 'objective' is 'fastest': use one of latency"),
+            ('max_latency_ms', -1.0, "parameter 'max_latency_ms' is -1.0: use 0 (no limit)"),
+            ('min_accuracy', 1.5, "parameter 'min_accuracy' is 1.5: use a value in [0, 1]"),
+            ('drift_threshold', 0.9, "parameter 'drift_threshold' is 0.9: use 0 (off) or a"),
+            ('drift_window_s', 0.0, "parameter 'drift_window_s' is 0.0: use a positive"),
+            ('latency_percentile', 75, "parameter 'latency_percentile' is 75: use 0"),
+            ('duty', 0.6, "parameter 'reselect_duty' is 0.6: use 0 (off) to 0.5")]:
+        with pytest.raises(ValueError) as err:
+            LiveSettings(**{field: value}).check(names)
+        assert str(err.value).startswith(says), (field, str(err.value))
+
+
 # ------------------------------------------------------------------ simulated
 class _Clock:
     """Stands in for the time module in live.py and model.py: runs advance it."""

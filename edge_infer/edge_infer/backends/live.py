@@ -123,7 +123,7 @@ from typing import Callable, Deque, Dict, List, Optional, Sequence, Tuple
 from .drift import DriftMonitor
 from .load import LoadProbe
 from .profiling import CandidateResult, ProfileRun
-from .selection import latency_at, stalls
+from .selection import latency_at, OBJECTIVES, PERCENTILES, stalls
 from ..core.backend import first_line
 from ..core.model import Model, Result
 from ..core.registry import ModelSpec
@@ -162,6 +162,32 @@ class LiveSettings:
     reference_frames: int = 9           # a served frame vs the mean of the chosen one's last
     load_change_cores: float = 0.2      # foreign load moved this much: the load changed
     load_period_s: float = 1.0          # (load_change_cores 0: /proc is not read)
+
+    def check(self, names: Optional[Dict[str, str]] = None) -> 'LiveSettings':
+        """Raise ValueError naming the first bad setting; return self.
+
+        ``names``: the user-facing name of a field where it differs (a node's
+        parameter ``reselect_duty`` is ``duty`` here).
+        """
+        def bad(field: str, use: str) -> ValueError:
+            name = (names or {}).get(field, field)
+            return ValueError(f"parameter '{name}' is {getattr(self, field)!r}: use {use}")
+        if self.objective not in OBJECTIVES:
+            raise bad('objective', f"one of {', '.join(OBJECTIVES)}")
+        if self.max_latency_ms < 0:
+            raise bad('max_latency_ms', '0 (no limit) or more')
+        if not 0 <= self.min_accuracy <= 1:
+            raise bad('min_accuracy', 'a value in [0, 1]')
+        if self.drift_threshold != 0 and self.drift_threshold <= 1:
+            raise bad('drift_threshold', '0 (off) or a ratio > 1')
+        if self.drift_window_s <= 0:
+            raise bad('drift_window_s', 'a positive number of seconds')
+        if self.latency_percentile and self.latency_percentile not in PERCENTILES:
+            raise bad('latency_percentile',
+                      f"0 (the config's) or one of {', '.join(map(str, PERCENTILES))}")
+        if not 0 <= self.duty <= 0.5:
+            raise bad('duty', '0 (off) to 0.5')
+        return self
 
 
 def sign_test_p(wins: int, n: int) -> float:

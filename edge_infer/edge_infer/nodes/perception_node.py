@@ -34,7 +34,6 @@ from .. import paths
 from ..backends.live import LiveChoice, LiveSettings
 from ..backends.manager import shared_manager
 from ..backends.profiling import CandidateResult, ProfileRun
-from ..backends.selection import OBJECTIVES, PERCENTILES
 from ..core.backend import BackendError
 from ..core.cdr import CdrError, parse_compressed_image, parse_image
 from ..core.image import from_compressed, from_raw, ImageError, JPEG_DETECTS_CORRUPTION
@@ -218,29 +217,18 @@ class PerceptionNode(ManagedNode):
                               f"{', '.join(TRANSPORTS)}")
         if not topic:
             raise ConfigError("parameter 'image_topic' is empty")
-        objective = self._param('objective')
-        if objective not in OBJECTIVES:
-            raise ConfigError(f"parameter 'objective' is '{objective}': use one of "
-                              f"{', '.join(OBJECTIVES)}")
-        if self._param('max_latency_ms') < 0:
-            raise ConfigError(f"parameter 'max_latency_ms' is {self._param('max_latency_ms')}: "
-                              f'use 0 (no limit) or more')
-        if not 0 <= self._param('min_accuracy') <= 1:
-            raise ConfigError(f"parameter 'min_accuracy' is {self._param('min_accuracy')}: "
-                              f'use a value in [0, 1]')
-        drift = self._param('drift_threshold')
-        if drift != 0 and drift <= 1:
-            raise ConfigError(f"parameter 'drift_threshold' is {drift}: use 0 (off) or a "
-                              f'ratio > 1')
-        if self._param('drift_window_s') <= 0:
-            raise ConfigError("parameter 'drift_window_s' must be positive")
-        pct = self._param('latency_percentile')
-        if pct and pct not in PERCENTILES:
-            raise ConfigError(f"parameter 'latency_percentile' is {pct}: use 0 (the config's) "
-                              f"or one of {', '.join(map(str, PERCENTILES))}")
-        if not 0 <= self._param('reselect_duty') <= 0.5:
-            raise ConfigError(f"parameter 'reselect_duty' is {self._param('reselect_duty')}: "
-                              f'use 0 (off) to 0.5')
+        try:
+            settings = LiveSettings(
+                objective=self._param('objective'),
+                max_latency_ms=self._param('max_latency_ms'),
+                min_accuracy=self._param('min_accuracy'),
+                latency_percentile=self._param('latency_percentile'),
+                drift_threshold=self._param('drift_threshold'),
+                drift_window_s=self._param('drift_window_s'),
+                duty=self._param('reselect_duty'),
+                serve=self._param('reselect_serve')).check({'duty': 'reselect_duty'})
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
         policy = self._param('executor_policy')
         if policy and policy not in POLICIES:
             raise ConfigError(f"parameter 'executor_policy' is '{policy}': use '' or one of "
@@ -282,13 +270,7 @@ class PerceptionNode(ManagedNode):
             durability=DurabilityPolicy.TRANSIENT_LOCAL))
         log = self.get_logger()
         self._live = LiveChoice(
-            self._manager, spec, path, models_dir, overrides=overrides,
-            settings=LiveSettings(
-                objective=objective, max_latency_ms=self._param('max_latency_ms'),
-                min_accuracy=self._param('min_accuracy'),
-                latency_percentile=self._param('latency_percentile'),
-                drift_threshold=drift, drift_window_s=self._param('drift_window_s'),
-                duty=self._param('reselect_duty'), serve=self._param('reselect_serve')),
+            self._manager, spec, path, models_dir, overrides=overrides, settings=settings,
             log=log.info, warn=log.warning, report=self._publish_report, scope=self.acting)
         if policy:
             self._executor = shared_executor.acquire(policy, log=shared_log)
