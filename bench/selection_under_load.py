@@ -76,10 +76,11 @@ REFERENCE = 'onnxruntime/cpu/t1'
 # 100-570 ms landed on the sessions (two on the runtime's made a 100 % phase
 # 1.41 in one run). It says 'ready' once it runs; the phase waits for that.
 GENERATOR = """
-import sys, time
+import os, sys, time
 share, period = float(sys.argv[1]), 0.01
+parent = os.getppid()
 print('ready', flush=True)
-while True:
+while os.getppid() == parent:       # ends with the bench, even one killed
     t = time.monotonic()
     while time.monotonic() - t < share * period:
         pass
