@@ -8,11 +8,12 @@
 ``bench/selection_under_load.py --out`` writes, per frame, what every pinned
 candidate took on that frame (their runs side by side, shuffled order). This
 replays those frames through :class:`edge_infer.backends.live.LiveChoice`
-with fake sessions: the chosen one's run on a frame takes what its pinned
-session took on it, a runner-up run what the runner-up's pinned session
-took, and the clock moves by that (between frames it jumps to the frame's
-recorded time). The foreign load it is told is the generator's nominal share
-0.5 s late (the /proc windows see it 1-2 s after it starts in the real run).
+with simulated sessions (edge_infer.backends.simulated): the chosen one's
+run on a frame takes what its pinned session took on it, a runner-up run
+what the runner-up's pinned session took, and the clock moves by that
+(between frames it jumps to the frame's recorded time). The foreign load it
+is told is the generator's nominal share 0.5 s late (the /proc windows see
+it 1-2 s after it starts in the real run).
 
 The same recorded frames give every rule variant the same load, so variants
 compare without the run-to-run noise of the live benchmark (two runs of it
@@ -31,73 +32,37 @@ import pathlib
 import statistics
 
 from edge_infer import paths
-from edge_infer.backends import live as live_mod
 from edge_infer.backends.live import LiveChoice, LiveSettings
 from edge_infer.backends.profiling import calibration_frames, CandidateResult, ProfileRun
-from edge_infer.core import model as model_mod
-from edge_infer.core.backend import Backend, Session
+from edge_infer.backends.simulated import Clock, SimBackend, SimManager, simulated_time
 from edge_infer.core.registry import load_registry
-import numpy as np
 
 from selection_under_load import analyse
 
-META = {'after', 'before', 'event', 'load', 'phase', 't'}
-
-
-class Clock:
-    """Stands in for the time module in live.py and model.py."""
-
-    def __init__(self):
-        self.t = 1000.0
-
-    def monotonic(self):
-        return self.t
-
-    def perf_counter(self):
-        return self.t
+META = {'after', 'before', 'event', 'load', 'phase', 'seconds', 't'}
 
 
 class Replay:
     """The recorded frame now being served: what each candidate took on it."""
 
-    def __init__(self, clock: Clock):
-        self.clock = clock
+    def __init__(self):
         self.row = {}
 
-
-class _Session(Session):
-    def __init__(self, name, replay, outputs):
-        self.backend_name, self.replay, self.outputs = name, replay, outputs
-
-    def run(self, tensor):
-        self.replay.clock.t += self.replay.row[self.backend_name] / 1e3
-        return self.outputs
+    def latency(self, name: str):
+        """Return the latency function of candidate ``name``: its time on the frame."""
+        return lambda t: self.row[name]
 
 
-class _Backend(Backend):
-    def __init__(self, name, replay, outputs):
-        self.name, self.replay, self.outputs = name, replay, outputs
-        self.intra_op_threads = 1 if '/t1' in name else 2 if '/t2' in name else None
-
-    def load(self, model_path, strict=False):
-        return _Session(self.name, self.replay, self.outputs)
-
-
-class _Manager:
-    config = {'latency_percentile': 50}
-
-    def __init__(self, backends):
-        self.backends = backends
-
-    def candidates(self, spec=None, model_path=None):
-        return list(self.backends)
+def threads_of(name: str):
+    """Return the intra-op threads a candidate's name says (t1, t2), else None."""
+    return 1 if '/t1' in name else 2 if '/t2' in name else None
 
 
 def read(path: pathlib.Path):
     """Return the frame rows (floats for times) and the pinned candidates' names."""
     with open(path, newline='') as f:
         rows = [r for r in csv.DictReader(f) if not r.get('event')]
-    names = [k for k in rows[0] if k not in META and not k.endswith(':backend')]
+    names = [k for k in rows[0] if k not in META and ':' not in k]  # the pinned ones
     out = []
     for r in rows:
         row = {'phase': r['phase'], 't': float(r['t']), 'load': float(r['load'] or 0)}
@@ -113,15 +78,11 @@ def replay(rows, names, settings: LiveSettings, model='mobilenet_v2', lag_s=0.5,
     ``delay_s``: the first runner-up run waits this long (seeds shift the frames
     the runners-up land on).
     """
-    clock = Clock()
-    saved = live_mod.time, model_mod.time
-    live_mod.time = model_mod.time = clock
-    try:
+    with simulated_time(Clock()) as clock:
         spec = load_registry(paths.config_dir() / 'models.yaml')[model]
         frames = calibration_frames(2)[0]
-        rep = Replay(clock)
-        outputs = [np.zeros((1, 1000), np.float32)]
-        backends = [_Backend(n, rep, outputs) for n in names]
+        rep = Replay()
+        backends = [SimBackend(n, clock, rep.latency(n), threads_of(n)) for n in names]
         first = rows[0]['phase']
         quiet = {n: statistics.median(r[n] for r in rows if r['phase'] == first) for n in names}
         ranked = sorted(names, key=quiet.get)
@@ -133,7 +94,7 @@ def replay(rows, names, settings: LiveSettings, model='mobilenet_v2', lag_s=0.5,
         def foreign():
             seen = [share for t, share in loads if t <= clock.t - lag_s]
             return seen[-1] if seen else 0.0
-        live = LiveChoice(_Manager(backends), spec, paths.models_dir() / spec.file,
+        live = LiveChoice(SimManager(backends), spec, paths.models_dir() / spec.file,
                           settings=settings, log=lambda s: None, foreign_load=foreign)
         live.start(backend=next(b for b in backends if b.name == ranked[0]), run=run)
         for t in live._threads:
@@ -157,8 +118,6 @@ def replay(rows, names, settings: LiveSettings, model='mobilenet_v2', lag_s=0.5,
             live.after_frame()
             out.append(row)
         return out, live
-    finally:
-        live_mod.time, model_mod.time = saved
 
 
 def phases_of(rows, phase_s: float):

@@ -1,9 +1,10 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
 """The online switch rule, on its own and inside LiveChoice with a simulated clock.
 
-No process, no real inference: the candidates are fake sessions whose run
-advances a fake clock by a latency the test sets (seeded noise), so a run of
-minutes takes a second and every outcome is the same on every machine.
+No process, no real inference: the candidates are simulated sessions
+(edge_infer.backends.simulated) whose run advances a simulated clock by a
+latency the test sets (seeded noise), so a run of minutes takes a second and
+every outcome is the same on every machine.
 """
 
 import math
@@ -11,13 +12,11 @@ import random
 import threading
 
 from edge_infer import paths
-from edge_infer.backends import live as live_mod
 from edge_infer.backends.live import LiveChoice, LiveSettings, paired_verdict, sign_test_p
 from edge_infer.backends.profiling import calibration_frames, CandidateResult, ProfileRun
-from edge_infer.core import model as model_mod
-from edge_infer.core.backend import Backend, Session
+from edge_infer.backends.simulated import (Clock, SimBackend, SimManager, SimSession,
+                                           simulated_time)
 from edge_infer.core.registry import load_registry
-import numpy as np
 import pytest
 
 
@@ -78,49 +77,6 @@ def test_settings_check_names_the_bad_parameter_as_the_node_calls_it():
 
 
 # ------------------------------------------------------------------ simulated
-class _Clock:
-    """Stands in for the time module in live.py and model.py: runs advance it."""
-
-    def __init__(self):
-        self.t = 1000.0
-
-    def monotonic(self):
-        return self.t
-
-    def perf_counter(self):
-        return self.t
-
-
-class _Session(Session):
-    def __init__(self, name, clock, latency):
-        self.backend_name, self.clock, self.latency = name, clock, latency
-        self.runs = 0
-
-    def run(self, tensor):
-        self.runs += 1
-        self.clock.t += self.latency(self.clock.t) / 1e3
-        return [np.zeros((1, 1000), np.float32)]
-
-
-class _Backend(Backend):
-    def __init__(self, name, clock, latency, threads):
-        self.name, self.clock, self.latency = name, clock, latency
-        self.intra_op_threads = threads
-
-    def load(self, model_path, strict=False):
-        return _Session(self.name, self.clock, self.latency)
-
-
-class _Manager:
-    config = {'latency_percentile': 50}
-
-    def __init__(self, backends):
-        self.backends = backends
-
-    def candidates(self, spec=None, model_path=None):
-        return list(self.backends)
-
-
 def _noisy(base_ms, sigma, seed, load=None, loaded_ms=None):
     """Latency base_ms (loaded_ms while load(t)) times log-normal noise."""
     rng = random.Random(seed)
@@ -132,10 +88,12 @@ def _noisy(base_ms, sigma, seed, load=None, loaded_ms=None):
 
 
 @pytest.fixture
-def sim(monkeypatch, data_home):
-    clock = _Clock()
-    monkeypatch.setattr(live_mod, 'time', clock)
-    monkeypatch.setattr(model_mod, 'time', clock)
+def sim(data_home):
+    with simulated_time(Clock()) as clock:
+        yield from _sim(clock, data_home)
+
+
+def _sim(clock, data_home):
     spec = load_registry(paths.config_dir() / 'models.yaml')['mobilenet_v2']
     frames = calibration_frames(2)[0]
     opened = []
@@ -145,12 +103,12 @@ def sim(monkeypatch, data_home):
 
         ``foreign``: the foreign load in cores at a time (default: unknown).
         """
-        backends = [_Backend(n, clock, lat, th) for n, lat, th in candidates]
+        backends = [SimBackend(n, clock, lat, th) for n, lat, th in candidates]
         run = ProfileRun(model=spec.name, chosen=backends[0].name, why='test')
         run.results = [CandidateResult(b.name, status='ok', p50_ms=ms, p90_ms=ms, p99_ms=ms,
                                        runs=20, accuracy=1.0)
                        for b, ms in zip(backends, profile_ms)]
-        live = LiveChoice(_Manager(backends), spec, data_home / 'models' / spec.file,
+        live = LiveChoice(SimManager(backends), spec, data_home / 'models' / spec.file,
                           settings=settings or LiveSettings(drift_threshold=0),
                           log=lambda s: None,
                           foreign_load=lambda: foreign(clock.t) if foreign else None)
@@ -285,12 +243,12 @@ def test_energy_objective_keeps_its_choice_no_time_race(sim):
     assert live.backend_name == 'fake/frugal'
 
 
-class _FailingSession(_Session):  # noqa: used above, defined once
+class _FailingSession(SimSession):  # noqa: used above, defined once
     def run(self, tensor):
         raise RuntimeError('device lost')
 
 
-class _SelectingManager(_Manager):
+class _SelectingManager(SimManager):
     def select(self, results, spec, objective, max_latency_ms, min_accuracy, pct):
         ok = sorted((r for r in results if r.status == 'ok'), key=lambda r: r.p50_ms)
         return (ok[0], 'fastest left') if ok else (None, 'none left')

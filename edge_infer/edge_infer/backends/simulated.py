@@ -1,0 +1,81 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""Candidates on a simulated clock, to drive :class:`.live.LiveChoice` without inference.
+
+A run advances the clock by the time a latency function gives (a recorded
+frame's time, or a seeded noise model), so minutes of frames take a second
+and every outcome is the same on every machine. ``bench/replay_selection.py``
+replays a recorded regret run through the run-time choice with it, and the
+tests of the switch rule use it.
+"""
+
+import contextlib
+from typing import Callable, Iterator, List, Optional
+
+import numpy as np
+
+from ..core.backend import Backend, Session
+
+Latency = Callable[[float], float]      # the clock's time -> ms the run takes
+
+
+class Clock:
+    """Stands in for the time module in live.py and model.py: runs advance it."""
+
+    def __init__(self, t: float = 1000.0):
+        self.t = t
+
+    def monotonic(self) -> float:
+        return self.t
+
+    def perf_counter(self) -> float:
+        return self.t
+
+
+class SimSession(Session):
+    """A session whose run takes ``latency(clock.t)`` ms of simulated time."""
+
+    def __init__(self, name: str, clock: Clock, latency: Latency):
+        self.backend_name, self.clock, self.latency = name, clock, latency
+        self.runs = 0
+
+    def run(self, tensor):
+        self.runs += 1
+        self.clock.t += self.latency(self.clock.t) / 1e3
+        return [np.zeros((1, 1000), np.float32)]
+
+
+class SimBackend(Backend):
+    """A candidate that opens :class:`SimSession`s (``threads``: its intra-op threads)."""
+
+    def __init__(self, name: str, clock: Clock, latency: Latency,
+                 threads: Optional[int] = None):
+        self.name, self.clock, self.latency = name, clock, latency
+        self.intra_op_threads = threads
+
+    def load(self, model_path, strict=False):
+        return SimSession(self.name, self.clock, self.latency)
+
+
+class SimManager:
+    """The part of the backend manager LiveChoice uses at run time: the candidates."""
+
+    config = {'latency_percentile': 50}
+
+    def __init__(self, backends: List[Backend]):
+        self.backends = backends
+
+    def candidates(self, spec=None, model_path=None) -> List[Backend]:
+        return list(self.backends)
+
+
+@contextlib.contextmanager
+def simulated_time(clock: Clock) -> Iterator[Clock]:
+    """Let LiveChoice and Model read ``clock`` instead of the time module, within."""
+    from . import live
+    from ..core import model
+    saved = live.time, model.time
+    live.time = model.time = clock
+    try:
+        yield clock
+    finally:
+        live.time, model.time = saved
