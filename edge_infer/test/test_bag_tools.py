@@ -293,6 +293,91 @@ def test_play_helpers():
         parse_remaps(['/a=/b'])
 
 
+_BUSY_SUBSCRIBER = r"""
+import sys, time
+from edge_infer import procs
+import rclpy
+from rclpy.qos import qos_profile_sensor_data
+from sensor_msgs.msg import Image
+procs.use_ros_env_here()     # the DDS settings of edge_infer's nodes
+rclpy.init()
+node = rclpy.create_node('busy_subscriber')
+node.create_subscription(Image, sys.argv[1], lambda m: print(
+    'frame', m.header.stamp.sec * 10**9 + m.header.stamp.nanosec, flush=True),
+    qos_profile_sensor_data)
+end = time.monotonic() + float(sys.argv[2])
+while time.monotonic() < end:
+    rclpy.spin_once(node, timeout_sec=0.05)
+"""
+
+
+def _read_until(proc, word: str, timeout: float) -> list[str]:
+    """Lines of ``proc``'s stdout up to the first one holding ``word``."""
+    lines = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        lines.append(line.strip())
+        if word in line:
+            return lines
+    raise AssertionError(f'no {word!r} within {timeout} s: {lines}')
+
+
+def test_player_lingers_so_a_busy_best_effort_subscriber_gets_the_last_frames(tmp_path):
+    """A subscriber held up (SIGSTOP) from the first frame to past the end gets every frame.
+
+    Best effort acknowledges nothing, so the player cannot wait for it: it keeps
+    its publishers up (--linger) after the last frame. 512x512 rgb8 frames
+    travel as Fast DDS fragments; a frame whose writer is gone before the
+    subscriber reads it can be lost (the integration test lost the bag's last
+    photo that way on a busy CI machine).
+    """
+    pytest.importorskip('rclpy')
+    pytest.importorskip('sensor_msgs.msg')
+    photos = tmp_path / 'photos'
+    photos.mkdir()
+    rng = np.random.default_rng(1)
+    for i in range(3):
+        cv2.imwrite(str(photos / f'p{i}.png'), rng.integers(0, 256, (512, 512, 3), np.uint8))
+    bag = tmp_path / 'bag'
+    record_bag(bag, images=[photos], fps=10.0, log=lambda _: None)    # 0.1 s apart
+    want = sorted(stamp for topic, _, stamp, _ in iter_bag_frames(bag) if topic == RAW)
+    assert len(want) == 3
+    env = _child_env(30 + (os.getpid() + 7) % 60)
+    sub = subprocess.Popen([sys.executable, '-c', _BUSY_SUBSCRIBER, RAW, '40'], env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    player = None
+    try:
+        player = subprocess.Popen(
+            [sys.executable, '-m', 'edge_infer.bag.play', str(bag), '--topics', RAW,
+             '--wait-for-subscribers', '20', '--linger', '3'],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        _read_until(sub, 'frame ', 30)
+        sub.send_signal(signal.SIGSTOP)     # busy from the first frame on
+        try:
+            lines = _read_until(player, 'publishers kept up 3 s', 30)
+            time.sleep(0.3)         # held up past the last frame: ~0.5 s in all
+        finally:
+            sub.send_signal(signal.SIGCONT)
+        out, err = player.communicate(timeout=15)
+        assert player.returncode == 0, err
+        assert 'published 3 messages' in out, lines + [out]
+        time.sleep(1.0)
+        sub.kill()
+        said, _ = sub.communicate()
+        got = sorted([want[0]] + [int(line.split()[1]) for line in said.splitlines()
+                                  if line.startswith('frame ')])
+        assert got == want, f'{len(got)} of 3 frames reached the held-up subscriber'
+    finally:
+        for proc in (player, sub):
+            if proc is not None and proc.poll() is None:
+                proc.send_signal(signal.SIGCONT)
+                proc.kill()
+                proc.communicate()
+
+
 # ---------------------------------------------------------------------- footage
 def _ar(members: dict[str, bytes]) -> bytes:
     out = io.BytesIO()

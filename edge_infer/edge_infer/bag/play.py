@@ -21,6 +21,7 @@ Example::
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import os
 import pathlib
@@ -167,11 +168,12 @@ class BagPlayer:
         self.stats['dropped'] += 1
         return False
 
-    def play(self, start_delay: float = 0.0) -> dict:
+    def play(self, start_delay: float = 0.0, linger: float = 0.0) -> dict:
         """Publish the bag (repeatedly if looping) and return the stats.
 
         The stats are also kept in ``self.stats`` while playing, so they stay
-        available when a ``KeyboardInterrupt`` ends the call.
+        available when a ``KeyboardInterrupt`` ends the call. ``linger``: see
+        :meth:`linger`.
         """
         context = self.node.context
         if start_delay > 0:
@@ -216,7 +218,30 @@ class BagPlayer:
         finally:
             stats['elapsed_s'] = time.monotonic() - started
         self.flush()
+        if not stats['interrupted']:
+            self.linger(linger)
         return stats
+
+    def linger(self, seconds: float) -> None:
+        """Keep the publishers up ``seconds`` more, for best-effort subscribers.
+
+        A best-effort subscriber acknowledges nothing, so :meth:`flush` cannot
+        wait for it. Fast DDS hands a large sample over as fragments in the
+        writer's shared-memory segment; a subscriber whose process is busy reads
+        them later, and once the writer is gone they may be gone too (rosbag2
+        issue #571 is the same loss). Measured here: three 512x512 frames 0.1 s
+        apart to a subscriber held up (SIGSTOP) ~0.5 s from the first one on
+        lost frames in 4 of 6 plays without lingering and in 0 of 6 with it
+        (test_bag_tools); held up ~1.5 s, it lost frames in 2 of 6 plays even
+        with lingering. Interrupted by Ctrl-C.
+        """
+        if seconds <= 0:
+            return
+        self.log(f'play: done; publishers kept up {seconds:g} s for busy best-effort '
+                 'subscribers (--linger)')
+        deadline = time.monotonic() + seconds
+        while rclpy.ok(context=self.node.context) and time.monotonic() < deadline:
+            time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
 
     def flush(self, timeout: float = 2.0) -> bool:
         """Wait up to ``timeout`` s until reliable subscribers acknowledged everything."""
@@ -234,7 +259,7 @@ def play_bag(bag_dir: str | os.PathLike, node: Node | None = None, rate: float =
              loop: bool = False, topics: Sequence[str] | None = None,
              remap: Mapping[str, str] | None = None, qos: str = 'sensor_data',
              start_delay: float = 0.5, wait_for_subscribers: float = 0.0,
-             log: Log = print) -> dict:
+             linger: float = 1.0, log: Log = print) -> dict:
     """Publish a rosbag2 folder's messages as stored, paced by their log times.
 
     :param bag_dir: rosbag2 folder (mcap or sqlite3).
@@ -249,6 +274,8 @@ def play_bag(bag_dir: str | os.PathLike, node: Node | None = None, rate: float =
     :param start_delay: seconds to wait after creating the publishers.
     :param wait_for_subscribers: wait up to this many seconds for at least one
         subscriber on every topic before starting.
+    :param linger: seconds to keep the publishers up after the last message,
+        so that busy best-effort subscribers still read it (:meth:`BagPlayer.linger`).
     :param log: callable receiving progress lines.
     :returns: stats: ``published`` (topic -> count), ``messages``,
         ``publish_errors``, ``dropped``, ``loops``, ``max_late_s``,
@@ -268,7 +295,7 @@ def play_bag(bag_dir: str | os.PathLike, node: Node | None = None, rate: float =
                            qos=qos, log=log)
         if wait_for_subscribers > 0:
             player.wait_for_subscribers(wait_for_subscribers)
-        return player.play(start_delay=start_delay)
+        return player.play(start_delay=start_delay, linger=linger)
     finally:
         if own_node:
             node.destroy_node()
@@ -316,6 +343,9 @@ def _parser() -> argparse.ArgumentParser:
                         help='wait up to SEC for a subscriber on every topic')
     parser.add_argument('--start-delay', type=float, default=0.5, metavar='SEC',
                         help='pause after creating the publishers (%(default)s)')
+    parser.add_argument('--linger', type=float, default=1.0, metavar='SEC',
+                        help='keep publishing up SEC after the last message, so busy '
+                             'best-effort subscribers still read it (%(default)s)')
     parser.add_argument('-q', '--quiet', action='store_true', help='print only the summary')
     return parser
 
@@ -325,11 +355,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ours, ros_args = split_ros_args(sys.argv[1:] if argv is None else argv)
     parser = _parser()
     args = parser.parse_args(ours)
-    log = (lambda _: None) if args.quiet else print
+    log = (lambda _: None) if args.quiet else functools.partial(print, flush=True)
     try:
         remap = parse_remaps(args.remap)
     except PlayError as exc:
         parser.error(str(exc))
+    if args.linger < 0:
+        parser.error(f'--linger must be >= 0 seconds, got {args.linger:g}')
     # Before the first participant: Fast DDS reads its profile once per process,
     # and without the large-frame one most camera frames never arrive.
     procs.use_ros_env_here()
@@ -344,7 +376,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f'at rate {args.rate:g} ({args.qos})')
         if args.wait_for_subscribers > 0:
             player.wait_for_subscribers(args.wait_for_subscribers)
-        player.play(start_delay=args.start_delay)
+        player.play(start_delay=args.start_delay, linger=args.linger)
     except PlayError as exc:
         print(f'error: {exc}', file=sys.stderr)
         return 2
