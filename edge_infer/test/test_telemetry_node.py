@@ -72,13 +72,17 @@ def test_power_at_rate_then_sensor_vanishes_and_stream_goes_on(
         assert m.min_watts == pytest.approx(VDD_IN_W) and m.max_watts == pytest.approx(VDD_IN_W)
         assert [r.name for r in m.rails] == ['VDD_IN', 'VDD_CPU_GPU_CV', 'VDD_SOC']
         assert m.rails[0].volts == pytest.approx(5.072) and m.rails[0].amps == pytest.approx(1.28)
-        # ~10 internal samples per message at 100 Hz -> 10 Hz (scheduling jitter: 5-15)
-        assert 5 <= m.n_samples <= 15
-        assert 70 <= m.sample_rate_hz <= 110
+        assert 50 <= m.sample_rate_hz <= 110    # 100 Hz asked; a busy CI core delays some
         # Cumulative energy: constant power x time covered, to 1 %.
         assert m.energy_j == pytest.approx(VDD_IN_W * m.elapsed_s, rel=0.01)
         assert m.rails[0].energy_j == pytest.approx(m.energy_j, rel=1e-9)
     assert measured[-1].energy_j > measured[1].energy_j
+    # Each message holds the samples since the previous one, none twice, none
+    # left out: over the last 2 s their counts add up to the rate the meter
+    # reports (one message's count varies with scheduling: 4-15 seen here).
+    span = _stamp(recent[-1]) - _stamp(recent[0])
+    counted = sum(m.n_samples for m in recent[1:]) / span
+    assert counted == pytest.approx(recent[-1].sample_rate_hz, rel=0.15)
     ok = [d for d in diags if d.level == DiagnosticStatus.OK]
     assert ok and 'measured by jetson_ina3221' in ok[-1].message
     values = {kv.key: kv.value for kv in ok[-1].values}
