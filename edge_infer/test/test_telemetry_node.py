@@ -7,6 +7,7 @@ context. The tree is the JetPack 5 hwmon layout of test_telemetry.
 """
 
 import math
+import os
 import shutil
 import time
 
@@ -121,3 +122,41 @@ def test_bad_parameters_fail_configure_with_one_line(ros, telemetry, capfd, para
     assert node.meter is None and shared.users() == 0
     err = capfd.readouterr().err
     assert err.count('configure failed') == 1 and message in err
+
+
+def test_a_shutdown_while_a_timer_publishes_is_not_reported_as_an_error(tmp_path):
+    """Ctrl-C ends the context while a timer's callback publishes: nothing is raised.
+
+    The fresh-clone CI logged "publisher's context is invalid" with a traceback
+    from the diagnostics timer of a node stopped with SIGINT. Both timers of
+    the node are wrapped; the same call unwrapped still raises (the wrapper is
+    what keeps the shutdown quiet), and an error while the context is up is
+    raised as before.
+    """
+    import rclpy
+    from edge_infer import procs
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, domain_id=procs.free_domain_id(os.getpid() + 1))
+    node = TelemetryNode('tel_quiet', context=ctx, parameter_overrides=[
+        Parameter('sysfs_root', value=str(tmp_path)), Parameter('diagnostics_period', value=0.5)])
+    try:
+        assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+        assert node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+        node._publish_diagnostics()             # context up: both publish
+        node._publish()
+        with pytest.raises(ValueError, match='a real error'):
+            node.quiet_at_shutdown(lambda: int('a real error'))()
+
+        def shut_down_then_publish():
+            rclpy.try_shutdown(context=ctx)     # the signal handler, mid-callback
+            node._publish_diagnostics()
+        node.quiet_at_shutdown(shut_down_then_publish)()    # not raised
+        for publish in (node._publish_diagnostics, node._publish):
+            with pytest.raises(Exception, match='context is invalid'):
+                publish()                       # unwrapped: the error of the CI log
+            node.quiet_at_shutdown(publish)()   # context already down: skipped
+    finally:
+        node._release()
+        node.destroy_node()
+        rclpy.try_shutdown(context=ctx)
+    assert shared.users() == 0

@@ -4,7 +4,7 @@
 from contextlib import contextmanager
 import threading
 import time
-from typing import Dict, Optional, Tuple
+from typing import Callable, Dict, Optional, Tuple
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rcl_interfaces.msg import ParameterDescriptor
@@ -131,7 +131,8 @@ class ManagedNode(LifecycleNode):
         if self._diag_pub is None:
             self._diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         if period and period > 0 and self._diag_timer is None:
-            self._diag_timer = self.create_timer(period, self._publish_diagnostics)
+            self._diag_timer = self.create_timer(
+                period, self.quiet_at_shutdown(self._publish_diagnostics))
 
     def _stop_diagnostics(self) -> None:
         if self._diag_timer is not None:
@@ -148,3 +149,21 @@ class ManagedNode(LifecycleNode):
         msg.header.stamp = self.get_clock().now().to_msg()
         msg.status = [self.diagnostic_status()]
         self._diag_pub.publish(msg)
+
+    def quiet_at_shutdown(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Wrap a timer's callback so that a shutdown mid-call is not reported.
+
+        Ctrl-C shuts the context down from the signal handler, possibly while a
+        timer's callback publishes: what fails then ("publisher's context is
+        invalid") is the shutdown, not an error, and is not logged. Other
+        errors are raised as before.
+        """
+        def run() -> None:
+            if not self.context.ok():
+                return
+            try:
+                callback()
+            except Exception:
+                if self.context.ok():
+                    raise
+        return run

@@ -74,7 +74,8 @@ class TelemetryNode(ManagedNode):
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Start the publishing timers."""
         self._last_t = time.monotonic()
-        self._timer = self.create_timer(1.0 / self._param('publish_rate_hz'), self._publish)
+        self._timer = self.create_timer(1.0 / self._param('publish_rate_hz'),
+                                        self.quiet_at_shutdown(self._publish))
         self.get_logger().info(f'active: publishing {self._pub.topic_name} at '
                                f"{self._param('publish_rate_hz'):g} Hz")
         return super().on_activate(state)
