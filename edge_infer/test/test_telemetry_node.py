@@ -142,8 +142,13 @@ def test_a_shutdown_while_a_timer_publishes_is_not_reported_as_an_error(tmp_path
     try:
         assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS
         assert node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+        deadline = time.monotonic() + 10
+        while node.build_sample() is None and time.monotonic() < deadline:
+            time.sleep(0.02)                    # the meter's first sample
+        assert node.build_sample() is not None
         node._publish_diagnostics()             # context up: both publish
         node._publish()
+        assert node.published == 1
         with pytest.raises(ValueError, match='a real error'):
             node.quiet_at_shutdown(lambda: int('a real error'))()
 
