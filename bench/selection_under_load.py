@@ -25,8 +25,8 @@ runtime was on, frame by frame, over the best pinned: its choices without
 what happened to its own runs) and its stalls (runs over 10x its median).
 Also: the share of compute the runtime spent on runners-up (goal <= 5 %)
 and a warm start from the cache (goal < 1 s). Goals: regret <= 1.05 in
-every phase, settled within 10 s. A timeline per phase (5 s steps: the best pinned candidate and
-the runtime's backend(s)) shows where regret comes from.
+every phase, settled within 10 s. A timeline per phase (5 s steps: the best
+pinned candidate and the runtime's backend(s)) shows where regret comes from.
 
 A drift re-evaluation of ``before`` (every candidate profiled again in a
 background thread, ncnn on llvmpipe at ~200 ms a run among them) runs alone:
