@@ -9,6 +9,8 @@ drift apart because neither has its own copy.
 """
 
 from dataclasses import dataclass, field
+import hashlib
+import os
 import pathlib
 from typing import Dict, List, Optional, Sequence
 
@@ -39,6 +41,25 @@ class ProcessPlan:
         """Write the params file this process starts with; return its path."""
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(yaml.safe_dump(self.params, sort_keys=False))
+        return path
+
+    def stored_params(self, folder: Optional[pathlib.Path] = None) -> pathlib.Path:
+        """Write the params file under a name made of its content; return its path.
+
+        For launch files: the same arguments give the same file, so nothing is
+        left to clean up when a launch ends, however it ends (Ctrl-C, SIGTERM,
+        SIGKILL, a crash), and two launches never share a file they could
+        disagree on. ``folder``: default ``<data home>/launch``.
+        """
+        text = yaml.safe_dump(self.params, sort_keys=False)
+        digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+        folder = pathlib.Path(folder) if folder else paths.data_home() / 'launch'
+        path = folder / f'{self.name}-{digest}.yaml'
+        if not (path.is_file() and path.read_text() == text):
+            folder.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f'.{path.name}.{os.getpid()}')
+            tmp.write_text(text)
+            os.replace(tmp, path)       # atomic: a concurrent launch reads all or nothing
         return path
 
 

@@ -92,16 +92,8 @@ def free_domain_id(seed: Optional[int] = None) -> int:
 PR_SET_PDEATHSIG = 1     # <linux/prctl.h>
 
 
-def _death_signal_setter():
-    """Return a preexec_fn that makes the child get SIGTERM when its parent dies (Linux).
-
-    Children run in their own session (a terminal's Ctrl-C reaches only the
-    parent, which stops them in order), so nothing else would stop them if
-    the parent were killed. The setting survives exec (also the ROS wheels'
-    bootstrap re-exec); SIGTERM ends our processes cleanly (rclpy's handler
-    shuts their context down). The function is built here, in the parent:
-    the child between fork and exec only calls into libc.
-    """
+def _prctl():
+    """Return libc's prctl (Linux), or None."""
     if not sys.platform.startswith('linux'):
         return None
     try:
@@ -112,6 +104,22 @@ def _death_signal_setter():
     prctl.restype = ctypes.c_int
     prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong,
                       ctypes.c_ulong]
+    return prctl
+
+
+def _death_signal_setter():
+    """Return a preexec_fn that makes the child get SIGTERM when its parent dies (Linux).
+
+    Children run in their own session (a terminal's Ctrl-C reaches only the
+    parent, which stops them in order), so nothing else would stop them if
+    the parent were killed. The setting survives exec (also the ROS wheels'
+    bootstrap re-exec); SIGTERM ends our processes cleanly (rclpy's handler
+    shuts their context down). The function is built here, in the parent:
+    the child between fork and exec only calls into libc.
+    """
+    prctl = _prctl()
+    if prctl is None:
+        return None
     parent, term = os.getpid(), int(signal.SIGTERM)
 
     def die_with_parent():
@@ -119,6 +127,26 @@ def _death_signal_setter():
         if os.getppid() != parent:      # the parent died before the line above
             os.kill(os.getpid(), term)
     return die_with_parent
+
+
+def stop_with_parent() -> bool:
+    """Have this process get SIGTERM when the process that started it dies (Linux).
+
+    For processes that a launcher we do not control starts: ``ros2 launch``
+    killed with SIGTERM (systemd's stop) or SIGKILL exits at once, without
+    stopping its children, and left the container running as an orphan that
+    still answered on the graph. A process whose parent is already init (a
+    service started directly by systemd) is left alone. Returns whether the
+    signal was set.
+    """
+    prctl = _prctl()
+    parent = os.getppid()
+    if prctl is None or parent == 1:
+        return False
+    prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+    if os.getppid() != parent:          # the parent died before the line above
+        os.kill(os.getpid(), signal.SIGTERM)
+    return True
 
 
 def spawn(module: str, args: List[str], env: Dict[str, str], log_path=None,

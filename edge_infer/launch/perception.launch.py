@@ -15,22 +15,20 @@ lifecycle manager (`ros2 lifecycle set /detector configure`, or `edge_infer
 lifecycle`). The Fast DDS profile for camera-sized samples is exported unless
 FASTRTPS_DEFAULT_PROFILES_FILE is already set.
 
-Each process's params file is written into one folder of this launch, removed
-when the launch shuts down. The executables run with $EDGE_INFER_PYTHON, else
+Each process's params file is written to ``<data home>/launch/<process>-<hash
+of its content>.yaml`` (ProcessPlan.stored_params): the same arguments reuse
+the same file, so no launch, however it ends, leaves a folder behind. The
+executables run with $EDGE_INFER_PYTHON, else
 with the active virtual environment's python (README.md: the pip-only modules
 live there), else with their own `#!` line (edge_infer.procs.launch_python).
 """
 
 import os
 import pathlib
-import shutil
-import tempfile
 
 from edge_infer import graph, paths, procs
 from launch import LaunchDescription
-from launch.actions import (DeclareLaunchArgument, OpaqueFunction, RegisterEventHandler,
-                            SetEnvironmentVariable)
-from launch.event_handlers import OnShutdown
+from launch.actions import DeclareLaunchArgument, OpaqueFunction, SetEnvironmentVariable
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
@@ -59,13 +57,10 @@ def _processes(context):
                        params_file=pathlib.Path(arg('params_file')) if arg('params_file')
                        else None,
                        autostart=arg('autostart').lower() in ('true', '1', 'yes'))
-    out_dir = pathlib.Path(tempfile.mkdtemp(prefix='edge_infer_launch_'))
     python = procs.launch_python()
-    # The processes read their params file when they start; the folder goes at shutdown.
-    actions = [RegisterEventHandler(OnShutdown(
-        on_shutdown=lambda *_: shutil.rmtree(out_dir, ignore_errors=True)))]
+    actions = []
     for p in plans:
-        params = p.write_params(out_dir / f'{p.name}.yaml')
+        params = p.stored_params()
         extra = {'prefix': python} if python else {}
         # No `name=`: it would rename every node of the process.
         actions.append(Node(package=p.package, executable=p.executable,

@@ -232,11 +232,12 @@ def _launch_file():
     return module
 
 
-def test_launch_file_namespaces_params_cleans_its_folder_and_uses_the_venv(
+def test_launch_file_namespaces_params_in_a_content_named_file_and_uses_the_venv(
         monkeypatch, tmp_path):
     _fake_launch_api(monkeypatch)
     monkeypatch.delenv('FASTRTPS_DEFAULT_PROFILES_FILE', raising=False)
     monkeypatch.delenv('EDGE_INFER_PYTHON', raising=False)
+    monkeypatch.setenv('EDGE_INFER_HOME', str(tmp_path / 'home'))
     venv = tmp_path / 'venv'
     (venv / 'bin').mkdir(parents=True)
     (venv / 'bin' / 'python3').write_text('#!/bin/sh\n')
@@ -252,31 +253,29 @@ def test_launch_file_namespaces_params_cleans_its_folder_and_uses_the_venv(
     (opaque,) = [a for a in actions if type(a).__name__ == 'OpaqueFunction']
     context = dict(declared, namespace='robot1', camera_topic='/front/image_raw')
     made = opaque.kwargs['function'](context)
-    (node,) = [a for a in made if type(a).__name__ == 'Node']
-    (cleanup,) = [a for a in made if type(a).__name__ == 'RegisterEventHandler']
+    # one Node, nothing to clean up at shutdown (a SIGKILLed launch leaves nothing behind)
+    assert [type(a).__name__ for a in made] == ['Node']
+    (node,) = made
     assert node.kwargs['namespace'] == 'robot1'
     assert node.kwargs['prefix'] == str(venv / 'bin' / 'python3')
     assert ('/camera/image_raw', '/front/image_raw') in node.kwargs['remappings']
     (params_file,) = map(pathlib.Path, node.kwargs['parameters'])
-    folder = params_file.parent
-    assert folder.name.startswith('edge_infer_launch_')
+    assert params_file.parent == tmp_path / 'home' / 'launch'
     params = yaml.safe_load(params_file.read_text())
     assert params['/robot1/perception_container']['ros__parameters']['autostart'] is True
     assert params['/robot1/detector']['ros__parameters']['model']
-    # the folder goes when the launch shuts down
-    (on_shutdown,) = cleanup.args
-    assert type(on_shutdown).__name__ == 'OnShutdown'
-    on_shutdown.kwargs['on_shutdown'](object(), object())
-    assert not folder.exists()
+    # the same arguments: the same file; other arguments: another file beside it
+    (again,) = opaque.kwargs['function'](context)
+    assert again.kwargs['parameters'] == node.kwargs['parameters']
     # without a virtual environment: the scripts' own #! line
     monkeypatch.delenv('VIRTUAL_ENV')
-    made = opaque.kwargs['function'](declared)
-    (node,) = [a for a in made if type(a).__name__ == 'Node']
+    (node,) = opaque.kwargs['function'](declared)
     assert 'prefix' not in node.kwargs and node.kwargs['namespace'] == ''
-    params = yaml.safe_load(pathlib.Path(node.kwargs['parameters'][0]).read_text())
-    assert 'perception_container' in params
-    [a for a in made if type(a).__name__ == 'RegisterEventHandler'][0].args[0].kwargs[
-        'on_shutdown'](None, None)
+    other = pathlib.Path(node.kwargs['parameters'][0])
+    assert other != params_file and other.parent == params_file.parent
+    assert 'perception_container' in yaml.safe_load(other.read_text())
+    assert sorted(p.name for p in params_file.parent.iterdir()) == sorted(
+        [params_file.name, other.name])     # no temporary file left beside them
 
 
 def test_launch_python_prefers_edge_infer_python_then_the_active_venv(tmp_path):

@@ -39,6 +39,7 @@ in one line and uses it.
 """
 
 import os
+import signal
 import sys
 import threading
 import time
@@ -52,6 +53,7 @@ from rclpy.node import Node
 from .base import set_shared_logger
 from .perception_node import PerceptionNode
 from .telemetry_node import TelemetryNode
+from .. import procs
 from ..backends.manager import set_thread_budget
 
 
@@ -235,8 +237,63 @@ def join_spinners(threads, wait_s: float, warn) -> None:
             warn(f'{th.name}: a callback still runs after {wait_s:g} s; shutting down anyway')
 
 
+def _to_stderr(line: str) -> None:
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except OSError:     # the launcher that read our output is gone
+        pass
+
+
+class StopSignals:
+    """SIGINT / SIGTERM handling of a ROS process: the first one stops it, later ones wait.
+
+    A terminal's Ctrl-C reaches every process of the foreground group, and
+    ``ros2 launch`` then sends its own SIGINT to each child: the container
+    gets two, the second while it shuts down. Python's default handler raised
+    ``KeyboardInterrupt`` wherever that second one landed (a thread join, an
+    executor's shutdown), the process died with a traceback and exit code -2,
+    and its Fast DDS shared memory stayed in /dev/shm. Installed before
+    ``rclpy.init()``, this handler is the one rclpy's own signal handler
+    (which shuts the ROS context down, so every spin loop ends) calls after
+    it: it never raises. Later signals are counted and said once, and the
+    shutdown already under way goes on to its end.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self, log=None):
+        """``log``: called once with a line when a second signal arrives (default stderr)."""
+        self.count = 0
+        self.log = log or _to_stderr
+        self._previous = {}
+
+    def install(self) -> 'StopSignals':
+        """Handle SIGINT and SIGTERM in this (main) thread; return self."""
+        for sig in self.SIGNALS:
+            self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def restore(self) -> None:
+        """Put the handlers back as they were."""
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        self._previous = {}
+
+    def _handle(self, signum, frame) -> None:
+        self.count += 1
+        if self.count == 1:
+            # rclpy's handler shut the context down already when it is installed
+            # (rclpy.init's default); without it, do it here
+            rclpy.try_shutdown()
+        elif self.count == 2:
+            self.log(f'{signal.Signals(signum).name} again: the shutdown already under way '
+                     f'goes on (nodes released, then exit)')
+
+
 def main(args=None) -> int:
-    """Run the container until Ctrl-C or an external shutdown."""
+    """Run the container until Ctrl-C, SIGTERM or an external shutdown; exit 0 after either."""
+    stop = StopSignals().install()      # before rclpy.init: rclpy's handler chains to it
+    procs.stop_with_parent()            # a killed `ros2 launch` leaves no orphan behind
     rclpy.init(args=args)
     container = None
     threads = []
@@ -244,6 +301,7 @@ def main(args=None) -> int:
         container = PerceptionContainer(executor_per_node=True)
         executor = container.executors[0]
         log_error = container.node.get_logger().error
+        stop.log = container.node.get_logger().info
         threads = [_spin_thread(ex, log_error) for ex in container.executors[1:]]
         spin(executor, log_error)
     except (KeyboardInterrupt, ExternalShutdownException):
