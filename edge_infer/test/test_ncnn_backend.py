@@ -245,6 +245,25 @@ def test_vulkan_passes_the_probe_and_matches_onnx_runtime_on_real_frames(cache, 
 
 
 @pytest.mark.skipif(not _has_gpu(), reason='ncnn.get_gpu_count() == 0: no Vulkan device')
+def test_the_vulkan_probe_keeps_ncnn_device_lines_off_stderr():
+    """The four lines per device ncnn prints on fd 2 at its first GPU call: not on stderr."""
+    if not _has_gpu():
+        pytest.skip(f'no Vulkan device ({ncnn_backend.INSTALL_VULKAN})')
+    code = ('import sys\n'
+            'from edge_infer.backends import ncnn as nb\n'
+            'print("devices", len(nb.vulkan_devices()))\n'
+            'print("kept", len(nb.vulkan_probe_output().splitlines()))\n'
+            'print("our own line", file=sys.stderr)\n')
+    proc = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert 'devices' in proc.stdout and 'devices 0' not in proc.stdout
+    kept = int(proc.stdout.split('kept ')[1].split()[0])
+    assert kept >= 1 and not any(ncnn_backend.NCNN_DEVICE_LINE.match(line)
+                                 for line in proc.stderr.splitlines()), proc.stderr
+    assert 'our own line' in proc.stderr
+
+
 def test_vulkan_fp16_runs_the_probe_close_to_fp32(cache):
     backend = next(b for b in ncnn_candidates(cache) if b.device != 'cpu' and
                    b.precision == 'fp16')

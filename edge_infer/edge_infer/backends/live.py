@@ -121,6 +121,7 @@ import time
 from typing import Callable, Deque, Dict, List, Optional, Sequence, Tuple
 
 from .drift import DriftMonitor
+from .gate import GATE
 from .load import LoadProbe
 from .profiling import CandidateResult, ProfileRun
 from .selection import latency_at, OBJECTIVES, PERCENTILES, stalls
@@ -162,6 +163,7 @@ class LiveSettings:
     reference_frames: int = 9           # a served frame vs the mean of the chosen one's last
     load_change_cores: float = 0.2      # foreign load moved this much: the load changed
     load_period_s: float = 1.0          # (load_change_cores 0: /proc is not read)
+    provisional: bool = True            # incomplete profile: serve at once, profile behind
 
     def check(self, names: Optional[Dict[str, str]] = None) -> 'LiveSettings':
         """Raise ValueError naming the first bad setting; return self.
@@ -294,6 +296,9 @@ class LiveChoice:
         self.model: Optional[Model] = None
         self.run: Optional[ProfileRun] = None
         self.fixed = False                  # forced / executor: never switched by measurement
+        self.provisional = False            # serving while the profile runs in the background
+        self.settled_s = float('nan')       # how long that profile took
+        self._frame_lock = threading.Lock()     # held by a frame; a settled profile waits
         self._can_fall_back = True          # False for a fixed executor backend
         self.drift: Optional[DriftMonitor] = None
         self.switches: List[dict] = []      # every switch: time, from, to, trigger, evidence
@@ -339,8 +344,25 @@ class LiveChoice:
     # ------------------------------------------------------------------- start
     def start(self, force: str = '', use_cache: bool = True, backend=None,
               run: Optional[ProfileRun] = None) -> ProfileRun:
-        """Choose (unless ``backend``/``run`` are given: a fixed choice) and open the model."""
+        """Choose (unless ``backend``/``run`` are given: a fixed choice) and open the model.
+
+        With ``settings.provisional`` and a profile the cache does not hold
+        whole, a provisional backend opens at once and the profile runs in the
+        background (:mod:`.startup`); the measured choice takes over between
+        two frames.
+        """
         st = self.settings
+        if backend is None and not force and use_cache and st.provisional:
+            from .startup import provisional
+            pick = provisional(self.manager, self.spec, self.model_path, st)
+            if pick is not None:
+                backend, run = pick
+                self.model = Model(self.spec, backend, self.models_dir, verify_checksum=False,
+                                   **self.overrides)
+                self.run, self.provisional = run, True
+                self.report(run, 'provisional')
+                self._spawn(self._profile_behind, 'profile')
+                return run
         if backend is None:
             backend, run = self.manager.choose(
                 self.spec, self.model_path, objective=st.objective,
@@ -350,10 +372,16 @@ class LiveChoice:
         self.model = Model(self.spec, backend, self.models_dir, verify_checksum=False,
                            **self.overrides)
         self.run = run
-        chosen = self._result(run.chosen)
+        self.report(run, 'forced' if force else 'configure')
+        self._watch()
+        return run
+
+    def _watch(self) -> None:
+        """Start keeping the measured choice right: the drift monitor, the runners-up."""
+        st = self.settings
+        chosen = self._result(self.run.chosen)
         if st.drift_threshold and not self.fixed and chosen is not None:
             self.drift = DriftMonitor(chosen.p50_ms, st.drift_threshold, st.drift_window_s)
-        self.report(run, 'forced' if force else 'configure')
         # the switch rule compares time: for the energy / edp objectives it would
         # override the measured choice, so they keep drift and fallback only
         if st.duty > 0 and st.objective == 'latency' and not self.fixed and \
@@ -361,7 +389,46 @@ class LiveChoice:
             if self._foreign is None and st.load_change_cores > 0:
                 self._foreign = _ForeignLoad()
             self._spawn(self._open_runners, 'runners')
-        return run
+
+    def _profile_behind(self) -> None:
+        """Profile while the provisional backend serves; hand the choice over (background)."""
+        st = self.settings
+        t0 = time.monotonic()
+        try:
+            backend, run = self.manager.choose(
+                self.spec, self.model_path, objective=st.objective,
+                max_latency_ms=st.max_latency_ms, min_accuracy=st.min_accuracy,
+                latency_percentile=st.latency_percentile, cancel=self._cancel)
+            new = None
+            if backend.name != self.model.backend_name:
+                new = Model(self.spec, backend, self.models_dir, verify_checksum=False,
+                            **self.overrides)
+        except Exception as exc:  # keep serving on the provisional backend
+            if not self._cancel.is_set():
+                self.warn(f'profile failed ({type(exc).__name__}: {first_line(exc)}): '
+                          f'staying on the provisional {self.backend_name}')
+            return
+        with self._frame_lock:      # between two frames
+            if self._cancel.is_set():
+                if new is not None:
+                    new.close()
+                return
+            old = self.model.backend_name
+            self.run, self.provisional = run, False
+            if new is not None:
+                previous, self.model = self.model, new
+                previous.close()
+            self._chosen_ms.clear()     # the provisional one's frames say nothing of it
+            self._recent.clear()
+            self._level = float('nan')
+            self.settled_s = time.monotonic() - t0
+            self.switches.append({'t': time.monotonic(), 'from': old, 'to': run.chosen,
+                                  'trigger': 'profiled', 'evidence': run.why})
+            self.log(f'profile done in {self.settled_s:.1f} s: '
+                     + (f'switching backend {old} -> {run.chosen}' if new is not None else
+                        f'keeping {old}') + ' (profiled)')
+            self.report(run, 'profiled')
+            self._watch()
 
     def fix(self, backend, run: ProfileRun) -> ProfileRun:
         """Open ``backend`` as a fixed choice (no re-selection: e.g. the shared executor)."""
@@ -442,6 +509,10 @@ class LiveChoice:
         ``around_run``: Model.infer's hook, called for each run (again when the
         frame is run a second time after a fallback).
         """
+        with self._frame_lock, GATE.shared():
+            return self._infer(frame, around_run)
+
+    def _infer(self, frame, around_run) -> Result:
         if self._pending is not None:
             self._swap_pending()
         if self._pending_keep is not None:      # a re-evaluation kept the choice
@@ -606,14 +677,15 @@ class LiveChoice:
             self._serve_next = name     # the next frame runs on it
             return False
         sess = self._runners[name]
-        t = time.perf_counter()
         try:
-            sess.run(x)
+            with GATE.shared():
+                t = time.perf_counter()
+                sess.run(x)
+                ms = (time.perf_counter() - t) * 1e3
         except Exception as exc:  # a runner-up that fails is dropped, not fatal
             self.log(f'runner-up {name} failed ({first_line(exc)}): no longer watched')
             self._drop_runner(name)
             return False
-        ms = (time.perf_counter() - t) * 1e3
         self._sampled(name, now, self._last_ms, ms, ms)
         return True
 

@@ -72,6 +72,7 @@ DEFAULTS = {
     'calibration_frames': 6,
     'min_accuracy': {'classification': 0.99, 'detection': 0.9},
     'exclude': [],
+    'start_order': ['onnxruntime/cpu/t2', 'onnxruntime/cpu/t1'],
 }
 
 
@@ -296,8 +297,8 @@ class BackendManager:
     def profile(self, spec: ModelSpec, model_path: pathlib.Path, use_cache: bool = True,
                 min_accuracy: float = 0.0, budget_s: Optional[float] = None,
                 only: Optional[Sequence[str]] = None, cancel=None,
-                persist: bool = True, progress: Optional[Callable[[dict], None]] = None
-                ) -> ProfileRun:
+                persist: bool = True, progress: Optional[Callable[[dict], None]] = None,
+                measure: bool = True) -> ProfileRun:
         """Measure every candidate on the model (cached entries reused); return the run.
 
         Two passes: each candidate alone (load, accuracy, ``screen_s`` of timed
@@ -312,6 +313,9 @@ class BackendManager:
         and a run with ``persist`` False (run-time re-evaluations) is never
         written at all.
         ``cancel`` (a threading.Event): stop between candidates / rounds.
+        ``measure`` False: only what the cache holds; a candidate without
+        figures is listed as ``unmeasured`` (nothing is loaded or run: for a
+        provisional choice, :mod:`.startup`).
         ``progress``: called with a dict (model, step, total, what, doing,
         elapsed_s, left_s) before each measurement; by default one log line.
         """
@@ -356,6 +360,11 @@ class BackendManager:
                 if hit is not None and hit.get('status') in ('ok', 'rejected'):
                     res = CandidateResult.from_dict(hit)
                     run.from_cache[backend.name] = True
+                elif not measure:
+                    ok, why = backend.available()
+                    res = describe(backend, status='unmeasured' if ok else 'unavailable',
+                                   reason='not profiled yet' if ok else why)
+                    run.from_cache[backend.name] = False
                 else:   # only measurements are reused; unavailable / failed ones are tried again
                     run.from_cache[backend.name] = False
                     ok, why = self.probe(backend, use_cache)
@@ -463,13 +472,21 @@ class BackendManager:
                max_latency_ms: float = 0.0, min_accuracy: float = 0.0,
                force: str = '', use_cache: bool = True,
                latency_percentile: int = 0,
-               progress: Optional[Callable[[dict], None]] = None) -> Tuple[Backend, ProfileRun]:
-        """Profile (or read the cache) and return the chosen backend with the run."""
+               progress: Optional[Callable[[dict], None]] = None,
+               cancel=None) -> Tuple[Backend, ProfileRun]:
+        """Profile (or read the cache) and return the chosen backend with the run.
+
+        ``cancel`` (a threading.Event): a background profile stops at its next
+        check and BackendError says so.
+        """
         if objective not in OBJECTIVES:
             raise ValueError(f"objective '{objective}': use one of {', '.join(OBJECTIVES)}")
         with self._lock:
             run = self.profile(spec, model_path, use_cache=use_cache, min_accuracy=min_accuracy,
-                               only=[force] if force else None, progress=progress)
+                               only=[force] if force else None, progress=progress,
+                               cancel=cancel)
+        if cancel is not None and cancel.is_set():
+            raise BackendError(f"model '{spec.name}': profile cancelled")
         if not all(run.from_cache.get(r.backend, False) for r in run.results
                    if r.status == 'ok'):
             release_freed_memory()

@@ -163,12 +163,53 @@ def pnnx_version() -> str:
         return 'unknown'
 
 
+NCNN_DEVICE_LINE = re.compile(r'^\[\d+ [^\]]*\]')     # "[0 llvmpipe (LLVM ...)]  queueC=0..."
+
+
+def _without_device_lines(call: Callable[[], object]) -> object:
+    """Return ``call()``; the device lines ncnn's C++ code prints on stderr meanwhile go.
+
+    Creating the Vulkan instance prints four lines per device
+    (``[0 llvmpipe (LLVM 15.0.6, 256 bits)]  queueC=0[1] ...``) straight to
+    file descriptor 2, which ``ros2 launch`` shows among the package's own
+    lines. They are kept in ``vulkan_probe_output()``; anything else written
+    to stderr meanwhile (another thread's log line) is passed on.
+    """
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):     # no stderr to redirect
+        return call()
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            return call()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            lines = sink.read().decode(errors='replace').splitlines(keepends=True)
+            ours = [ln for ln in lines if NCNN_DEVICE_LINE.match(ln)]
+            with _lock:
+                _state['probe_output'] = ''.join(ours)
+            others = ''.join(ln for ln in lines if not NCNN_DEVICE_LINE.match(ln))
+            if others:
+                os.write(2, others.encode())
+
+
+def vulkan_probe_output() -> str:
+    """Return what ncnn printed about the Vulkan devices when its instance was created."""
+    with _lock:
+        return str(_state.get('probe_output', ''))
+
+
 def vulkan_devices() -> List[Tuple[int, str, str]]:
     """Return (index, full name, short name) of every Vulkan device ncnn sees (cached).
 
     The first call creates ncnn's Vulkan instance (about 0.25 s on lavapipe;
-    ncnn prints the devices on stderr). [] without ncnn, without Vulkan in
-    the ncnn build, or without a device.
+    the lines ncnn prints about the devices are kept, not shown:
+    :func:`vulkan_probe_output`). [] without ncnn, without Vulkan in the ncnn
+    build, or without a device.
     """
     with _lock:
         cached = _state.get('gpus')
@@ -177,7 +218,8 @@ def vulkan_devices() -> List[Tuple[int, str, str]]:
     gpus: List[Tuple[int, str, str]] = []
     try:
         ncnn = _ncnn()
-        count = int(ncnn.get_gpu_count()) if hasattr(ncnn, 'get_gpu_count') else 0
+        count = int(_without_device_lines(ncnn.get_gpu_count)) \
+            if hasattr(ncnn, 'get_gpu_count') else 0
         shorts: List[str] = []
         for i in range(count):
             full = str(ncnn.get_gpu_info(i).device_name())

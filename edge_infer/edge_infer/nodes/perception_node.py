@@ -63,6 +63,8 @@ PARAMETERS = {
     'min_accuracy': (0.0, 'auto: agreement floor vs ONNX Runtime CPU fp32 (0..1); '
                           '0 = config/backends.yaml per task'),
     'use_profile_cache': (True, 'reuse measured profiles (keyed by board, model, versions)'),
+    'provisional': (True, 'auto, profile not cached whole: serve at once on a provisional '
+                          'backend, profile in the background, then switch'),
     'drift_threshold': (1.5, 'observed/profiled median latency ratio that triggers a '
                              're-evaluation; 0 = off'),
     'drift_window_s': (5.0, 'seconds the drift must last (median over the window)'),
@@ -226,7 +228,8 @@ class PerceptionNode(ManagedNode):
                 drift_threshold=self._param('drift_threshold'),
                 drift_window_s=self._param('drift_window_s'),
                 duty=self._param('reselect_duty'),
-                serve=self._param('reselect_serve')).check({'duty': 'reselect_duty'})
+                serve=self._param('reselect_serve'),
+                provisional=self._param('provisional')).check({'duty': 'reselect_duty'})
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
         policy = self._param('executor_policy')
@@ -563,7 +566,7 @@ class PerceptionNode(ManagedNode):
         self._report_pub.publish(msg)
         log = self.get_logger().info
         log(f"backend for '{run.model}' ({trigger}, objective {msg.objective}): {run.why}")
-        unavailable = [r for r in run.results if r.status != 'ok']
+        unavailable = [r for r in run.results if r.status not in ('ok', 'unmeasured')]
         if unavailable:
             log('not used: ' + '; '.join(
                 f'{r.backend} {r.status} ({r.reason})' for r in unavailable))

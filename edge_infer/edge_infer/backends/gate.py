@@ -1,0 +1,67 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""Our own frames and a profile's timed runs never overlap (no ROS).
+
+A profile that runs while the node serves frames (the background profile of
+a first start, a drift re-evaluation) would time its candidates on a board
+busy with our own inference, and a first start's figures are cached as the
+board's profile. :data:`GATE` keeps the two apart: a frame holds it shared
+(several models' frames run side by side, as before); a timed run of a
+candidate holds it alone, so it waits for the frames in flight and holds the
+next ones back for its length (a few ms; a few hundred for a slow candidate,
+such as ncnn on a software Vulkan device). Uncontended, a frame pays one
+lock round trip (about a microsecond).
+"""
+
+import contextlib
+import threading
+
+
+class ComputeGate:
+    """A shared / exclusive lock: frames share it, a profile's timed runs take it alone.
+
+    Writer-preferring: once a timed run waits, new frames wait behind it, so a
+    steady stream of frames cannot starve the profile.
+    """
+
+    def __init__(self):
+        """Start open."""
+        self._cond = threading.Condition(threading.Lock())
+        self._shared = 0
+        self._exclusive = False
+        self._waiting = 0
+
+    @contextlib.contextmanager
+    def shared(self):
+        """Hold the gate beside other shared holders (one frame's inference)."""
+        with self._cond:
+            while self._exclusive or self._waiting:
+                self._cond.wait()
+            self._shared += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._shared -= 1
+                if not self._shared:
+                    self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def exclusive(self):
+        """Hold the gate alone (one timed run of a candidate)."""
+        with self._cond:
+            self._waiting += 1
+            try:
+                while self._exclusive or self._shared:
+                    self._cond.wait()
+            finally:
+                self._waiting -= 1
+            self._exclusive = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._exclusive = False
+                self._cond.notify_all()
+
+
+GATE = ComputeGate()  # process-wide: every model's frames and every profile

@@ -1,0 +1,198 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""A first start serves at once on a provisional backend, then takes the measured choice.
+
+Real models, real backends (ONNX Runtime, OpenCV DNN), a real profile in the
+background; an empty cache stands for a robot's first start.
+"""
+
+import threading
+import time
+
+from edge_infer import paths
+from edge_infer.backends.gate import ComputeGate
+from edge_infer.backends.live import LiveChoice, LiveSettings
+from edge_infer.backends.manager import BackendManager
+from edge_infer.backends.profiling import calibration_frames
+from edge_infer.core.registry import load_registry
+import pytest
+
+
+@pytest.fixture(scope='module')
+def mobilenet(data_home):
+    spec = load_registry(paths.config_dir() / 'models.yaml')['mobilenet_v2']
+    return spec, data_home / 'models' / spec.file
+
+
+@pytest.fixture(scope='module')
+def frames():
+    return calibration_frames(2)[0]
+
+
+def _manager(cache_dir, **cfg):
+    config = {'ort_threads': [1, 2], 'ort_providers_always_listed': [],
+              'opencv_targets': ['cpu'], 'blas': False, 'variants': [], 'budget_s': 0.1,
+              'warmup': 1, 'min_runs': 3, 'calibration_frames': 2, 'openvino_threads': [],
+              'ncnn_threads': [], 'ncnn_vulkan': False, 'quiet_foreign_cores': 99.0}
+    config.update(cfg)
+    return BackendManager(cache_dir, config=config, log=lambda s: None)
+
+
+def _live(manager, spec, path, reports, **settings):
+    return LiveChoice(manager, spec, path, settings=LiveSettings(duty=0, **settings),
+                      log=lambda s: None,
+                      report=lambda run, trigger: reports.append((trigger, run.chosen)))
+
+
+def _serve_until_settled(live, frames, timeout=120.0):
+    """Serve frames at a camera's pace until the background profile is applied."""
+    served = []
+    deadline = time.monotonic() + timeout
+    camera = threading.Event()      # never set: wait() paces the frames
+    while live.provisional:
+        assert time.monotonic() < deadline, 'the background profile never settled'
+        served.append(live.infer(frames[len(served) % len(frames)]).backend)
+        camera.wait(0.02)
+    return served
+
+
+def test_a_first_start_serves_at_once_then_switches_to_the_measured_choice(
+        tmp_path, mobilenet, frames):
+    spec, path = mobilenet
+    reports = []
+    live = _live(_manager(tmp_path), spec, path, reports)
+    try:
+        run = live.start()
+        # nothing measured: the first of start_order, and every candidate is still to measure
+        assert live.provisional and live.backend_name == 'onnxruntime/cpu/t2'
+        assert run.chosen == 'onnxruntime/cpu/t2' and 'start_order' in run.why
+        assert {r.status for r in run.results} <= {'unmeasured', 'unavailable'}
+        assert reports == [('provisional', 'onnxruntime/cpu/t2')]
+        first = live.infer(frames[0])     # a result before any candidate was measured
+        assert first.backend == 'onnxruntime/cpu/t2' and len(first.output) > 0
+        served = _serve_until_settled(live, frames)
+        assert set(served) == {'onnxruntime/cpu/t2'}
+        chosen = live.run.chosen
+        assert [t for t, _ in reports] == ['provisional', 'profiled']
+        assert reports[-1][1] == chosen and live.backend_name == chosen
+        assert live.infer(frames[0]).backend == chosen
+        assert live.switches[-1]['trigger'] == 'profiled'
+        assert live.settled_s > 0
+    finally:
+        live.close()
+    # the profile went into the cache: the next start chooses from it, no provisional step
+    reports2 = []
+    again = _live(_manager(tmp_path), spec, path, reports2)
+    try:
+        run = again.start()
+        assert not again.provisional and reports2 == [('configure', chosen)]
+        assert all(run.from_cache[r.backend] for r in run.results if r.status == 'ok')
+    finally:
+        again.close()
+
+
+def test_the_settled_choice_is_the_one_a_blocking_profile_makes(tmp_path, mobilenet, frames):
+    """Same candidates, same cache rules: the provisional path changes when, not what."""
+    spec, path = mobilenet
+    reports = []
+    live = _live(_manager(tmp_path / 'a'), spec, path, reports)
+    try:
+        live.start()
+        _serve_until_settled(live, frames)
+        settled = {r.backend: r.status for r in live.run.results}
+    finally:
+        live.close()
+    blocking = _live(_manager(tmp_path / 'b'), spec, path, [], provisional=False)
+    try:
+        run = blocking.start()
+        assert not blocking.provisional
+        # the same candidates measured, with the same verdicts (the winner between
+        # two close ones may differ with the machine's noise: not asserted)
+        assert {r.backend: r.status for r in run.results} == settled
+    finally:
+        blocking.close()
+
+
+def test_a_partly_cached_profile_starts_on_the_cached_choice(tmp_path, mobilenet, frames):
+    """A new library on the board: the old choice serves while only the new one is timed."""
+    spec, path = mobilenet
+    small = _manager(tmp_path, ort_threads=[1], opencv_targets=[])
+    _, cached = small.choose(spec, path)
+    assert cached.chosen == 'onnxruntime/cpu/t1'
+    reports = []
+    live = _live(_manager(tmp_path), spec, path, reports)
+    try:
+        run = live.start()
+        assert live.provisional and run.chosen == 'onnxruntime/cpu/t1'
+        assert "cached profile's choice" in run.why and '2 candidate(s) not measured' in run.why
+        by = {r.backend: r.status for r in run.results}
+        assert by == {'onnxruntime/cpu/t1': 'ok', 'onnxruntime/cpu/t2': 'unmeasured',
+                      'opencv-dnn/cpu': 'unmeasured'}
+        _serve_until_settled(live, frames)
+        assert {r.status for r in live.run.results} == {'ok'}
+        assert live.run.from_cache['onnxruntime/cpu/t1'] and \
+            not live.run.from_cache['opencv-dnn/cpu']
+    finally:
+        live.close()
+
+
+def test_provisional_off_profiles_before_serving(tmp_path, mobilenet):
+    spec, path = mobilenet
+    reports = []
+    live = _live(_manager(tmp_path), spec, path, reports, provisional=False)
+    try:
+        run = live.start()
+        assert not live.provisional and [t for t, _ in reports] == ['configure']
+        assert all(r.status == 'ok' for r in run.results)
+    finally:
+        live.close()
+
+
+def test_closing_during_the_background_profile_stops_it_without_a_switch(
+        tmp_path, mobilenet, frames):
+    spec, path = mobilenet
+    reports = []
+    live = _live(_manager(tmp_path, budget_s=5.0), spec, path, reports)
+    live.start()
+    live.infer(frames[0])
+    live.close()        # cancels the profile and waits for its thread
+    assert [t for t, _ in reports] == ['provisional']
+    assert not any(t.is_alive() for t in live._threads)
+
+
+def test_gate_frames_share_it_a_timed_run_holds_it_alone():
+    gate = ComputeGate()
+    order = []
+    in_frames = threading.Barrier(2)        # two frames inside at once: shared
+    release = threading.Event()
+
+    def frame(name, meet=True):
+        with gate.shared():
+            order.append(f'{name} in')
+            if meet:
+                in_frames.wait(10)
+                release.wait(10)
+            order.append(f'{name} out')
+
+    def timed_run():
+        with gate.exclusive():
+            order.append('run')
+
+    frames = [threading.Thread(target=frame, args=(n,)) for n in ('a', 'b')]
+    for t in frames:
+        t.start()
+    while order.count('a in') + order.count('b in') < 2:
+        threading.Event().wait(0.001)
+    runner = threading.Thread(target=timed_run)
+    runner.start()
+    # the timed run waits for the frames in flight; a new frame waits behind it
+    while not gate._waiting:
+        threading.Event().wait(0.001)
+    late = threading.Thread(target=frame, args=('c', False))
+    late.start()
+    late.join(0.3)      # it would be in within microseconds if the gate let it
+    assert 'run' not in order and 'c in' not in order
+    release.set()
+    for t in frames + [runner, late]:
+        t.join(10)
+    assert order.index('run') > max(order.index('a out'), order.index('b out'))
+    assert order.index('c in') > order.index('run')
