@@ -12,10 +12,12 @@ import glob
 import os
 import pathlib
 import signal
+import time
 
-from edge_infer import graph, procs
+from edge_infer import graph, paths, procs
 from edge_infer.bringup import Running
 from edge_infer_msgs.msg import DetectionArray
+import numpy as np
 import pytest
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import Image
@@ -152,20 +154,35 @@ def test_kill_9_during_replay_then_restart_recovers(ros, tmp_path, small_bag):
         assert third.stop() == {'perception_container': 0}
 
 
-def test_overload_newest_frame_counted_drops_bounded_latency_flat_memory(ros, tmp_path):
-    """2,000 frames at 60 Hz into a ~20 Hz detector (bench/soak.py runs 10,000)."""
+def test_overload_newest_frame_counted_drops_bounded_latency_flat_memory(ros, tmp_path,
+                                                                         data_home):
+    """2,000 frames at twice the detector's speed or more (bench/soak.py runs 10,000)."""
+    from edge_infer.backends.ort import OrtBackend
+    from edge_infer.core.registry import load_registry
     from edge_infer.reliability import soak
-    # The detector is held on ONNX Runtime, 1 thread (~45 ms per NanoDet frame):
-    # the measured choice (OpenVINO bf16, 13-24 ms) nearly keeps up with 60 Hz,
-    # and this test is about the newest-frame policy when the model cannot.
+    # The detector is held on ONNX Runtime, 1 thread: the measured choice
+    # (OpenVINO bf16) nearly keeps up with 60 Hz, and this test is about the
+    # newest-frame policy when the model cannot. How fast that is depends on the
+    # CPU (NanoDet took ~45 ms per frame on one EPYC VM, ~20 ms on another), so
+    # the camera runs at twice the model's own rate, measured here (60-150 Hz).
+    spec = load_registry(paths.config_dir() / 'models.yaml')['nanodet']
+    sess = OrtBackend(intra_op_threads=1).load(data_home / 'models' / spec.file)
+    x = np.zeros((1, 3, spec.input_spec.height, spec.input_spec.width), np.float32)
+    times = []
+    for _ in range(6):
+        t = time.perf_counter()
+        sess.run(x)
+        times.append(time.perf_counter() - t)
+    sess.close()
+    rate = min(150.0, max(60.0, 2.0 / float(np.median(times[1:]))))
     # Drift monitor off: a re-evaluation under this load loads every candidate's
     # session once (a step in RSS, measured +37 %), which is not what this measures.
-    r = soak(ros.node, ros.executor, ros.env, tmp_path, frames=2000, rate_hz=60.0,
+    r = soak(ros.node, ros.executor, ros.env, tmp_path, frames=2000, rate_hz=rate,
              warmup=300, log=lambda s: None,
              detector_params={'drift_threshold': 0.0, 'backend': 'onnxruntime/cpu/t1'})
     assert r['exit_codes'] == {'perception_container': 0}
     assert r['monotonic'] and r['results'] > 100
-    assert r['dropped'] > r['sent'] // 3            # it cannot keep up, and says so
+    assert r['dropped'] > r['sent'] // 4            # it cannot keep up, and says so
     # every frame is accounted for (a few may be lost by best-effort DDS itself)
     assert r['processed'] + r['dropped'] + r['rejected'] <= r['received'] <= r['sent']
     assert r['received'] - (r['processed'] + r['dropped'] + r['rejected']) <= 1
