@@ -3,7 +3,10 @@
 
 - Configuration (model registry, node parameters, labels) ships with the
   package: ``share/edge_infer/config`` after ``colcon build``, or the source
-  tree's ``edge_infer/config`` in a development (editable) install.
+  tree's ``edge_infer/config`` in a development (editable) install;
+  ``$EDGE_INFER_CONFIG`` names it for a process that has neither (the
+  aarch64 worker of ``edge_infer arm-check`` runs an installed package's
+  sources in an emulated Python with no ament index).
 - Data made at set-up time (converted models, recorded bags, caches) lives in
   ``$EDGE_INFER_HOME`` (default ``~/.cache/edge_infer``); ``run.sh`` points it
   at the clone's ``.data/``.
@@ -17,6 +20,9 @@ _SRC_CONFIG = pathlib.Path(__file__).resolve().parents[1] / 'config'
 
 def config_dir() -> pathlib.Path:
     """Return the directory holding models.yaml, the params files and labels."""
+    env = os.environ.get('EDGE_INFER_CONFIG')
+    if env:
+        return pathlib.Path(env)
     if _SRC_CONFIG.is_dir():
         return _SRC_CONFIG
     try:

@@ -48,6 +48,7 @@ from typing import Dict, List
 import numpy as np
 
 from . import prepare as prep
+from .. import paths
 
 NOT_EMULATED = [
     'ROS 2: the ros-jazzy wheels are x86_64 only, so the nodes, the container, the '
@@ -108,7 +109,8 @@ class Runner:
         job_file = out / 'job.json'
         job_file.write_text(json.dumps({**job, 'out': str(out)}, indent=1))
         cmd = self.emu.command(['-m', 'edge_infer.armcheck.worker', str(job_file)])
-        env = self.emu.env([SRC_ROOT], {'EDGE_INFER_HOME': str(self.data_home)})
+        env = self.emu.env([SRC_ROOT], {'EDGE_INFER_HOME': str(self.data_home),
+                                        'EDGE_INFER_CONFIG': str(paths.config_dir())})
         t0 = time.monotonic()
         with open(out / 'stderr.log', 'w') as err, open(out / 'stdout.log', 'w') as log:
             proc = subprocess.Popen(cmd, env=env, cwd=out, stdout=subprocess.PIPE,
@@ -397,7 +399,6 @@ def plan(models: List[str], home: pathlib.Path, site: str, config: dict,
 
 def main(argv=None) -> int:
     """Run ``edge_infer arm-check``; return the exit status."""
-    from .. import paths
     from ..core.registry import load_registry
     ap = argparse.ArgumentParser(prog='edge_infer arm-check',
                                  description=__doc__,
