@@ -4,6 +4,9 @@
     ./run.sh exec python bench/cold_start.py [--rounds 2]          (no ROS install)
     (robot)  python3 bench/cold_start.py --rounds 3                (uses `ros2 launch`)
 
+Writes cold_start_ros2_launch.* or cold_start_container.* under
+bench/results/<machine>/.
+
 Starts the graph as a user does, with a camera already publishing: the demo
 bag played in a loop from the same moment (``edge_infer.bag.play --loop``).
 Where ``ros2 launch`` exists (a robot, the stand-in of ../shared/robot) the
@@ -201,7 +204,8 @@ def main() -> int:
         args.use_launch = False
     how = "'ros2 launch edge_infer perception.launch.py'" if args.use_launch else \
         'the container process (no ros2 launch here)'
-    res = benchlib.Results('cold_start', 'Start-up: launch -> first result and settled choice',
+    name = 'cold_start_ros2_launch' if args.use_launch else 'cold_start_container'
+    res = benchlib.Results(name, 'Start-up: launch -> first result and settled choice',
                            'product (start-up time)', machine=args.machine)
     folder = pathlib.Path(tempfile.mkdtemp(prefix='edge_infer_cold_'))
     domain = procs.free_domain_id(os.getpid())
@@ -236,6 +240,9 @@ def main() -> int:
              f'same moment. Times in seconds from the start command; medians over '
              f'{args.rounds} interleaved rounds, max beside. Load average at start '
              f'{load0[0]:.2f}.')
+    from edge_infer.backends.ncnn import pnnx_binary
+    res.note('ncnn candidates: ' + ('measured (pnnx installed)' if pnnx_binary() else
+                                    'unavailable (no pnnx: fewer candidates to profile)'))
     res.note('settled = the BackendReport that ends the choice: trigger profiled '
              '(provisional start) or configure (blocking profile, or the cache).')
     res.write(['variant', 'runs', 'active_s', 'detector_first_s', 'detector_first_s_max',

@@ -196,3 +196,20 @@ def test_gate_frames_share_it_a_timed_run_holds_it_alone():
         t.join(10)
     assert order.index('run') > max(order.index('a out'), order.index('b out'))
     assert order.index('c in') > order.index('run')
+
+
+def test_a_profile_stopped_by_a_deactivation_goes_on_when_resumed(tmp_path, mobilenet, frames):
+    spec, path = mobilenet
+    reports = []
+    live = _live(_manager(tmp_path), spec, path, reports)
+    try:
+        live.start()
+        live.join()         # what a deactivation does: the profile stops
+        assert live.provisional and [t for t, _ in reports] == ['provisional']
+        live.resume()       # activated again
+        _serve_until_settled(live, frames)
+        assert [t for t, _ in reports] == ['provisional', 'profiled']
+        live.resume()       # settled: nothing to resume
+        assert not any(t.is_alive() and t.name.endswith('-profile') for t in live._threads)
+    finally:
+        live.close()

@@ -164,6 +164,7 @@ class LiveSettings:
     load_change_cores: float = 0.2      # foreign load moved this much: the load changed
     load_period_s: float = 1.0          # (load_change_cores 0: /proc is not read)
     provisional: bool = True            # incomplete profile: serve at once, profile behind
+    profile_after_s: float = 3.0        # ... from the first frame served, or after this long
 
     def check(self, names: Optional[Dict[str, str]] = None) -> 'LiveSettings':
         """Raise ValueError naming the first bad setting; return self.
@@ -299,6 +300,7 @@ class LiveChoice:
         self.provisional = False            # serving while the profile runs in the background
         self.settled_s = float('nan')       # how long that profile took
         self._frame_lock = threading.Lock()     # held by a frame; a settled profile waits
+        self._served = threading.Event()        # a first frame was served
         self._can_fall_back = True          # False for a fixed executor backend
         self.drift: Optional[DriftMonitor] = None
         self.switches: List[dict] = []      # every switch: time, from, to, trigger, evidence
@@ -390,11 +392,26 @@ class LiveChoice:
                 self._foreign = _ForeignLoad()
             self._spawn(self._open_runners, 'runners')
 
+    def resume(self) -> None:
+        """Start the background profile again if a cancel stopped it before it settled."""
+        if self.provisional and self.model is not None and not any(
+                t.is_alive() and t.name.endswith('-profile') for t in self._threads):
+            self._cancel.clear()
+            self._served.clear()
+            self._spawn(self._profile_behind, 'profile')
+
     def _profile_behind(self) -> None:
         """Profile while the provisional backend serves; hand the choice over (background)."""
         st = self.settings
+        # the first frame first: started at once, the profile's model loads and ncnn
+        # conversions took the cores the camera driver, DDS discovery and the first
+        # inference needed (first detection 3.6-4.1 s after `ros2 launch` instead of
+        # 2.4 s on this VM)
+        self._served.wait(st.profile_after_s)
         t0 = time.monotonic()
         try:
+            if self._cancel.is_set():
+                return
             backend, run = self.manager.choose(
                 self.spec, self.model_path, objective=st.objective,
                 max_latency_ms=st.max_latency_ms, min_accuracy=st.min_accuracy,
@@ -510,7 +527,9 @@ class LiveChoice:
         frame is run a second time after a fallback).
         """
         with self._frame_lock, GATE.shared():
-            return self._infer(frame, around_run)
+            result = self._infer(frame, around_run)
+        self._served.set()
+        return result
 
     def _infer(self, frame, around_run) -> Result:
         if self._pending is not None:
@@ -929,6 +948,7 @@ class LiveChoice:
     def cancel(self) -> None:
         """Stop background work at its next check (re-evaluation between candidates)."""
         self._cancel.set()
+        self._served.set()      # a profile waiting for the first frame stops waiting
 
     def wait_reevaluation(self, timeout: float = 120.0) -> bool:
         """Wait for a background re-evaluation to end, not cancelling it; False if none ran.
@@ -943,7 +963,7 @@ class LiveChoice:
 
     def join(self, timeout: float = 30.0) -> None:
         """Wait for background work to end."""
-        self._cancel.set()
+        self.cancel()
         for t in self._threads:
             t.join(timeout=timeout)
         self._threads = []

@@ -177,6 +177,7 @@ class PerceptionNode(ManagedNode):
         self._worker = threading.Thread(target=self._work, name=f'{self.get_name()}-infer',
                                         daemon=True)
         self._worker.start()
+        self._live.resume()     # a profile a deactivation stopped goes on
         self._sub = self.create_subscription(self._msg_type, self._topic, self._on_frame,
                                              qos_profile_sensor_data, raw=True)
         # the resolved names: remappings (camera_topic:=...) and the namespace applied
@@ -603,6 +604,7 @@ class PerceptionNode(ManagedNode):
         live = self._live
         if live is not None and live.run is not None:
             values['backend_reason'] = live.run.why
+            values['backend_provisional'] = live.provisional   # profile still running
             values['drift_events'] = live.drift.fired if live.drift else 0
             values['backend_switches'] = len(live.switches)
             values['reselect_runs'] = f'{live.shadow_runs} ({live.served_frames} served)'
