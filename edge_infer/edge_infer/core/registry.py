@@ -15,9 +15,11 @@ import yaml
 
 from .postprocess import NanoDetDecoder, TopKDecoder
 from .preprocess import InputSpec
+from .yolo import BoxScoreDecoder, EndToEndDecoder
 
 TASKS = ('detection', 'classification')
-DECODERS = {'nanodet': 'detection', 'topk': 'classification'}
+DECODERS = {'nanodet': 'detection', 'yolov8': 'detection', 'yolov5': 'detection',
+            'end2end': 'detection', 'topk': 'classification'}
 
 
 class RegistryError(ValueError):
@@ -56,6 +58,16 @@ class ModelSpec:
                                       score_threshold=args['score_threshold'],
                                       nms_iou=args['nms_iou'],
                                       max_detections=args.get('max_detections', 100))
+            if self.decoder in ('yolov8', 'yolov5'):
+                return BoxScoreDecoder(len(self.labels), args['score_threshold'],
+                                       args['nms_iou'], args.get('max_detections', 100),
+                                       agnostic=bool(args.get('agnostic', False)),
+                                       objectness=self.decoder == 'yolov5')
+            if self.decoder == 'end2end':
+                return EndToEndDecoder(len(self.labels), args['score_threshold'],
+                                       args.get('max_detections', 100),
+                                       nms_iou=args.get('nms_iou', 1.0),
+                                       agnostic=bool(args.get('agnostic', False)))
             return TopKDecoder(k=args.get('top_k', 5), softmax=args.get('softmax', True))
         except KeyError as exc:
             raise RegistryError(f"model '{self.name}': output needs key {exc}") from None

@@ -1,0 +1,123 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""Decoders for the YOLO-family detector layouts robot users bring (no ROS).
+
+- ``yolov8`` (:class:`BoxScoreDecoder`): anchor-free YOLO as Ultralytics
+  exports v8 / v11 (and YOLOv9, YOLO-NAS-style heads converted the same
+  way): one output ``[1, 4 + nc, N]`` (channels first, as exported) or its
+  transpose ``[1, N, 4 + nc]``; per candidate ``cx cy w h`` in model-input
+  pixels, then ``nc`` class scores already through a sigmoid. Score = the
+  best class's.
+- ``yolov5`` (the same class, ``objectness``): YOLOv5 / v7 exports
+  ``[1, N, 5 + nc]``: ``cx cy w h``, an objectness, ``nc`` class scores
+  (all sigmoid); score = objectness x class score.
+- ``end2end`` (:class:`EndToEndDecoder`): NMS inside the graph, as YOLOv10
+  and YOLO26 export (``end2end``): ``[1, K, 6]`` rows of ``x1 y1 x2 y2
+  score class`` in model-input pixels, padded with zero-score rows.
+
+Thresholds: ``score_threshold``, ``nms_iou``, ``max_detections``;
+``agnostic`` (class-agnostic NMS: one box per place whatever the class;
+default class-aware, as Ultralytics' predict). The layout of a ``[1, a, b]``
+output is read from which side equals ``4 + nc`` (``5 + nc``); a tensor
+where neither does raises :class:`OutputError` naming both shapes.
+"""
+
+from typing import List
+
+import numpy as np
+
+from .postprocess import _check_finite, Detections, nms, OutputError
+from .preprocess import Transform
+
+
+def _rows(out: np.ndarray, width: int, what: str) -> np.ndarray:
+    """Return ``out`` as N x width rows (a view where it can), whichever side is ``width``."""
+    shape = list(out.shape)
+    if out.ndim == 3 and out.shape[0] == 1:
+        out = out[0]
+    if out.ndim != 2:
+        raise OutputError(f'{what}: expected one [1, {width}, N] or [1, N, {width}] output, '
+                          f'got shape {shape}')
+    if out.shape[1] == width:
+        return out
+    if out.shape[0] == width:
+        return out.T
+    extra = ' + objectness' if what == 'yolov5' else ''
+    raise OutputError(f'{what}: output shape {shape} has no side of {width} (4 box values'
+                      f"{extra} + classes); check the model's class count (labels file)")
+
+
+def _xyxy(cxcywh: np.ndarray) -> np.ndarray:
+    half = cxcywh[:, 2:4] * 0.5
+    return np.concatenate([cxcywh[:, :2] - half, cxcywh[:, :2] + half], 1)
+
+
+class BoxScoreDecoder:
+    """Anchor-free YOLO (``yolov8``) or, with ``objectness``, YOLOv5-style outputs."""
+
+    def __init__(self, num_classes: int, score_threshold: float, nms_iou: float,
+                 max_detections: int = 100, agnostic: bool = False, objectness: bool = False):
+        self.num_classes = int(num_classes)
+        self.score_threshold = float(score_threshold)
+        self.nms_iou = float(nms_iou)
+        self.max_detections = int(max_detections)
+        self.agnostic = bool(agnostic)
+        self.objectness = bool(objectness)
+        self.width = 4 + int(self.objectness) + self.num_classes
+        if self.num_classes < 1:
+            raise ValueError('a detector needs at least one class (labels file)')
+
+    def __call__(self, outputs: List[np.ndarray], tf: Transform) -> Detections:
+        """Decode the first output; boxes in source pixels."""
+        what = 'yolov5' if self.objectness else 'yolov8'
+        rows = _rows(np.asarray(outputs[0]), self.width, what)
+        first = 5 if self.objectness else 4
+        cls = rows[:, first:]
+        class_ids = cls.argmax(1)
+        scores = cls[np.arange(len(cls)), class_ids]
+        if self.objectness:
+            scores = scores * rows[:, 4]
+        _check_finite('scores', scores)
+        idx = np.nonzero(scores > self.score_threshold)[0]
+        boxes = _xyxy(np.asarray(rows[idx, :4], np.float32))
+        _check_finite('boxes', boxes)
+        scores, class_ids = scores[idx].astype(np.float32), class_ids[idx]
+        groups = np.zeros_like(class_ids) if self.agnostic else class_ids
+        keep = nms(boxes, scores, groups, self.nms_iou, self.max_detections)
+        return Detections(tf.to_source(boxes[keep]), scores[keep], class_ids[keep])
+
+
+class EndToEndDecoder:
+    """NMS inside the model: ``[1, K, 6]`` rows of x1 y1 x2 y2 score class."""
+
+    def __init__(self, num_classes: int, score_threshold: float, max_detections: int = 100,
+                 nms_iou: float = 1.0, agnostic: bool = False):
+        self.num_classes = int(num_classes)
+        self.score_threshold = float(score_threshold)
+        self.max_detections = int(max_detections)
+        # the model did the NMS; nms_iou < 1 adds one of ours (e.g. class-agnostic
+        # over a model that suppressed per class)
+        self.nms_iou = float(nms_iou)
+        self.agnostic = bool(agnostic)
+
+    def __call__(self, outputs: List[np.ndarray], tf: Transform) -> Detections:
+        """Decode the first output; boxes in source pixels."""
+        out = np.asarray(outputs[0])
+        if out.ndim == 3 and out.shape[0] == 1:
+            out = out[0]
+        if out.ndim != 2 or out.shape[1] != 6:
+            raise OutputError(f'end2end: expected [1, K, 6] (x1 y1 x2 y2 score class), got '
+                              f'shape {list(np.asarray(outputs[0]).shape)}')
+        _check_finite('end2end rows', out)
+        rows = out[out[:, 4] > self.score_threshold]
+        class_ids = rows[:, 5].round().astype(np.int64)
+        if len(class_ids) and (class_ids.min() < 0 or class_ids.max() >= self.num_classes):
+            raise OutputError(f'end2end: class ids {class_ids.min()}..{class_ids.max()} '
+                              f'outside 0..{self.num_classes - 1} (labels file)')
+        boxes = np.array(rows[:, :4], np.float32)
+        scores = rows[:, 4].astype(np.float32)
+        if self.nms_iou < 1.0:
+            groups = np.zeros_like(class_ids) if self.agnostic else class_ids
+            keep = nms(boxes, scores, groups, self.nms_iou, self.max_detections)
+        else:
+            keep = np.argsort(-scores, kind='stable')[:self.max_detections]
+        return Detections(tf.to_source(boxes[keep]), scores[keep], class_ids[keep])
