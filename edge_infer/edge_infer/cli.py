@@ -17,13 +17,16 @@ Verbs::
                                         measure MODEL on every backend; table + PNG
   edge_infer arm-check [--models probe,M] [--only PATTERN ...]
                                         the backend manager on aarch64 under qemu
+  edge_infer model add FILE.onnx [--name N] [--labels FILE] [--family F]
+  edge_infer model list | check NAME IMAGE
+                                        your own model: recognised, registered, checked
 """
 
 import shutil
 import sys
 
 VERBS = ('prepare', 'demo', 'record', 'play', 'lifecycle', 'info', 'backends', 'profile',
-         'bringup', 'arm-check')
+         'bringup', 'arm-check', 'model')
 
 
 def _lifecycle(argv) -> int:
@@ -66,11 +69,12 @@ def command() -> str:
 def _info(argv) -> int:
     from . import paths
     from .checksums import sha256_file
-    from .core.registry import load_registry
+    from .core.registry import load_models, user_registry_path
     print(f'command:  {command()}')
     print(f'config:   {paths.config_dir()}')
     print(f'data:     {paths.data_home()}')
-    reg = load_registry(paths.config_dir() / 'models.yaml')
+    print(f'your models: {user_registry_path()} (edge_infer model add)')
+    reg = load_models()
     for name, spec in reg.items():
         f = paths.models_dir() / spec.file
         state = f'missing (run: {command()} prepare)'
@@ -106,6 +110,8 @@ def main(argv=None) -> int:
         from .bringup import main as run
     elif verb == 'arm-check':
         from .armcheck.check import main as run
+    elif verb == 'model':
+        from .models.user import main as run
     else:
         return _info(rest)
     return run(rest)

@@ -16,7 +16,8 @@ families export it:
   rows of x1 y1 x2 y2 score class;
 - ``ultralytics_input=True``: the input becomes ``images``, RGB in 0..1 as
   Ultralytics models take it, NanoDet's BGR mean/std moved into the graph,
-  and Ultralytics' metadata_props (task, names, imgsz, stride).
+  and Ultralytics' metadata_props (task, names, imgsz, stride); end2end
+  with ``labels`` gets that metadata and ``end2end: True``.
 
 Every decoder must then give NanoDet's own detections back.
 """
@@ -87,8 +88,14 @@ class _Builder:
     def finish(self, out: str, name: str, path: pathlib.Path) -> pathlib.Path:
         self.graph.node.append(helper.make_node('Identity', [out], [name]))
         del self.graph.output[:]
-        out = helper.make_tensor_value_info(name, TensorProto.FLOAT, [None, None, None])
-        self.graph.output.append(out)
+        self.graph.output.append(helper.make_tensor_value_info(name, TensorProto.FLOAT,
+                                                               [None, None, None]))
+        # the output's shape as an exporter writes it ([1, 84, 3549]; NMS: [1, None, 6])
+        inferred = onnx.shape_inference.infer_shapes(self.model)
+        shape = next((v.type.tensor_type.shape for v in inferred.graph.value_info
+                      if v.name == out), None)
+        if shape is not None:
+            self.graph.output[0].type.tensor_type.shape.CopyFrom(shape)
         onnx.checker.check_model(self.model)
         onnx.save(self.model, str(path))
         return path
@@ -113,12 +120,18 @@ def _load(src: pathlib.Path, ultralytics_input: bool, labels) -> _Builder:
         prep = nodes[-4:]
         del g.node[:]
         g.node.extend(prep + [helper.make_node('Identity', [norm], [old])] + nodes[:-4])
-        names = dict(enumerate(labels))
-        for k, v in (('author', 'Ultralytics'), ('task', 'detect'), ('names', repr(names)),
-                     ('imgsz', f'[{SIZE}, {SIZE}]'), ('stride', '32'), ('batch', '1'),
-                     ('description', 'edge_infer test model: NanoDet in the YOLOv8 layout')):
-            b.model.metadata_props.append(onnx.StringStringEntryProto(key=k, value=v))
+        _metadata(b.model, labels)
     return b
+
+
+def _metadata(model, labels, **extra) -> None:
+    """Add Ultralytics' metadata_props (as its ONNX export writes them)."""
+    names = dict(enumerate(labels))
+    for k, v in (('author', 'Ultralytics'), ('task', 'detect'), ('names', repr(names)),
+                 ('imgsz', f'[{SIZE}, {SIZE}]'), ('stride', '32'), ('batch', '1'),
+                 ('description', 'edge_infer test model: NanoDet in a YOLO layout'),
+                 *extra.items()):
+        model.metadata_props.append(onnx.StringStringEntryProto(key=k, value=str(v)))
 
 
 def yolov8(src, dst, transposed=False, ultralytics_input=False, labels=()) -> pathlib.Path:
@@ -140,9 +153,16 @@ def yolov5(src, dst) -> pathlib.Path:
     return b.finish(rows, 'output0', pathlib.Path(dst))
 
 
-def end2end(src, dst, score_threshold=0.35, iou=0.5, per_class=100) -> pathlib.Path:
-    """Write NanoDet with NMS inside: ``[1, M, 6]`` x1 y1 x2 y2 score class; return ``dst``."""
+def end2end(src, dst, score_threshold=0.35, iou=0.5, per_class=100, labels=()
+            ) -> pathlib.Path:
+    """Write NanoDet with NMS inside: ``[1, M, 6]`` x1 y1 x2 y2 score class; return ``dst``.
+
+    ``labels``: Ultralytics' metadata with them and ``end2end: True``, as a
+    YOLOv10 / YOLO26 export carries (the class count is not in the shape).
+    """
     b = _load(src, False, ())
+    if labels:
+        _metadata(b.model, labels, end2end=True)
     cls, _, xyxy = b.boxes()
     best = b.node('ReduceMax', [cls], axes=[2], keepdims=1)
     only_best = b.node('Mul', [cls, b.node('Cast', [b.node('Equal', [cls, best])],

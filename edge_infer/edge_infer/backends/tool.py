@@ -129,7 +129,7 @@ def backends_main(argv=None) -> int:
 def profile_main(argv=None) -> int:
     """Profile one registry model on every candidate; print the table, write the chart."""
     from .. import paths
-    from ..core.registry import load_registry
+    from ..core.registry import load_models
     ap = argparse.ArgumentParser(prog='edge_infer profile', description=__doc__.splitlines()[0])
     ap.add_argument('model', help='registry name (config/models.yaml)')
     ap.add_argument('--objective', choices=OBJECTIVES, default='latency')
@@ -142,7 +142,7 @@ def profile_main(argv=None) -> int:
     ap.add_argument('--png', type=pathlib.Path, default=None,
                     help='bar chart path (default: out/profile_<model>.png)')
     args = ap.parse_args(argv)
-    reg = load_registry(paths.config_dir() / 'models.yaml')
+    reg = load_models()         # the package's models and yours (edge_infer model add)
     if args.model not in reg:
         print(f"edge_infer profile: model '{args.model}' not in the registry "
               f"(known: {', '.join(sorted(reg))})", file=sys.stderr)

@@ -39,6 +39,7 @@ class ModelSpec:
     labels: List[str]
     sha256: Optional[str] = None
     source: Dict = field(default_factory=dict)
+    origin: str = ''        # the registry file the entry came from
 
     def label(self, class_id: int) -> str:
         """Return the label of ``class_id`` (or its number when out of range)."""
@@ -129,6 +130,33 @@ def _parse(name: str, entry: dict, base: pathlib.Path) -> ModelSpec:
 def load_registry(path) -> Dict[str, ModelSpec]:
     """Read and validate a registry file; labels paths are relative to it."""
     path = pathlib.Path(path)
+    specs = _load_one(path)
+    for spec in specs.values():
+        spec.origin = str(path)
+    return specs
+
+
+def user_registry_path() -> pathlib.Path:
+    """Return the user's registry, ``$EDGE_INFER_HOME/models.yaml`` (``edge_infer model add``)."""
+    from .. import paths
+    return paths.data_home() / 'models.yaml'
+
+
+def load_models(path=None, user_path=None) -> Dict[str, ModelSpec]:
+    """Return the package's registry (or ``path``) with the user's entries over it.
+
+    The user's registry (default :func:`user_registry_path`, read when it
+    exists) wins on the same key; each entry's ``origin`` names its file.
+    """
+    from .. import paths
+    specs = load_registry(path or paths.config_dir() / 'models.yaml')
+    user = pathlib.Path(user_path) if user_path else user_registry_path()
+    if user.is_file():
+        specs.update(load_registry(user))
+    return specs
+
+
+def _load_one(path: pathlib.Path) -> Dict[str, ModelSpec]:
     try:
         doc = yaml.safe_load(path.read_text())
     except OSError as exc:

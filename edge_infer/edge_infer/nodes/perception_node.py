@@ -39,7 +39,7 @@ from ..core.cdr import CdrError, parse_compressed_image, parse_image
 from ..core.image import from_compressed, from_raw, ImageError, JPEG_DETECTS_CORRUPTION
 from ..core.model import model_file
 from ..core.postprocess import OutputError
-from ..core.registry import load_registry, RegistryError
+from ..core.registry import load_models, RegistryError, user_registry_path
 from ..core.stream import LatestSlot, StreamStats
 from ..executor import shared as shared_executor
 from ..executor.core import ExecutorBackend, ExecutorSession, POLICIES
@@ -245,10 +245,12 @@ class PerceptionNode(ManagedNode):
                               f"{self._param('debug_image_rate_hz')}: use 0 (off) or more")
         if self._param('diagnostics_window_s') <= 0:
             raise ConfigError("parameter 'diagnostics_window_s' must be positive")
-        registry_path = self._param('registry') or str(paths.config_dir() / 'models.yaml')
-        registry = load_registry(registry_path)
+        registry_path = self._param('registry')
+        registry = load_models(registry_path or None)      # + the user's (model add)
         if model_name not in registry:
-            raise ConfigError(f"model '{model_name}' is not in {registry_path} "
+            where = registry_path or f'{paths.config_dir() / "models.yaml"} or ' \
+                f'{user_registry_path()}'
+            raise ConfigError(f"model '{model_name}' is not in {where} "
                               f"(known: {', '.join(sorted(registry))})")
         spec = registry[model_name]
         overrides = {}
@@ -309,7 +311,8 @@ class PerceptionNode(ManagedNode):
             self._energy_pub = self.create_lifecycle_publisher(EnergyRecord, '~/energy', 10)
         self._start_diagnostics(period)
         self.get_logger().info(
-            f"configured: model '{spec.name}' ({spec.task}, {spec.input_spec.width}x"
+            f"configured: model '{spec.name}' from {spec.origin} ({spec.task}, "
+            f'{spec.input_spec.width}x'
             f'{spec.input_spec.height}) on {self._model.backend_name}, input '
             f'{self.resolve_topic_name(self._topic)} ({transport})')
 
