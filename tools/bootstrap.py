@@ -11,7 +11,9 @@ step reads), so a second run takes seconds:
    Vulkan candidates say why they are unavailable);
 2. rewrite the ROS wheels' CMake exports that name the wheel build host's
    include paths (CMake refuses paths that do not exist);
-3. build and install edge_infer_msgs with cmake into the venv;
+3. build and install edge_infer_msgs with cmake into the venv, and
+   vision_msgs (tools/vision_msgs: 4.1.1's definitions) when no vision_msgs
+   is importable (never where one is: a robot's own must not be shadowed);
 4. install the edge_infer Python package (editable);
 5. fetch and convert the trained models, fetch real footage, record the bag.
 """
@@ -131,18 +133,32 @@ def fix_cmake_exports() -> None:
     print(f'[setup] rewrote include paths in {fixed} CMake export files')
 
 
-def build_msgs(root: pathlib.Path) -> None:
-    """Build edge_infer_msgs with cmake and install it into the venv."""
-    build = VENV / 'build' / 'edge_infer_msgs'
+def build_msgs(src: pathlib.Path) -> None:
+    """Build an interface package (edge_infer_msgs, vision_msgs) with cmake into the venv."""
+    build = VENV / 'build' / src.name
     env = dict(os.environ, AMENT_PREFIX_PATH=str(VENV),
                CMAKE_PREFIX_PATH=str(VENV), PATH=f'{VENV / "bin"}:{os.environ["PATH"]}')
-    _run(['cmake', '-S', str(root / 'edge_infer_msgs'), '-B', str(build),
+    _run(['cmake', '-S', str(src), '-B', str(build),
           f'-DCMAKE_INSTALL_PREFIX={VENV}', '-DBUILD_TESTING=OFF',
           f'-DPython3_EXECUTABLE={sys.executable}', '-DCMAKE_BUILD_TYPE=Release'],
          env=env, stdout=subprocess.DEVNULL)
     _run(['cmake', '--build', str(build), '-j', str(os.cpu_count() or 2)],
          env=env, stdout=subprocess.DEVNULL)
     _run(['cmake', '--install', str(build)], env=env, stdout=subprocess.DEVNULL)
+
+
+def vision_msgs_wanted() -> bool:
+    """Return True unless a vision_msgs other than our own build is importable.
+
+    Asked in a fresh interpreter started in / : this script's folder holds the
+    sources (tools/vision_msgs), which would pass for a namespace package here.
+    """
+    code = ('import importlib.util as u; s = u.find_spec("vision_msgs"); '
+            'print("" if s is None else " ".join(list(s.submodule_search_locations or []) '
+            '+ [s.origin or ""]))')
+    where = subprocess.run([sys.executable, '-c', code], cwd='/', capture_output=True,
+                           text=True).stdout.strip()
+    return not where or str(VENV) in where     # ours: rebuilt when its sources change
 
 
 def install_package(root: pathlib.Path) -> None:
@@ -170,7 +186,11 @@ def main() -> int:
     ensure_vulkan()     # cheap check every time: a removed driver shows at once
     _step('cmake-exports', _hash_paths(root / 'requirements.txt'), fix_cmake_exports)
     _step('msgs', _hash_paths(root / 'requirements.txt', root / 'edge_infer_msgs'),
-          lambda: build_msgs(root))
+          lambda: build_msgs(root / 'edge_infer_msgs'))
+    if vision_msgs_wanted():
+        vision = root / 'tools' / 'vision_msgs'
+        _step('vision_msgs', _hash_paths(root / 'requirements.txt', vision),
+              lambda: build_msgs(vision))
     _step('package', _hash_paths(root / 'edge_infer' / 'setup.py'),
           lambda: install_package(root))
     # Data steps check their own outputs by checksum: always cheap to call.
