@@ -30,6 +30,7 @@ from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import CompressedImage, Image
 
 from .base import ManagedNode, shared_log
+from .vision_out import RESULT_MESSAGES, VisionOutputs
 from .. import paths
 from ..backends.live import LiveChoice, LiveSettings
 from ..backends.manager import shared_manager
@@ -86,6 +87,8 @@ PARAMETERS = {
                                   'this often, only while someone subscribes; 0 = off'),
     'diagnostics_window_s': (10.0, '/diagnostics is WARN while a frame was rejected within '
                                    'this many seconds, then OK again'),
+    'result_messages': ('both', 'both | standard (vision_msgs on ~/vision/*) | edge_infer '
+                                '(~/detections or ~/classification)'),
     'energy_metering': (True, 'attribute energy to each model run; results carry it and '
                               '~/energy publishes an EnergyRecord per frame'),
 }
@@ -145,6 +148,7 @@ class PerceptionNode(ManagedNode):
         self._report_pub = None
         self._executor = None
         self._debug_pub = None
+        self._vision: Optional[VisionOutputs] = None     # vision_msgs results
         self._debug_next = 0.0              # time.monotonic() of the next allowed debug image
         self._debug_period = 0.1
         self._joules = deque(maxlen=1000)   # recent energy per inference, for diagnostics
@@ -181,7 +185,8 @@ class PerceptionNode(ManagedNode):
         self._sub = self.create_subscription(self._msg_type, self._topic, self._on_frame,
                                              qos_profile_sensor_data, raw=True)
         # the resolved names: remappings (camera_topic:=...) and the namespace applied
-        self.get_logger().info(f'active: {self._sub.topic_name} -> {self._pub.topic_name}')
+        outs = [p.topic_name for p in (self._pub, self._vision) if p is not None]
+        self.get_logger().info(f"active: {self._sub.topic_name} -> {', '.join(outs)}")
         return super().on_activate(state)
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
@@ -303,7 +308,15 @@ class PerceptionNode(ManagedNode):
         out = self._param('output_topic') or (
             '~/detections' if spec.task == 'detection' else '~/classification')
         out_type = DetectionArray if spec.task == 'detection' else Classification
-        self._pub = self.create_lifecycle_publisher(out_type, out, 10)
+        formats = self._param('result_messages')
+        if formats not in RESULT_MESSAGES:
+            raise ConfigError(f"parameter 'result_messages' is '{formats}': use one of "
+                              f"{', '.join(RESULT_MESSAGES)}")
+        if formats != 'standard':
+            self._pub = self.create_lifecycle_publisher(out_type, out, 10)
+        if formats != 'edge_infer':
+            self._vision = VisionOutputs(self, spec, overrides.get(
+                'score_threshold', spec.decoder_args.get('score_threshold', 0.0)))
         if self._param('debug_image_rate_hz') > 0:
             self._debug_pub = self.create_lifecycle_publisher(Image, '~/debug_image', 1)
             self._debug_period = 1.0 / self._param('debug_image_rate_hz')
@@ -352,6 +365,9 @@ class PerceptionNode(ManagedNode):
         if self._pub is not None:
             self.destroy_lifecycle_publisher(self._pub)
             self._pub = None
+        if self._vision is not None:
+            self._vision.destroy()
+            self._vision = None
         if self._energy_pub is not None:
             self.destroy_lifecycle_publisher(self._energy_pub)
             self._energy_pub = None
@@ -457,7 +473,10 @@ class PerceptionNode(ManagedNode):
             self.stats.count('energy_missing')
         out.energy = energy_msg(pending.record if pending is not None else None)
         t4 = time.perf_counter()
-        self._pub.publish(out)
+        if self._pub is not None:
+            self._pub.publish(out)
+        if self._vision is not None:
+            self._vision.publish(out.header, result)
         t5 = time.perf_counter()
         if pending is not None:     # the separate energy record: after the result
             self._publish_energy(out, pending.record)

@@ -1,0 +1,77 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""Results as vision_msgs, the types trackers, RViz tools and other ROS perception code read.
+
+A perception node with ``result_messages: standard`` or ``both`` (the
+default) publishes, beside or instead of its edge_infer_msgs result:
+
+- detectors: ``~/vision/detections`` (``vision_msgs/Detection2DArray``):
+  the source image's header; per detection one hypothesis with
+  ``class_id`` = the label and the score, the box centre and size in source
+  pixels (``bbox.center.position``, ``size_x``, ``size_y``; theta 0);
+- classifiers: ``~/vision/classification`` (``vision_msgs/Classification``):
+  the top classes, ``class_id`` = the label;
+- both: ``~/vision/label_info`` (``vision_msgs/LabelInfo``, transient local,
+  once at configure): class id -> name, and the score threshold.
+
+What only edge_infer's messages carry (model, backend, image size, the
+stage times) stays on ``~/detections`` / ``~/classification`` with ``both``;
+the energy of each frame is on ``~/energy`` whatever the choice.
+"""
+
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+RESULT_MESSAGES = ('both', 'standard', 'edge_infer')
+
+
+class VisionOutputs:
+    """The vision_msgs publishers of one perception node (lifecycle publishers)."""
+
+    def __init__(self, node, spec, score_threshold: float = 0.0):
+        """Create the publishers on ``node`` and publish the label map once."""
+        from vision_msgs.msg import Classification, Detection2DArray, LabelInfo, VisionClass
+        self.node, self.spec = node, spec
+        self.detection = spec.task == 'detection'
+        kind = Detection2DArray if self.detection else Classification
+        topic = '~/vision/detections' if self.detection else '~/vision/classification'
+        self.pub = node.create_lifecycle_publisher(kind, topic, 10)
+        latched = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST,
+                             reliability=ReliabilityPolicy.RELIABLE,
+                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self.labels_pub = node.create_publisher(LabelInfo, '~/vision/label_info', latched)
+        info = LabelInfo(threshold=float(score_threshold))
+        info.header.stamp = node.get_clock().now().to_msg()
+        info.class_map = [VisionClass(class_id=i, class_name=n)
+                          for i, n in enumerate(spec.labels) if i < 65536]
+        self.labels_pub.publish(info)
+
+    @property
+    def topic_name(self) -> str:
+        """Return the resolved result topic."""
+        return self.pub.topic_name
+
+    def publish(self, header, result) -> None:
+        """Publish one frame's result with the source image's ``header``."""
+        from vision_msgs.msg import (BoundingBox2D, Classification, Detection2D,
+                                     Detection2DArray, ObjectHypothesis,
+                                     ObjectHypothesisWithPose)
+        label = self.spec.label
+        out = result.output
+        if self.detection:
+            msg = Detection2DArray(header=header)
+            for (x1, y1, x2, y2), score, cid in zip(out.boxes.tolist(), out.scores.tolist(),
+                                                    out.class_ids.tolist()):
+                bbox = BoundingBox2D(size_x=x2 - x1, size_y=y2 - y1)
+                bbox.center.position.x, bbox.center.position.y = (x1 + x2) / 2, (y1 + y2) / 2
+                hyp = ObjectHypothesisWithPose(
+                    hypothesis=ObjectHypothesis(class_id=label(cid), score=float(score)))
+                msg.detections.append(Detection2D(header=header, results=[hyp], bbox=bbox))
+        else:
+            msg = Classification(header=header, results=[
+                ObjectHypothesis(class_id=label(c), score=float(s))
+                for c, s in zip(out.class_ids.tolist(), out.scores.tolist())])
+        self.pub.publish(msg)
+
+    def destroy(self) -> None:
+        """Destroy the publishers."""
+        self.node.destroy_lifecycle_publisher(self.pub)
+        self.node.destroy_publisher(self.labels_pub)
