@@ -134,3 +134,18 @@ def test_the_cli_adds_lists_and_checks(layouts, photo, tmp_path, monkeypatch, ca
     assert "model 'nope' is not registered" in capsys.readouterr().err
     assert user.main(['add', str(tmp_path / 'missing.onnx')]) == 2
     assert 'no such file' in capsys.readouterr().err
+
+
+def test_yolox_and_rtdetr_by_family_or_metadata(tmp_path):
+    grid = _single_output_model(tmp_path / 'yolox.onnx', [1, 8400, 85])
+    guessed = user.propose(grid)
+    assert guessed.family == 'yolov5' and any('--family yolox' in w for w in guessed.why)
+    prop = user.propose(grid, family='yolox')
+    assert prop.family == 'yolox' and len(prop.labels) == 80
+    assert prop.inputs['color'] == 'bgr' and prop.inputs['normalize']['std'] == [1, 1, 1]
+    detr = _single_output_model(tmp_path / 'detr.onnx', [1, 300, 84], {
+        'author': 'Ultralytics', 'task': 'detect',
+        'description': 'Ultralytics RT-DETR-l model trained on coco.yaml'})
+    prop = user.propose(detr)
+    assert prop.family == 'rtdetr' and prop.inputs['resize'] == 'stretch'
+    assert prop.output['decoder'] == 'rtdetr' and len(prop.labels) == 80

@@ -1,5 +1,5 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
-"""YOLO-family decoders: real weights in each layout give NanoDet's detections back.
+"""Detector layouts: real weights in each YOLO layout give NanoDet's detections back.
 
 The test models are the trained NanoDet with ONNX nodes appended
 (yolo_layouts.py): YOLOv8 ``[1, 84, N]`` and transposed, YOLOv5 with an
@@ -14,11 +14,12 @@ import dataclasses
 from edge_infer import paths
 from edge_infer.backends.ort import OrtBackend
 from edge_infer.backends.profiling import calibration_frames
+from edge_infer.core.detector_layouts import (BoxScoreDecoder, DetrDecoder, EndToEndDecoder,
+                                              YoloxDecoder)
 from edge_infer.core.model import Model
 from edge_infer.core.postprocess import OutputError
 from edge_infer.core.preprocess import Transform
 from edge_infer.core.registry import load_registry
-from edge_infer.core.yolo import BoxScoreDecoder, EndToEndDecoder
 import numpy as np
 import pytest
 import yolo_layouts
@@ -183,3 +184,40 @@ def test_the_registry_accepts_the_new_decoders_and_refuses_a_misfit(tmp_path):
     from edge_infer.core.registry import RegistryError
     with pytest.raises(RegistryError, match="decoder 'yolov8' does not fit task"):
         load_registry(tmp_path / 'bad.yaml')
+
+
+def test_yolox_grid_offsets_and_log_sizes_decode_to_known_boxes():
+    """Boxes encoded as YOLOX's head writes them (offset from the cell corner, log size)."""
+    w = h = 64                       # grids 8x8, 4x4, 2x2 for strides 8, 16, 32 -> 84 rows
+    nc = 3
+    rows = np.zeros((84, 5 + nc), np.float32)
+    want = []
+    for row, stride, gx, gy, box, cid in ((9, 8, 1, 1, (4, 6, 30, 20), 2),   # stride 8 cell (1,1)
+                                          (64 + 5, 16, 1, 1, (10, 12, 50, 60), 0)):
+        cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+        rows[row, :4] = [cx / stride - gx, cy / stride - gy,
+                         np.log((box[2] - box[0]) / stride), np.log((box[3] - box[1]) / stride)]
+        rows[row, 4], rows[row, 5 + cid] = 0.9, 0.8
+        want.append((box, cid))
+    d = YoloxDecoder(w, h, nc, score_threshold=0.5, nms_iou=0.5)([rows[None]], IDENTITY)
+    got = sorted(zip(d.boxes.tolist(), d.class_ids.tolist()), key=lambda b: b[1])
+    assert [c for _, c in got] == [0, 2] and np.allclose(d.scores, 0.72)
+    for (box, cid), (gb, gc) in zip(sorted(want, key=lambda b: b[1]), got):
+        assert gc == cid and np.allclose(gb, box, atol=1e-4)
+    with pytest.raises(OutputError, match='84 cells'):
+        YoloxDecoder(w, h, nc, 0.5, 0.5)([np.zeros((1, 80, 8), np.float32)], IDENTITY)
+
+
+def test_rtdetr_normalised_queries_decode_to_source_pixels_without_nms():
+    nc, w, h = 4, 640, 480
+    q = np.zeros((1, 300, 4 + nc), np.float32)
+    q[0, 7, :4] = [0.5, 0.5, 0.25, 0.5]         # centre of the input, 160 x 240
+    q[0, 7, 4 + 3] = 0.9
+    q[0, 8, :4] = [0.5, 0.5, 0.25, 0.5]         # the same box, another class: both kept
+    q[0, 8, 4 + 1] = 0.6
+    tf = Transform(0.5, 0.5, 0.0, 0.0)          # stretched from a 1280 x 960 frame
+    d = DetrDecoder(w, h, nc, score_threshold=0.5)([q], tf)
+    assert list(d.class_ids) == [3, 1] and np.allclose(d.scores, [0.9, 0.6])
+    assert np.allclose(d.boxes[0], [480, 240, 800, 720])
+    with pytest.raises(OutputError, match='no side of 8'):
+        DetrDecoder(w, h, nc, 0.5)([np.zeros((1, 300, 85), np.float32)], IDENTITY)

@@ -13,13 +13,14 @@ from typing import Dict, List, Optional
 
 import yaml
 
+from .detector_layouts import BoxScoreDecoder, DetrDecoder, EndToEndDecoder, YoloxDecoder
 from .postprocess import NanoDetDecoder, TopKDecoder
 from .preprocess import InputSpec
-from .yolo import BoxScoreDecoder, EndToEndDecoder
 
 TASKS = ('detection', 'classification')
 DECODERS = {'nanodet': 'detection', 'yolov8': 'detection', 'yolov5': 'detection',
-            'end2end': 'detection', 'topk': 'classification'}
+            'end2end': 'detection', 'yolox': 'detection', 'rtdetr': 'detection',
+            'topk': 'classification'}
 
 
 class RegistryError(ValueError):
@@ -64,6 +65,15 @@ class ModelSpec:
                                        args['nms_iou'], args.get('max_detections', 100),
                                        agnostic=bool(args.get('agnostic', False)),
                                        objectness=self.decoder == 'yolov5')
+            w, h = self.input_spec.width, self.input_spec.height
+            if self.decoder == 'yolox':
+                return YoloxDecoder(w, h, len(self.labels), args['score_threshold'],
+                                    args['nms_iou'], args.get('max_detections', 100),
+                                    strides=args.get('strides', (8, 16, 32)),
+                                    agnostic=bool(args.get('agnostic', False)))
+            if self.decoder == 'rtdetr':
+                return DetrDecoder(w, h, len(self.labels), args['score_threshold'],
+                                   args.get('max_detections', 300))
             if self.decoder == 'end2end':
                 return EndToEndDecoder(len(self.labels), args['score_threshold'],
                                        args.get('max_detections', 100),

@@ -26,7 +26,7 @@ from typing import Dict, List, Optional, Tuple
 
 import yaml
 
-FAMILIES = ('yolov8', 'yolov5', 'end2end', 'nanodet', 'topk')
+FAMILIES = ('yolov8', 'yolov5', 'end2end', 'yolox', 'rtdetr', 'nanodet', 'topk')
 YOLO = ('yolov8', 'yolov5', 'end2end')
 COCO, IMAGENET = 80, 1000
 
@@ -112,6 +112,9 @@ def _family(outputs, meta, nc: Optional[int]) -> Tuple[str, Optional[int], str]:
                          f'one [1, C] classifier output, or NanoDet heads): pass --family '
                          f'only if the file really has one of those')
     _, a, b = shapes[0]
+    if 'rt-detr' in meta.get('description', '').lower().replace('rtdetr', 'rt-detr'):
+        return 'rtdetr', nc if nc is not None else (b - 4 if b else None), \
+            'RT-DETR in the metadata (one query per object, no NMS)'
     if str(meta.get('end2end', '')).lower() == 'true':
         return 'end2end', nc, 'end2end: true in the metadata (NMS inside)'
     if b == 6 and (a is None or a <= 1000):
@@ -128,8 +131,11 @@ def _family(outputs, meta, nc: Optional[int]) -> Tuple[str, Optional[int], str]:
     c = b
     guess = [f for f, k in (('yolov8', c - 4), ('yolov5', c - 5)) if k == COCO]
     if len(guess) == 1:
+        yolox = '; YOLOX raw grids have this shape too: --family yolox' \
+            if guess[0] == 'yolov5' else ''
         return guess[0], COCO, (f'{shapes[0]}: {c} = {c - COCO} + 80 COCO classes '
-                                f'({"with" if guess[0] == "yolov5" else "no"} objectness)')
+                                f'({"with" if guess[0] == "yolov5" else "no"} objectness)'
+                                f'{yolox}')
     raise ModelError(f'output {shapes[0]} fits yolov8 (transposed, {c - 4} classes) and '
                      f'yolov5 ({c - 5} classes): pass --family yolov8|yolov5 or --labels FILE')
 
@@ -149,9 +155,10 @@ def propose(path: pathlib.Path, family: str = '', labels: Optional[List[str]] = 
         shp = outputs[0][1] if len(outputs) == 1 else []
         if nc is None and family == 'topk' and shp:
             nc = shp[-1]
-        elif nc is None and family in ('yolov8', 'yolov5') and len(shp) == 3:
+        elif nc is None and family in ('yolov8', 'yolov5', 'yolox', 'rtdetr') and \
+                len(shp) == 3:
             first = family == 'yolov8' and shp[1] and shp[2] and shp[1] < shp[2]
-            nc = (shp[1] if first else shp[2]) - (4 if family == 'yolov8' else 5)
+            nc = (shp[1] if first else shp[2]) - (4 if family in ('yolov8', 'rtdetr') else 5)
     else:
         fam, nc, why_f = _family(outputs, meta, nc)
     why.append(f'family {fam}: {why_f}')
@@ -170,7 +177,20 @@ def propose(path: pathlib.Path, family: str = '', labels: Optional[List[str]] = 
     else:
         why.append(f"labels: {len(names)} from {'--labels' if labels else 'the metadata'}")
     ultralytics = meta.get('author', '').lower().startswith('ultralytics') or fam in YOLO
-    if fam in YOLO:
+    if fam == 'yolox':
+        inp.update(color='bgr', resize='letterbox', pad_value=114,
+                   normalize={'mean': [0, 0, 0], 'std': [1, 1, 1]})
+        out = {'decoder': 'yolox', 'score_threshold': 0.3, 'nms_iou': 0.45,
+               'max_detections': 300}
+        why.append('preprocessing: YOLOX (BGR 0..255, letterbox padded with 114)')
+        task = 'detection'
+    elif fam == 'rtdetr':
+        inp.update(color='rgb', resize='stretch',
+                   normalize={'mean': [0, 0, 0], 'std': [255, 255, 255]})
+        out = {'decoder': 'rtdetr', 'score_threshold': 0.25, 'max_detections': 300}
+        why.append('preprocessing: RT-DETR (RGB 0..1, stretched to the input)')
+        task = 'detection'
+    elif fam in YOLO:
         inp.update(color='rgb', resize='letterbox', pad_value=114,
                    normalize={'mean': [0, 0, 0], 'std': [255, 255, 255]})
         out = {'decoder': fam, 'score_threshold': 0.25, 'nms_iou': 0.7, 'max_detections': 300}

@@ -1,5 +1,5 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
-"""Decoders for the YOLO-family detector layouts robot users bring (no ROS).
+"""Decoders for the detector output layouts robot users bring (no ROS).
 
 - ``yolov8`` (:class:`BoxScoreDecoder`): anchor-free YOLO as Ultralytics
   exports v8 / v11 (and YOLOv9, YOLO-NAS-style heads converted the same
@@ -13,6 +13,16 @@
 - ``end2end`` (:class:`EndToEndDecoder`): NMS inside the graph, as YOLOv10
   and YOLO26 export (``end2end``): ``[1, K, 6]`` rows of ``x1 y1 x2 y2
   score class`` in model-input pixels, padded with zero-score rows.
+
+- ``yolox`` (:class:`YoloxDecoder`): YOLOX's raw grid outputs (the
+  official ONNX export, ``decode_in_inference`` off): ``[1, N, 5 + nc]``
+  over the grids of ``strides`` (8, 16, 32), row-major per stride; box
+  ``((x + gx) * s, (y + gy) * s, exp(w) * s, exp(h) * s)`` as cx cy w h,
+  then objectness and class scores (sigmoid in the export). YOLOX takes BGR
+  0..255 letterboxed with 114.
+- ``rtdetr`` (:class:`DetrDecoder`): RT-DETR (Ultralytics export): ``[1, Q,
+  4 + nc]``, cx cy w h normalised to 0..1 of the input, sigmoid scores; no
+  NMS (queries are one per object); the input is stretched, RGB 0..1.
 
 Thresholds: ``score_threshold``, ``nms_iou``, ``max_detections``;
 ``agnostic`` (class-agnostic NMS: one box per place whatever the class;
@@ -121,3 +131,70 @@ class EndToEndDecoder:
         else:
             keep = np.argsort(-scores, kind='stable')[:self.max_detections]
         return Detections(tf.to_source(boxes[keep]), scores[keep], class_ids[keep])
+
+
+class YoloxDecoder:
+    """YOLOX raw grid outputs: offsets from the cell's corner, log sizes, x stride."""
+
+    def __init__(self, input_w: int, input_h: int, num_classes: int, score_threshold: float,
+                 nms_iou: float, max_detections: int = 100, strides=(8, 16, 32),
+                 agnostic: bool = False):
+        self.num_classes = int(num_classes)
+        self.width = 5 + self.num_classes
+        self.score_threshold = float(score_threshold)
+        self.nms_iou = float(nms_iou)
+        self.max_detections = int(max_detections)
+        self.agnostic = bool(agnostic)
+        grids, cell = [], []
+        for s in strides:
+            gw, gh = input_w // s, input_h // s
+            ys, xs = np.meshgrid(np.arange(gh), np.arange(gw), indexing='ij')
+            grids.append(np.stack([xs.ravel(), ys.ravel()], 1))
+            cell.append(np.full(gw * gh, s, np.float32))
+        self.grid = np.concatenate(grids).astype(np.float32)
+        self.stride = np.concatenate(cell)[:, None]
+
+    def __call__(self, outputs: List[np.ndarray], tf: Transform) -> Detections:
+        """Decode the first output; boxes in source pixels."""
+        rows = _rows(np.asarray(outputs[0]), self.width, 'yolox')
+        if len(rows) != len(self.grid):
+            raise OutputError(f'yolox: {len(rows)} rows, but the grids of the input size and '
+                              f'strides have {len(self.grid)} cells')
+        cls = rows[:, 5:]
+        class_ids = cls.argmax(1)
+        scores = cls[np.arange(len(cls)), class_ids] * rows[:, 4]
+        _check_finite('scores', scores)
+        idx = np.nonzero(scores > self.score_threshold)[0]
+        s = self.stride[idx]
+        xy = (rows[idx, :2] + self.grid[idx]) * s
+        wh = np.exp(np.clip(rows[idx, 2:4], -20.0, 20.0)) * s
+        boxes = _xyxy(np.concatenate([xy, wh], 1).astype(np.float32))
+        _check_finite('boxes', boxes)
+        scores, class_ids = scores[idx].astype(np.float32), class_ids[idx]
+        groups = np.zeros_like(class_ids) if self.agnostic else class_ids
+        keep = nms(boxes, scores, groups, self.nms_iou, self.max_detections)
+        return Detections(tf.to_source(boxes[keep]), scores[keep], class_ids[keep])
+
+
+class DetrDecoder:
+    """RT-DETR: one row per query, cx cy w h in 0..1 of the input, class scores; no NMS."""
+
+    def __init__(self, input_w: int, input_h: int, num_classes: int, score_threshold: float,
+                 max_detections: int = 300):
+        self.size = np.array([input_w, input_h, input_w, input_h], np.float32)
+        self.num_classes = int(num_classes)
+        self.score_threshold = float(score_threshold)
+        self.max_detections = int(max_detections)
+
+    def __call__(self, outputs: List[np.ndarray], tf: Transform) -> Detections:
+        """Decode the first output; boxes in source pixels."""
+        rows = _rows(np.asarray(outputs[0]), 4 + self.num_classes, 'rtdetr')
+        cls = rows[:, 4:]
+        class_ids = cls.argmax(1)
+        scores = cls[np.arange(len(cls)), class_ids]
+        _check_finite('scores', scores)
+        idx = np.nonzero(scores > self.score_threshold)[0]
+        idx = idx[np.argsort(-scores[idx], kind='stable')][:self.max_detections]
+        boxes = _xyxy(np.asarray(rows[idx, :4], np.float32) * self.size)
+        _check_finite('boxes', boxes)
+        return Detections(tf.to_source(boxes), scores[idx].astype(np.float32), class_ids[idx])
