@@ -105,9 +105,15 @@ object keeps the choice right while running:
   between two frames;
 - **fallback**: a backend that raises is replaced by the next best measured
   candidate and the frame is run again on it: no frame is lost.
+- **provisional start** (:mod:`.startup`): when the cache lacks figures for
+  some candidate, :meth:`LiveChoice.start` opens a provisional backend at
+  once and the profile runs in a background thread from the first frame
+  served (``profile_after_s`` at most); its choice takes over between two
+  frames (trigger ``profiled``), and only then do drift and the runners-up
+  start. A deactivation stops it, :meth:`LiveChoice.resume` restarts it.
 
 Every switch calls ``report(run, trigger)`` (``online``, ``drift``,
-``fallback``) with the evidence in ``run.why``, and logs one line.
+``fallback``, ``profiled``) with the evidence in ``run.why``, and logs one line.
 """
 
 from collections import deque
@@ -190,6 +196,8 @@ class LiveSettings:
                       f"0 (the config's) or one of {', '.join(map(str, PERCENTILES))}")
         if not 0 <= self.duty <= 0.5:
             raise bad('duty', '0 (off) to 0.5')
+        if self.profile_after_s < 0:
+            raise bad('profile_after_s', '0 or more seconds')
         return self
 
 
