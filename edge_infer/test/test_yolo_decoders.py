@@ -221,3 +221,23 @@ def test_rtdetr_normalised_queries_decode_to_source_pixels_without_nms():
     assert np.allclose(d.boxes[0], [480, 240, 800, 720])
     with pytest.raises(OutputError, match='no side of 8'):
         DetrDecoder(w, h, nc, 0.5)([np.zeros((1, 300, 85), np.float32)], IDENTITY)
+
+
+def test_tf_style_num_boxes_scores_classes_decode_in_any_order():
+    """TensorFlow Object Detection API exports: four outputs, normalised y1 x1 y2 x2."""
+    boxes = np.zeros((1, 10, 4), np.float32)
+    boxes[0, 0] = [0.25, 0.1, 0.75, 0.5]        # y1 x1 y2 x2 of a 300 x 200 input
+    boxes[0, 1] = [0.0, 0.0, 0.5, 0.5]
+    boxes[0, 2] = [0.1, 0.1, 0.2, 0.2]          # beyond num_detections: not read
+    scores = np.zeros((1, 10), np.float32)
+    scores[0, :3] = [0.9, 0.4, 0.95]
+    classes = np.zeros((1, 10), np.float32)
+    classes[0, :3] = [1, 3, 2]                  # 1-based, as TF label maps count
+    num = np.array([2.0], np.float32)
+    dec = EndToEndDecoder(3, score_threshold=0.3, input_w=300, input_h=200)
+    for outs in ([num, boxes, scores, classes], [boxes, classes, scores, num]):
+        d = dec(outs, IDENTITY)
+        assert list(d.class_ids) == [0, 2] and np.allclose(d.scores, [0.9, 0.4])
+        assert np.allclose(d.boxes[0], [30, 50, 150, 150])
+    with pytest.raises(OutputError, match=r'four TF-style outputs.*\[1, 10, 5\]'):
+        dec([num, np.zeros((1, 10, 5), np.float32), scores, classes], IDENTITY)

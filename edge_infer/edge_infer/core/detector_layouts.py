@@ -12,7 +12,9 @@
   (all sigmoid); score = objectness x class score.
 - ``end2end`` (:class:`EndToEndDecoder`): NMS inside the graph, as YOLOv10
   and YOLO26 export (``end2end``): ``[1, K, 6]`` rows of ``x1 y1 x2 y2
-  score class`` in model-input pixels, padded with zero-score rows.
+  score class`` in model-input pixels, padded with zero-score rows; or the
+  TensorFlow Object Detection API's four outputs (num, boxes y1 x1 y2 x2 in
+  0..1, scores, classes from ``class_offset``).
 
 - ``yolox`` (:class:`YoloxDecoder`): YOLOX's raw grid outputs (the
   official ONNX export, ``decode_in_inference`` off): ``[1, N, 5 + nc]``
@@ -97,10 +99,18 @@ class BoxScoreDecoder:
 
 
 class EndToEndDecoder:
-    """NMS inside the model: ``[1, K, 6]`` rows of x1 y1 x2 y2 score class."""
+    """NMS inside the model: ``[1, K, 6]`` rows, or TF-style num / boxes / scores / classes.
+
+    TF-style (TensorFlow Object Detection API exports, SSD-MobileNet and the
+    like, four outputs in any order): ``num_detections`` ``[1]``, boxes
+    ``[1, K, 4]`` as y1 x1 y2 x2 normalised to 0..1 of the input, scores and
+    classes ``[1, K]`` (the classes the one holding whole numbers), class ids
+    counted from ``class_offset`` (1 in TF's label maps: 1 = the first label).
+    """
 
     def __init__(self, num_classes: int, score_threshold: float, max_detections: int = 100,
-                 nms_iou: float = 1.0, agnostic: bool = False):
+                 nms_iou: float = 1.0, agnostic: bool = False, input_w: int = 0,
+                 input_h: int = 0, class_offset: int = 1):
         self.num_classes = int(num_classes)
         self.score_threshold = float(score_threshold)
         self.max_detections = int(max_detections)
@@ -108,15 +118,41 @@ class EndToEndDecoder:
         # over a model that suppressed per class)
         self.nms_iou = float(nms_iou)
         self.agnostic = bool(agnostic)
+        self.size = np.array([input_w, input_h, input_w, input_h], np.float32)
+        self.class_offset = int(class_offset)
+
+    def _tf_rows(self, outputs: List[np.ndarray]) -> np.ndarray:
+        """Return K x 6 rows (x1 y1 x2 y2 in input pixels, score, class) from TF's four."""
+        arrs = [np.asarray(o) for o in outputs]
+        shapes = [list(a.shape) for a in arrs]
+        boxes = [a for a in arrs if a.ndim == 3 and a.shape[-1] == 4]
+        num = [a for a in arrs if a.ndim == 1 and a.size == 1]
+        flat = [a.reshape(-1) for a in arrs if a.ndim == 2]
+        if len(boxes) != 1 or len(flat) != 2 or not self.size.all():
+            raise OutputError(f'end2end: expected [1, K, 6], or four TF-style outputs (num '
+                              f'[1], boxes [1, K, 4], scores and classes [1, K]) and the '
+                              f'input size; got shapes {shapes}')
+        whole = [bool(np.all(np.isfinite(f)) and np.all(f == np.round(f))) for f in flat]
+        classes, scores = (flat[0], flat[1]) if whole[0] and not whole[1] else (flat[1], flat[0])
+        k = len(scores) if not num else min(len(scores), int(num[0].reshape(-1)[0]))
+        yxyx = boxes[0].reshape(-1, 4)[:k]
+        rows = np.empty((k, 6), np.float32)
+        rows[:, :4] = yxyx[:, [1, 0, 3, 2]] * self.size
+        rows[:, 4] = scores[:k]
+        rows[:, 5] = classes[:k] - self.class_offset
+        return rows
 
     def __call__(self, outputs: List[np.ndarray], tf: Transform) -> Detections:
-        """Decode the first output; boxes in source pixels."""
-        out = np.asarray(outputs[0])
-        if out.ndim == 3 and out.shape[0] == 1:
-            out = out[0]
-        if out.ndim != 2 or out.shape[1] != 6:
-            raise OutputError(f'end2end: expected [1, K, 6] (x1 y1 x2 y2 score class), got '
-                              f'shape {list(np.asarray(outputs[0]).shape)}')
+        """Decode the model's outputs; boxes in source pixels."""
+        if len(outputs) > 1:
+            out = self._tf_rows(outputs)
+        else:
+            out = np.asarray(outputs[0])
+            if out.ndim == 3 and out.shape[0] == 1:
+                out = out[0]
+            if out.ndim != 2 or out.shape[1] != 6:
+                raise OutputError(f'end2end: expected [1, K, 6] (x1 y1 x2 y2 score class), '
+                                  f'got shape {list(np.asarray(outputs[0]).shape)}')
         _check_finite('end2end rows', out)
         rows = out[out[:, 4] > self.score_threshold]
         class_ids = rows[:, 5].round().astype(np.int64)

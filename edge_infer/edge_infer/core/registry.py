@@ -78,7 +78,9 @@ class ModelSpec:
                 return EndToEndDecoder(len(self.labels), args['score_threshold'],
                                        args.get('max_detections', 100),
                                        nms_iou=args.get('nms_iou', 1.0),
-                                       agnostic=bool(args.get('agnostic', False)))
+                                       agnostic=bool(args.get('agnostic', False)),
+                                       input_w=w, input_h=h,
+                                       class_offset=int(args.get('class_offset', 1)))
             return TopKDecoder(k=args.get('top_k', 5), softmax=args.get('softmax', True))
         except KeyError as exc:
             raise RegistryError(f"model '{self.name}': output needs key {exc}") from None
