@@ -224,7 +224,7 @@ def test_rtdetr_normalised_queries_decode_to_source_pixels_without_nms():
 
 
 def test_tf_style_num_boxes_scores_classes_decode_in_any_order():
-    """TensorFlow Object Detection API exports: four outputs, normalised y1 x1 y2 x2."""
+    """Four outputs as TensorFlow Object Detection API exports write them: y1 x1 y2 x2 in 0..1."""
     boxes = np.zeros((1, 10, 4), np.float32)
     boxes[0, 0] = [0.25, 0.1, 0.75, 0.5]        # y1 x1 y2 x2 of a 300 x 200 input
     boxes[0, 1] = [0.0, 0.0, 0.5, 0.5]
