@@ -213,3 +213,27 @@ def test_a_profile_stopped_by_a_deactivation_goes_on_when_resumed(tmp_path, mobi
         assert not any(t.is_alive() and t.name.endswith('-profile') for t in live._threads)
     finally:
         live.close()
+
+
+def test_a_profile_waiting_for_another_models_profile_can_be_cancelled(tmp_path, mobilenet):
+    """Two detectors in a container profile one at a time; a shutdown must not wait for both."""
+    from edge_infer.core.backend import BackendError
+    spec, path = mobilenet
+    mgr = _manager(tmp_path)
+    cancel, outcome = threading.Event(), []
+
+    def second():
+        try:
+            mgr.choose(spec, path, cancel=cancel)
+            outcome.append('profiled')
+        except BackendError as exc:
+            outcome.append(str(exc))
+    with mgr._lock:         # the first model's profile holds the manager
+        waiter = threading.Thread(target=second)
+        waiter.start()
+        waiter.join(0.3)
+        assert waiter.is_alive() and not outcome     # waiting its turn
+        cancel.set()
+        waiter.join(10)
+        assert not waiter.is_alive(), 'the cancelled profile still waits for the lock'
+    assert outcome == ["model 'mobilenet_v2': profile cancelled"]

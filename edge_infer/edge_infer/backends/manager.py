@@ -481,10 +481,18 @@ class BackendManager:
         """
         if objective not in OBJECTIVES:
             raise ValueError(f"objective '{objective}': use one of {', '.join(OBJECTIVES)}")
-        with self._lock:
+        # one model measured at a time; a background profile waiting for another
+        # model's can be cancelled while it waits (a shutdown of two detectors
+        # waited for the other's whole profile: 20 s, and the container was killed)
+        while not self._lock.acquire(timeout=0.1):
+            if cancel is not None and cancel.is_set():
+                raise BackendError(f"model '{spec.name}': profile cancelled")
+        try:
             run = self.profile(spec, model_path, use_cache=use_cache, min_accuracy=min_accuracy,
                                only=[force] if force else None, progress=progress,
                                cancel=cancel)
+        finally:
+            self._lock.release()
         if cancel is not None and cancel.is_set():
             raise BackendError(f"model '{spec.name}': profile cancelled")
         if not all(run.from_cache.get(r.backend, False) for r in run.results

@@ -179,6 +179,8 @@ class PerceptionContainer:
                         f'shutting down anyway')
                     break
                 time.sleep(0.01)
+        for n in self.perception:      # all first: one may wait for another's profile
+            n.cancel_background()
         for n in self.perception:
             n.join_background()
         for n in reversed(self.lifecycle_nodes):

@@ -340,6 +340,13 @@ class PerceptionNode(ManagedNode):
             self._worker = None
         self.join_background()
 
+    def cancel_background(self) -> None:
+        """Stop taking frames and cancel background work, without waiting (no ROS calls)."""
+        self._running = False
+        self._slot.close()
+        if self._live is not None:
+            self._live.cancel()
+
     def join_background(self, timeout: float = 30.0) -> None:
         """Stop the worker and any re-evaluation; wait for both (no ROS calls).
 
@@ -348,10 +355,7 @@ class PerceptionNode(ManagedNode):
         this before shutting rclpy down, even when a signal already ended the
         ROS context and lifecycle transitions can no longer run.
         """
-        self._running = False
-        self._slot.close()
-        if self._live is not None:
-            self._live.cancel()
+        self.cancel_background()
         if self._worker is not None:
             self._worker.join(timeout=10.0)
             self._worker = None
