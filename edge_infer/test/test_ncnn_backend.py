@@ -382,3 +382,27 @@ def test_ncnn_imported_first_leaves_the_wait_policy_unknown_and_says_so(hidden_v
     ok, why = cands['ncnn/cpu/t2']
     assert ok and 'may stall' in why
     assert 'stall' not in cands['ncnn/cpu/t1'][1]     # one thread: no OpenMP team
+
+
+def test_a_converted_model_that_crashes_ncnn_is_left_out_and_the_process_survives(
+        tmp_path, monkeypatch):
+    """A converted graph that segfaults ncnn: its first run happens in another process."""
+    model = probe_model(tmp_path)
+    cpu = next(b for b in ncnn_candidates(tmp_path, fp16=False) if b.device == 'cpu')
+    # stands for a graph ncnn crashes on (seen: NanoDet laid out as YOLOv8)
+    monkeypatch.setattr(ncnn_backend, 'FIRST_RUN', 'import os, signal\n'
+                        'os.kill(os.getpid(), signal.SIGSEGV)\n')
+    with pytest.raises(BackendError, match=r'ncnn crashed \(SIGSEGV\).*left out'):
+        cpu.load(model)
+    stamps = list(tmp_path.rglob('*.firstrun'))
+    assert len(stamps) == 1 and 'SIGSEGV' in stamps[0].read_text()
+    # the verdict is kept: the next load says so without running anything
+    monkeypatch.setattr(ncnn_backend, 'FIRST_RUN', 'raise SystemExit(3)\n')
+    with pytest.raises(BackendError, match='SIGSEGV'):
+        cpu.load(model)
+    # a graph that runs: checked once, then opened in this process
+    stamps[0].unlink()
+    monkeypatch.undo()
+    sess = cpu.load(model)
+    sess.close()
+    assert stamps[0].read_text() == 'ok'

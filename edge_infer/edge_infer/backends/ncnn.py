@@ -60,6 +60,7 @@ import os
 import pathlib
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -300,6 +301,62 @@ def _useful_line(text: str) -> str:
             continue
         return line
     return 'no message'
+
+
+ISOLATE_FIRST_RUN = True     # False: a caller that isolates crashes itself (arm-check's worker)
+FIRST_RUN = (
+    'import sys\n'
+    'import numpy as np\n'
+    'import ncnn\n'
+    'param, weights, shape, outputs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])\n'
+    'net = ncnn.Net()\n'
+    'net.opt.use_vulkan_compute = False\n'
+    'net.opt.num_threads = 1\n'
+    'assert net.load_param(param) == 0 and net.load_model(weights) == 0, "load"\n'
+    'x = np.zeros([int(v) for v in shape.split(",")], np.float32)\n'
+    'ex = net.create_extractor()\n'
+    'ex.input("in0", ncnn.Mat(x))\n'
+    'for k in range(outputs):\n'
+    '    ex.extract(f"out{k}")\n')
+
+
+def first_run_verdict(files: 'NcnnModelFiles', input_shape: Sequence[int],
+                      outputs: int) -> str:
+    """Run a converted model once in a separate process; return '' or why it must not run here.
+
+    ncnn crashes the process on some converted graphs (a segmentation fault
+    in ``extract``, seen with NanoDet laid out as YOLOv8 by appended ONNX
+    nodes: a user's own model could do the same), and in a node that would
+    kill the container mid-profile. The verdict is kept beside the converted
+    files (``<param>.firstrun``), so the check runs once per converted file.
+    """
+    if not ISOLATE_FIRST_RUN:
+        return ''
+    stamp = files.param.with_name(files.param.name + '.firstrun')
+    if stamp.is_file():
+        verdict = stamp.read_text()
+        return '' if verdict == 'ok' else verdict
+    shape = ','.join(str(int(v)) for v in list(input_shape)[1:])      # batch dropped
+    try:
+        proc = subprocess.run([sys.executable, '-c', FIRST_RUN, os.fspath(files.param),
+                               os.fspath(files.bin), shape, str(int(outputs))],
+                              capture_output=True, text=True, timeout=300)
+    except subprocess.TimeoutExpired:
+        return 'ncnn did not finish one run of the converted model within 300 s'
+    if proc.returncode == 0:
+        verdict = 'ok'
+    elif proc.returncode < 0:
+        sig = signal.Signals(-proc.returncode).name
+        verdict = (f'ncnn crashed ({sig}) running the converted {files.param.name} once in a '
+                   f'separate process: left out (in the node it would have killed the '
+                   f'process)')
+    else:
+        verdict = (f'ncnn failed running the converted {files.param.name} once: '
+                   f'{_useful_line(proc.stdout + proc.stderr)}')
+    tmp = stamp.with_name(f'{stamp.name}.{os.getpid()}')
+    tmp.write_text(verdict)
+    os.replace(tmp, stamp)      # two processes checking at once: one whole verdict wins
+    return '' if verdict == 'ok' else verdict
 
 
 def _param_graph(param: pathlib.Path) -> Tuple[List[str], set]:
@@ -669,6 +726,9 @@ class NcnnBackend(Backend):
             raise BackendError(f'{self.name}: the converted {path.name} lacks blobs '
                                f'{", ".join(missing)} (pnnx names the input in0 and the '
                                f'{len(io.output_names)} outputs out0..)')
+        crashed = first_run_verdict(files, io.input_shape, len(io.output_names))
+        if crashed:
+            raise BackendError(f'{self.name}: {crashed}')
         net = ncnn.Net()
         opt = net.opt
         opt.num_threads = self.threads
