@@ -39,6 +39,9 @@ def test_lifecycle_verb_drives_a_container_node(ros, container):
     assert "no transition 'deactivate' from state 'inactive'" in r.stderr
     # ... and the node refuses the id sent anyway, in one line, and lives on.
     client = ros.node.create_client(ChangeState, '/classifier/change_state')
+    # matched first: a request sent before discovery is lost (seen while the node's
+    # background profile kept the cores busy: no answer in 30 s)
+    assert client.wait_for_service(timeout_sec=30)
     future = client.call_async(ChangeState.Request(
         transition=Transition(id=Transition.TRANSITION_DEACTIVATE)))
     assert ros.spin_until(future.done, 30) and not future.result().success
