@@ -141,6 +141,7 @@ def test_slow_transition_does_not_stall_other_nodes_and_shutdown_from_any_state(
         assert res.returncode == 1
         assert "no transition 'activate' from state 'active'" in res.stderr
         client = ros.node.create_client(ChangeState, '/telemetry/change_state')
+        assert client.wait_for_service(timeout_sec=30)     # a request before discovery is lost
         req = ChangeState.Request()
         req.transition.label = 'configure'
         future = client.call_async(req)
