@@ -37,7 +37,7 @@ from typing import List
 
 import numpy as np
 
-from .postprocess import _check_finite, Detections, nms, OutputError
+from .postprocess import _check_finite, best_class, Detections, OutputError, suppressed
 from .preprocess import Transform
 
 
@@ -82,20 +82,12 @@ class BoxScoreDecoder:
         """Decode the first output; boxes in source pixels."""
         what = 'yolov5' if self.objectness else 'yolov8'
         rows = _rows(np.asarray(outputs[0]), self.width, what)
-        first = 5 if self.objectness else 4
-        cls = rows[:, first:]
-        class_ids = cls.argmax(1)
-        scores = cls[np.arange(len(cls)), class_ids]
-        if self.objectness:
-            scores = scores * rows[:, 4]
-        _check_finite('scores', scores)
-        idx = np.nonzero(scores > self.score_threshold)[0]
+        idx, scores, class_ids = best_class(
+            rows[:, 5:] if self.objectness else rows[:, 4:], self.score_threshold,
+            rows[:, 4] if self.objectness else None)
         boxes = _xyxy(np.asarray(rows[idx, :4], np.float32))
-        _check_finite('boxes', boxes)
-        scores, class_ids = scores[idx].astype(np.float32), class_ids[idx]
-        groups = np.zeros_like(class_ids) if self.agnostic else class_ids
-        keep = nms(boxes, scores, groups, self.nms_iou, self.max_detections)
-        return Detections(tf.to_source(boxes[keep]), scores[keep], class_ids[keep])
+        return suppressed(boxes, scores, class_ids, tf, self.nms_iou, self.max_detections,
+                          self.agnostic)
 
 
 class EndToEndDecoder:
@@ -162,10 +154,9 @@ class EndToEndDecoder:
         boxes = np.array(rows[:, :4], np.float32)
         scores = rows[:, 4].astype(np.float32)
         if self.nms_iou < 1.0:
-            groups = np.zeros_like(class_ids) if self.agnostic else class_ids
-            keep = nms(boxes, scores, groups, self.nms_iou, self.max_detections)
-        else:
-            keep = np.argsort(-scores, kind='stable')[:self.max_detections]
+            return suppressed(boxes, scores, class_ids, tf, self.nms_iou,
+                              self.max_detections, self.agnostic)
+        keep = np.argsort(-scores, kind='stable')[:self.max_detections]
         return Detections(tf.to_source(boxes[keep]), scores[keep], class_ids[keep])
 
 
@@ -196,20 +187,13 @@ class YoloxDecoder:
         if len(rows) != len(self.grid):
             raise OutputError(f'yolox: {len(rows)} rows, but the grids of the input size and '
                               f'strides have {len(self.grid)} cells')
-        cls = rows[:, 5:]
-        class_ids = cls.argmax(1)
-        scores = cls[np.arange(len(cls)), class_ids] * rows[:, 4]
-        _check_finite('scores', scores)
-        idx = np.nonzero(scores > self.score_threshold)[0]
+        idx, scores, class_ids = best_class(rows[:, 5:], self.score_threshold, rows[:, 4])
         s = self.stride[idx]
         xy = (rows[idx, :2] + self.grid[idx]) * s
         wh = np.exp(np.clip(rows[idx, 2:4], -20.0, 20.0)) * s
         boxes = _xyxy(np.concatenate([xy, wh], 1).astype(np.float32))
-        _check_finite('boxes', boxes)
-        scores, class_ids = scores[idx].astype(np.float32), class_ids[idx]
-        groups = np.zeros_like(class_ids) if self.agnostic else class_ids
-        keep = nms(boxes, scores, groups, self.nms_iou, self.max_detections)
-        return Detections(tf.to_source(boxes[keep]), scores[keep], class_ids[keep])
+        return suppressed(boxes, scores, class_ids, tf, self.nms_iou, self.max_detections,
+                          self.agnostic)
 
 
 class DetrDecoder:
@@ -225,12 +209,8 @@ class DetrDecoder:
     def __call__(self, outputs: List[np.ndarray], tf: Transform) -> Detections:
         """Decode the first output; boxes in source pixels."""
         rows = _rows(np.asarray(outputs[0]), 4 + self.num_classes, 'rtdetr')
-        cls = rows[:, 4:]
-        class_ids = cls.argmax(1)
-        scores = cls[np.arange(len(cls)), class_ids]
-        _check_finite('scores', scores)
-        idx = np.nonzero(scores > self.score_threshold)[0]
-        idx = idx[np.argsort(-scores[idx], kind='stable')][:self.max_detections]
-        boxes = _xyxy(np.asarray(rows[idx, :4], np.float32) * self.size)
+        idx, scores, class_ids = best_class(rows[:, 4:], self.score_threshold)
+        order = np.argsort(-scores, kind='stable')[:self.max_detections]
+        boxes = _xyxy(np.asarray(rows[idx[order], :4], np.float32) * self.size)
         _check_finite('boxes', boxes)
-        return Detections(tf.to_source(boxes), scores[idx].astype(np.float32), class_ids[idx])
+        return Detections(tf.to_source(boxes), scores[order], class_ids[order])

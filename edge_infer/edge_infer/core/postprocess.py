@@ -62,6 +62,29 @@ def nms(boxes: np.ndarray, scores: np.ndarray, class_ids: np.ndarray,
     return keep[:max_detections]
 
 
+def best_class(cls: np.ndarray, threshold: float, objectness: np.ndarray = None):
+    """Return (rows over ``threshold``, their scores, their class ids): each row's best class.
+
+    ``cls``: N x classes scores; ``objectness``: N values the score is multiplied by.
+    """
+    class_ids = cls.argmax(1)
+    scores = cls[np.arange(len(cls)), class_ids]
+    if objectness is not None:
+        scores = scores * objectness
+    _check_finite('scores', scores)
+    idx = np.nonzero(scores > threshold)[0]
+    return idx, scores[idx].astype(np.float32), class_ids[idx]
+
+
+def suppressed(boxes: np.ndarray, scores: np.ndarray, class_ids: np.ndarray, tf: Transform,
+               nms_iou: float, max_detections: int, agnostic: bool = False) -> Detections:
+    """Return what NMS keeps (per class unless ``agnostic``), boxes in source pixels."""
+    _check_finite('boxes', boxes)
+    groups = np.zeros_like(class_ids) if agnostic else class_ids
+    keep = nms(boxes, scores, groups, nms_iou, max_detections)
+    return Detections(tf.to_source(boxes[keep]), scores[keep], class_ids[keep])
+
+
 class NanoDetDecoder:
     """Decode NanoDet-Plus heads: per stride, class scores and GFL box distributions.
 
@@ -100,11 +123,7 @@ class NanoDetDecoder:
             raise OutputError(f'output shapes {cls.shape} / {reg.shape} do not match '
                               f'{len(self.centres)} cells x {self.num_classes} classes '
                               f'/ 4 x {self.bins} bins')
-        class_ids = cls.argmax(1)
-        scores = cls[np.arange(len(cls)), class_ids]
-        _check_finite('scores', scores)
-        idx = np.nonzero(scores > self.score_threshold)[0]
-        scores, class_ids = scores[idx], class_ids[idx]
+        idx, scores, class_ids = best_class(cls, self.score_threshold)
         dist = reg[idx].reshape(-1, 4, self.bins)
         _check_finite('box distributions', dist)
         dist = np.exp(dist - dist.max(2, keepdims=True))
@@ -112,9 +131,7 @@ class NanoDetDecoder:
         ltrb = (dist @ self.project) * self.cell_stride[idx, None]
         c = self.centres[idx]
         boxes = np.concatenate([c - ltrb[:, :2], c + ltrb[:, 2:]], 1)
-        keep = nms(boxes, scores, class_ids, self.nms_iou, self.max_detections)
-        boxes = tf.to_source(boxes[keep])
-        return Detections(boxes, scores[keep].astype(np.float32), class_ids[keep])
+        return suppressed(boxes, scores, class_ids, tf, self.nms_iou, self.max_detections)
 
 
 class TopKDecoder:
