@@ -12,7 +12,8 @@ import random
 import threading
 
 from edge_infer import paths
-from edge_infer.backends.live import LiveChoice, LiveSettings, paired_verdict, sign_test_p
+from edge_infer.backends.live import LiveChoice, LiveSettings
+from edge_infer.backends.live_rule import paired_verdict, sign_test_p
 from edge_infer.backends.profiling import calibration_frames, CandidateResult, ProfileRun
 from edge_infer.backends.simulated import (Clock, SimBackend, SimManager, SimSession,
                                            simulated_time)

@@ -8,12 +8,22 @@ seconds and ``min_samples`` frames, the MEDIAN latency exceeds
 ``threshold`` x the profiled p50. One slow frame never fires it. After it
 fires it stays quiet for ``cooldown_s`` (the re-evaluation runs meanwhile),
 and :meth:`rebase` sets the new expectation.
+
+:class:`DriftReevaluation` is what :class:`.live.LiveChoice` does when it
+fires and online re-selection is off (or no runner-up is open): every working
+candidate measured again in a background thread (never written to the
+board's profile), the best one swapped in between two frames.
 """
 
 from collections import deque
 import statistics
+import threading
 import time
 from typing import Optional
+
+from ..core.model import Model
+
+_REEVALUATION = threading.Lock()    # one at a time: two models measuring at once meet
 
 
 class DriftMonitor:
@@ -57,3 +67,76 @@ class DriftMonitor:
         """Set a new expected latency (after a re-evaluation) and start over."""
         self.expected_ms = float(expected_ms)
         self._samples.clear()
+
+
+class DriftReevaluation:
+    """The background re-evaluation of :class:`.live.LiveChoice` (its methods, on its state)."""
+
+    def _start_reevaluation(self) -> None:
+        if not self._reevaluating.acquire(blocking=False):
+            return
+        d = self.drift
+        self.warn(f'latency drift: median {d.last_median_ms:.1f} ms over {d.window_s:g} s vs '
+                  f'{d.expected_ms:.1f} ms profiled (x{d.last_median_ms / d.expected_ms:.2f}); '
+                  f're-evaluating backends in the background')
+        self._cancel.clear()
+        self._spawn(self._reevaluate, 'reeval')
+
+    def _reevaluate(self) -> None:
+        try:
+            with _REEVALUATION:
+                names = [r.backend for r in self.run.results
+                         if r.status == 'ok' and r.backend not in self._failed]
+                run = self.manager.profile(self.spec, self.model_path, use_cache=False,
+                                           min_accuracy=self.settings.min_accuracy,
+                                           only=names, cancel=self._cancel, persist=False)
+            if self._cancel.is_set():
+                return
+            chosen, why = self.manager.select(run.results, self.spec, self.settings.objective,
+                                              self.settings.max_latency_ms,
+                                              self.settings.min_accuracy,
+                                              self.settings.latency_percentile)
+            if chosen is None:
+                self.log(f're-evaluation found no usable backend: {why}')
+                return
+            # keep the figures of candidates the re-run could not measure
+            measured = {r.backend for r in run.results}
+            run.results += [r for r in self.run.results if r.backend not in measured]
+            for r in run.results:
+                r.chosen = r is chosen
+            old = self.run.chosen
+            run.chosen, run.why = old, why
+            if chosen.backend != old:
+                backend = {b.name: b for b in self.manager.candidates(
+                    self.spec, self.model_path)}[chosen.backend]
+                self._pending_why = (chosen.backend, why)
+                self._pending_run = run
+                self._pending = Model(self.spec, backend, self.models_dir,
+                                      verify_checksum=False, **self.overrides)
+            else:   # applied between frames: drift.add() runs on the frame thread
+                self._pending_keep = (run, chosen.p50_ms)
+        except Exception as exc:  # keep serving on the current backend
+            self.log(f're-evaluation failed: {type(exc).__name__}: {exc}')
+        finally:
+            self._reevaluating.release()
+
+    def _swap_pending(self) -> None:
+        new, self._pending = self._pending, None
+        name, why = self._pending_why
+        old_name = self.run.chosen
+        old, self.model = self.model, new
+        self.run = self._pending_run
+        old.close()
+        self._drop_runner(name)
+        self._switched(old_name, name, 'drift', why)
+
+    def wait_reevaluation(self, timeout: float = 120.0) -> bool:
+        """Wait for a background re-evaluation to end, not cancelling it; False if none ran.
+
+        For a benchmark that runs several runtimes side by side in one process:
+        one's re-profiling would otherwise slow the others' frames.
+        """
+        running = [x for x in self._threads if x.name.endswith('-reeval') and x.is_alive()]
+        for th in running:
+            th.join(timeout=timeout)
+        return bool(running)

@@ -17,86 +17,9 @@ object keeps the choice right while running:
   measured choice; those keep drift and fallback): the runners-up (the next best
   candidates of the profile, at most ``runners_up``; the last place goes to
   the best one with another thread count than the chosen one's when none of
-  the others has one) stay open and are sampled on real frames in one of two
-  ways:
-
-  * **served** (``serve``, the default): a runner-up expected within
-    ``serve_max_ratio`` (1.25x) of the chosen one's time runs a frame
-    itself, at most one in ``serve_every`` (3); its result goes out and
-    names it (every :class:`Result` names the backend that ran it). It is
-    compared with the mean of the chosen one's last ``reference_frames``
-    (9) frames, and costs only what it takes beyond that: nothing when it
-    is faster. Why: at 5 % of compute, extra runs give about one sample a
-    second, and a runner-up 4 % faster needs 10-15 of them (the sign test
-    below), so a choice took 10-20 s to follow a load change; a served
-    frame of a close candidate costs ~0, so the same duty buys a sample
-    every 3rd frame. Comparing with the chosen one's recent frames is as
-    tight as pairing on the same frame: the robust spread of the log ratio
-    was 0.055 vs 0.056 (a full core of foreign load), 0.083 vs 0.175 (half a
-    core) in the regret benchmark's recordings;
-  * **extra run** (a runner-up further behind, or ``serve`` off): after a
-    frame's result is out it runs on that frame's preprocessed input (its
-    output discarded), paired with the chosen one's run on the same frame.
-
-  The switch rule
-  (:func:`paired_verdict`) looks at a runner-up's last pairs (at most
-  ``max_pairs``, none older than ``window_s``) and switches when both hold:
-
-  * **effect**: the runner-up took under ``1 - min_margin`` (3 %) of the
-    chosen one's time over those frames (sum over sum: time-weighted, as the
-    robot pays it; a median hides a stall tail: measured under a full core of
-    foreign load, OpenVINO t1 bf16 / t2 bf16 was 0.965 by median but 0.907 by
-    time, t2's second thread waiting on the busy core);
-  * **consistency**: a one-sided sign test says the runner-up is faster on
-    the frames themselves, p <= ``alpha`` (0.05) that a candidate as fast as
-    the chosen one wins that many: 5 of 5 pairs (p 0.031), 7 of 8 (0.035),
-    9 of 10 (0.011). A few lucky frames or one stall of the chosen one do not
-    decide.
-
-  At least ``min_pairs`` pairs are needed (5: the fewest with which the test
-  can reach 0.05). The runner-up then takes over between two frames and the
-  old choice becomes a runner-up with no pairs: going back needs the same
-  evidence, so two candidates within noise do not flip back and forth (with
-  the test run after every pair, a false switch between equal ones came
-  about once per 240 pairs: this object with a simulated clock, 6 runs of
-  20 min, 10 % noise per run). Both directions (the chosen
-  slowing down, another speeding up) are the same comparison.
-
-  Which runner-up runs next: one not timed in the last ``window_s`` first,
-  else the one with the lowest median ratio over its last ``min_pairs`` pairs
-  (the most likely to win gathers its evidence; a clearly slower one costs
-  one run per ``window_s``). Cost: runner-up time (served: beyond the chosen
-  one's) stays under ``duty`` x the
-  chosen one's time over the last ``horizon_s`` seconds, and the runs are
-  spread evenly at that pace (a burst of pairs from one moment says little
-  more than one pair, and spends the duty the next change needs; the pace
-  follows a typical run, the median of the last ones): in steady
-  state at most half the duty (one run per ``probe_interval_s`` / runners-up
-  at most), so a reserve builds up; eager, the whole duty plus the reserve
-  spread over ``reserve_s``, while the runner-up picked is ahead (median ratio
-  under 1), for ``alert_s`` seconds after a cue that the load changed, and
-  after such a cue (within ``window_s``) until the runner-up picked has
-  ``max_pairs`` pairs (in a change's transient both run slow and noisy; a
-  few early pairs against the eventual winner had sent it back to the steady
-  pace, and in one recording the choice then never followed). The cue:
-  the chosen one's median latency over its last ``level_frames`` frames and
-  over the ``level_frames`` before both moved the same way by more than
-  ``alert_change`` from its level. Pairs describe the load they were taken
-  under and are forgotten (besides aging out after ``window_s``) when there
-  is evidence that it changed: the CPU time other processes used (``/proc``,
-  as the profile's load record) over two successive ``load_period_s``
-  windows both moved the same way by more than ``load_change_cores`` (the
-  pairs from before the older window), a drift alarm (those from before its
-  window) and a switch (all). A move of the chosen one's latency alone does
-  not forget them: under a busy core it swings by 30-90 % every second or
-  two, and forgetting on it (a median of 5 frames moved by 20 %) kept every
-  runner-up under 5 pairs through a whole 20 s phase in the benchmark. A
-  load that slows a runner-up but not the chosen one (a 1-thread choice
-  when a core frees up) moves no latency of the chosen one at all.
-  The budget is the limit for extra runs: at 5 % of a 4-6 ms model's time
-  at 15-25 frames a second, about one pair a second, so a runner-up 5-10 %
-  faster on 70-80 % of the frames takes 5-20 s to be recognised that way;
-  served frames of a close one (cost ~0) come every ``serve_every`` frames;
+  the others has one) stay open, are sampled on real frames (served or as
+  an extra run) within a ``duty``, and one takes over when the switch rule
+  says it was faster: :mod:`.live_rule` says how, and why so;
 - **drift**: when the chosen one's median latency stays over
   ``drift_threshold`` x its profile, the runners-up are timed on the next
   frames at once (online re-selection on), or (re-selection off, or no
@@ -118,164 +41,27 @@ Every switch calls ``report(run, trigger)`` (``online``, ``drift``,
 
 from collections import deque
 import contextlib
-from dataclasses import dataclass
 import math
 import pathlib
 import statistics
 import threading
 import time
-from typing import Callable, Deque, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Deque, Dict, List, Optional, Tuple
 
-from .drift import DriftMonitor
+from .drift import DriftMonitor, DriftReevaluation
 from .gate import GATE
-from .load import LoadProbe
+from .live_rule import ForeignLoad, LiveSettings, paired_verdict, Window
 from .profiling import CandidateResult, ProfileRun
-from .selection import latency_at, OBJECTIVES, PERCENTILES, stalls
+from .selection import latency_at, stalls
+from .startup import ProvisionalStart
 from ..core.backend import first_line
 from ..core.model import Model, Result
 from ..core.registry import ModelSpec
 
 Log = Callable[[str], None]
-_REEVALUATION = threading.Lock()    # one at a time: two models measuring at once meet
 
 
-@dataclass
-class LiveSettings:
-    """How the choice is kept right at run time (node parameters map onto these)."""
-
-    objective: str = 'latency'
-    max_latency_ms: float = 0.0
-    min_accuracy: float = 0.0
-    latency_percentile: int = 0         # 0 = config/backends.yaml's
-    drift_threshold: float = 1.5        # 0 = off
-    drift_window_s: float = 5.0
-    duty: float = 0.05                  # 0 = no online re-selection
-    runners_up: int = 2
-    min_margin: float = 0.03            # the runner-up's time must be under 1 - this
-    alpha: float = 0.05                 # sign test: the runner-up faster with p <= alpha
-    min_pairs: int = 5                  # fewest pairs for a switch
-    max_pairs: int = 10                 # the decision uses a runner-up's last max_pairs
-    window_s: float = 15.0              # pairs older than this are forgotten
-    probe_interval_s: float = 2.0
-    alert_change: float = 0.2
-    level_frames: int = 10              # the load moved: two medians of this many agree
-    alert_s: float = 3.0
-    horizon_s: float = 30.0
-    reserve_s: float = 10.0             # eager runs spend the unused duty over this
-    steady_share: float = 0.5           # steady pace: at most this share of the duty
-    serve: bool = True                  # a close runner-up may run a frame (its result out)
-    serve_max_ratio: float = 1.25       # ... when expected under this x the chosen one's time
-    serve_every: int = 3                # ... on at most one frame in this many
-    reference_frames: int = 9           # a served frame vs the mean of the chosen one's last
-    load_change_cores: float = 0.2      # foreign load moved this much: the load changed
-    load_period_s: float = 1.0          # (load_change_cores 0: /proc is not read)
-    provisional: bool = True            # incomplete profile: serve at once, profile behind
-    profile_after_s: float = 3.0        # ... from the first frame served, or after this long
-
-    def check(self, names: Optional[Dict[str, str]] = None) -> 'LiveSettings':
-        """Raise ValueError naming the first bad setting; return self.
-
-        ``names``: the user-facing name of a field where it differs (a node's
-        parameter ``reselect_duty`` is ``duty`` here).
-        """
-        def bad(field: str, use: str) -> ValueError:
-            name = (names or {}).get(field, field)
-            return ValueError(f"parameter '{name}' is {getattr(self, field)!r}: use {use}")
-        if self.objective not in OBJECTIVES:
-            raise bad('objective', f"one of {', '.join(OBJECTIVES)}")
-        if self.max_latency_ms < 0:
-            raise bad('max_latency_ms', '0 (no limit) or more')
-        if not 0 <= self.min_accuracy <= 1:
-            raise bad('min_accuracy', 'a value in [0, 1]')
-        if self.drift_threshold != 0 and self.drift_threshold <= 1:
-            raise bad('drift_threshold', '0 (off) or a ratio > 1')
-        if self.drift_window_s <= 0:
-            raise bad('drift_window_s', 'a positive number of seconds')
-        if self.latency_percentile and self.latency_percentile not in PERCENTILES:
-            raise bad('latency_percentile',
-                      f"0 (the config's) or one of {', '.join(map(str, PERCENTILES))}")
-        if not 0 <= self.duty <= 0.5:
-            raise bad('duty', '0 (off) to 0.5')
-        if self.profile_after_s < 0:
-            raise bad('profile_after_s', '0 or more seconds')
-        return self
-
-
-def sign_test_p(wins: int, n: int) -> float:
-    """Return P(at least ``wins`` of ``n`` fair coin flips): the one-sided sign test's p."""
-    return sum(math.comb(n, k) for k in range(wins, n + 1)) / 2 ** n if n else 1.0
-
-
-@dataclass
-class Verdict:
-    """The switch rule applied to one runner-up's pairs."""
-
-    n: int                  # pairs
-    wins: int               # pairs where the runner-up was faster
-    p: float                # sign test, one-sided
-    time_ratio: float       # runner-up time / chosen time over the pairs
-    chosen_ms: float        # medians
-    runner_ms: float
-    switch: bool
-
-
-def paired_verdict(pairs: Sequence[Tuple[float, float]], min_pairs: int = 5,
-                   min_margin: float = 0.03, alpha: float = 0.05) -> Verdict:
-    """Judge (chosen ms, runner-up ms) pairs, each from one frame: switch to the runner-up.
-
-    Switch when there are at least ``min_pairs`` pairs, the runner-up's total
-    time is under ``1 - min_margin`` x the chosen one's, and it was faster on
-    so many of the frames that a candidate as fast as the chosen one would do
-    that with probability at most ``alpha`` (one-sided sign test; a tie
-    counts as a loss).
-    """
-    n = len(pairs)
-    if not n:
-        return Verdict(0, 0, 1.0, float('nan'), float('nan'), float('nan'), False)
-    wins = sum(1 for c, r in pairs if r < c)
-    p = sign_test_p(wins, n)
-    mine = sum(c for c, _ in pairs)
-    ratio = sum(r for _, r in pairs) / mine if mine > 0 else float('inf')
-    return Verdict(n, wins, p, ratio, statistics.median(c for c, _ in pairs),
-                   statistics.median(r for _, r in pairs),
-                   n >= min_pairs and ratio < 1 - min_margin and p <= alpha)
-
-
-class _ForeignLoad:
-    """The cores other processes used since the last call, from /proc (None: unknown)."""
-
-    def __init__(self):
-        self.probe = LoadProbe().start()
-
-    def __call__(self) -> Optional[float]:
-        cond = self.probe.stop()
-        self.probe.start()
-        if not cond or cond.get('window_s', 0.0) < 0.2:
-            return None
-        return float(cond['foreign_cores'])
-
-
-class _Window:
-    """(time, value) samples over a sliding time window."""
-
-    def __init__(self, seconds: float):
-        self.seconds = seconds
-        self.items: Deque[Tuple[float, float]] = deque()
-
-    def add(self, now: float, value: float) -> None:
-        self.items.append((now, value))
-        self.trim(now)
-
-    def trim(self, now: float) -> None:
-        while self.items and self.items[0][0] < now - self.seconds:
-            self.items.popleft()
-
-    def total(self, now: float) -> float:
-        self.trim(now)
-        return sum(v for _, v in self.items)
-
-
-class LiveChoice:
+class LiveChoice(ProvisionalStart, DriftReevaluation):
     """One model's backend at run time: chosen, watched, switched between frames."""
 
     def __init__(self, manager, spec: ModelSpec, model_path: pathlib.Path,
@@ -323,8 +109,8 @@ class LiveChoice:
         self._pairs: Dict[str, Deque[Tuple[float, float, float]]] = {}
         self._known: Dict[str, Tuple[float, float]] = {}   # name -> (time, median ratio)
         self._rotation = 0
-        self._primary = _Window(self.settings.horizon_s)
-        self._shadow = _Window(self.settings.horizon_s)
+        self._primary = Window(self.settings.horizon_s)
+        self._shadow = Window(self.settings.horizon_s)
         self._recent = deque(maxlen=2 * self.settings.level_frames)  # (t, ms): chosen
         self._level = float('nan')                # its level when last settled
         self._alert_until = 0.0
@@ -363,15 +149,8 @@ class LiveChoice:
         """
         st = self.settings
         if backend is None and not force and use_cache and st.provisional:
-            from .startup import provisional
-            pick = provisional(self.manager, self.spec, self.model_path, st)
-            if pick is not None:
-                backend, run = pick
-                self.model = Model(self.spec, backend, self.models_dir, verify_checksum=False,
-                                   **self.overrides)
-                self.run, self.provisional = run, True
-                self.report(run, 'provisional')
-                self._spawn(self._profile_behind, 'profile')
+            run = self._start_provisional()
+            if run is not None:
                 return run
         if backend is None:
             backend, run = self.manager.choose(
@@ -397,63 +176,8 @@ class LiveChoice:
         if st.duty > 0 and st.objective == 'latency' and not self.fixed and \
                 self.manager is not None:
             if self._foreign is None and st.load_change_cores > 0:
-                self._foreign = _ForeignLoad()
+                self._foreign = ForeignLoad()
             self._spawn(self._open_runners, 'runners')
-
-    def resume(self) -> None:
-        """Start the background profile again if a cancel stopped it before it settled."""
-        if self.provisional and self.model is not None and not any(
-                t.is_alive() and t.name.endswith('-profile') for t in self._threads):
-            self._cancel.clear()
-            self._served.clear()
-            self._spawn(self._profile_behind, 'profile')
-
-    def _profile_behind(self) -> None:
-        """Profile while the provisional backend serves; hand the choice over (background)."""
-        st = self.settings
-        # the first frame first: started at once, the profile's model loads and ncnn
-        # conversions took the cores the camera driver, DDS discovery and the first
-        # inference needed (first detection 3.6-4.1 s after `ros2 launch` instead of
-        # 2.4 s on this VM)
-        self._served.wait(st.profile_after_s)
-        t0 = time.monotonic()
-        try:
-            if self._cancel.is_set():
-                return
-            backend, run = self.manager.choose(
-                self.spec, self.model_path, objective=st.objective,
-                max_latency_ms=st.max_latency_ms, min_accuracy=st.min_accuracy,
-                latency_percentile=st.latency_percentile, cancel=self._cancel)
-            new = None
-            if backend.name != self.model.backend_name:
-                new = Model(self.spec, backend, self.models_dir, verify_checksum=False,
-                            **self.overrides)
-        except Exception as exc:  # keep serving on the provisional backend
-            if not self._cancel.is_set():
-                self.warn(f'profile failed ({type(exc).__name__}: {first_line(exc)}): '
-                          f'staying on the provisional {self.backend_name}')
-            return
-        with self._frame_lock:      # between two frames
-            if self._cancel.is_set():
-                if new is not None:
-                    new.close()
-                return
-            old = self.model.backend_name
-            self.run, self.provisional = run, False
-            if new is not None:
-                previous, self.model = self.model, new
-                previous.close()
-            self._chosen_ms.clear()     # the provisional one's frames say nothing of it
-            self._recent.clear()
-            self._level = float('nan')
-            self.settled_s = time.monotonic() - t0
-            self.switches.append({'t': time.monotonic(), 'from': old, 'to': run.chosen,
-                                  'trigger': 'profiled', 'evidence': run.why})
-            self.log(f'profile done in {self.settled_s:.1f} s: '
-                     + (f'switching backend {old} -> {run.chosen}' if new is not None else
-                        f'keeping {old}') + ' (profiled)')
-            self.report(run, 'profiled')
-            self._watch()
 
     def fix(self, backend, run: ProfileRun) -> ProfileRun:
         """Open ``backend`` as a fixed choice (no re-selection: e.g. the shared executor)."""
@@ -894,80 +618,11 @@ class LiveChoice:
         return True
 
     # ------------------------------------------------------------------- drift
-    def _start_reevaluation(self) -> None:
-        if not self._reevaluating.acquire(blocking=False):
-            return
-        d = self.drift
-        self.warn(f'latency drift: median {d.last_median_ms:.1f} ms over {d.window_s:g} s vs '
-                  f'{d.expected_ms:.1f} ms profiled (x{d.last_median_ms / d.expected_ms:.2f}); '
-                  f're-evaluating backends in the background')
-        self._cancel.clear()
-        self._spawn(self._reevaluate, 'reeval')
-
-    def _reevaluate(self) -> None:
-        try:
-            with _REEVALUATION:
-                names = [r.backend for r in self.run.results
-                         if r.status == 'ok' and r.backend not in self._failed]
-                run = self.manager.profile(self.spec, self.model_path, use_cache=False,
-                                           min_accuracy=self.settings.min_accuracy,
-                                           only=names, cancel=self._cancel, persist=False)
-            if self._cancel.is_set():
-                return
-            chosen, why = self.manager.select(run.results, self.spec, self.settings.objective,
-                                              self.settings.max_latency_ms,
-                                              self.settings.min_accuracy,
-                                              self.settings.latency_percentile)
-            if chosen is None:
-                self.log(f're-evaluation found no usable backend: {why}')
-                return
-            # keep the figures of candidates the re-run could not measure
-            measured = {r.backend for r in run.results}
-            run.results += [r for r in self.run.results if r.backend not in measured]
-            for r in run.results:
-                r.chosen = r is chosen
-            old = self.run.chosen
-            run.chosen, run.why = old, why
-            if chosen.backend != old:
-                backend = {b.name: b for b in self.manager.candidates(
-                    self.spec, self.model_path)}[chosen.backend]
-                self._pending_why = (chosen.backend, why)
-                self._pending_run = run
-                self._pending = Model(self.spec, backend, self.models_dir,
-                                      verify_checksum=False, **self.overrides)
-            else:   # applied between frames: drift.add() runs on the frame thread
-                self._pending_keep = (run, chosen.p50_ms)
-        except Exception as exc:  # keep serving on the current backend
-            self.log(f're-evaluation failed: {type(exc).__name__}: {exc}')
-        finally:
-            self._reevaluating.release()
-
-    def _swap_pending(self) -> None:
-        new, self._pending = self._pending, None
-        name, why = self._pending_why
-        old_name = self.run.chosen
-        old, self.model = self.model, new
-        self.run = self._pending_run
-        old.close()
-        self._drop_runner(name)
-        self._switched(old_name, name, 'drift', why)
-
     # ------------------------------------------------------------------ close
     def cancel(self) -> None:
         """Stop background work at its next check (re-evaluation between candidates)."""
         self._cancel.set()
         self._served.set()      # a profile waiting for the first frame stops waiting
-
-    def wait_reevaluation(self, timeout: float = 120.0) -> bool:
-        """Wait for a background re-evaluation to end, not cancelling it; False if none ran.
-
-        For a benchmark that runs several runtimes side by side in one process:
-        one's re-profiling would otherwise slow the others' frames.
-        """
-        running = [x for x in self._threads if x.name.endswith('-reeval') and x.is_alive()]
-        for th in running:
-            th.join(timeout=timeout)
-        return bool(running)
 
     def join(self, timeout: float = 30.0) -> None:
         """Wait for background work to end."""

@@ -22,9 +22,12 @@ describe a busy board and be cached as the board's profile), nor the other
 way round: :data:`.gate.GATE` keeps them apart.
 """
 
+import time
 from typing import Optional, Tuple
 
 from .profiling import describe, ProfileRun
+from ..core.backend import first_line
+from ..core.model import Model
 
 
 def provisional(manager, spec, model_path, settings) -> Optional[Tuple[object, ProfileRun]]:
@@ -60,3 +63,75 @@ def provisional(manager, spec, model_path, settings) -> Optional[Tuple[object, P
                                     reason='not profiled yet'))
     run.chosen, run.why = name, why
     return by_name[name], run
+
+
+class ProvisionalStart:
+    """The provisional start of :class:`.live.LiveChoice` (its methods, on its state)."""
+
+    def _start_provisional(self) -> Optional[ProfileRun]:
+        """Open a provisional backend and start the background profile; None: not needed."""
+        pick = provisional(self.manager, self.spec, self.model_path, self.settings)
+        if pick is None:
+            return None
+        backend, run = pick
+        self.model = Model(self.spec, backend, self.models_dir, verify_checksum=False,
+                           **self.overrides)
+        self.run, self.provisional = run, True
+        self.report(run, 'provisional')
+        self._spawn(self._profile_behind, 'profile')
+        return run
+
+    def resume(self) -> None:
+        """Start the background profile again if a cancel stopped it before it settled."""
+        if self.provisional and self.model is not None and not any(
+                t.is_alive() and t.name.endswith('-profile') for t in self._threads):
+            self._cancel.clear()
+            self._served.clear()
+            self._spawn(self._profile_behind, 'profile')
+
+    def _profile_behind(self) -> None:
+        """Profile while the provisional backend serves; hand the choice over (background)."""
+        st = self.settings
+        # the first frame first: started at once, the profile's model loads and ncnn
+        # conversions took the cores the camera driver, DDS discovery and the first
+        # inference needed (first detection 3.6-4.1 s after `ros2 launch` instead of
+        # 2.4 s on this VM)
+        self._served.wait(st.profile_after_s)
+        t0 = time.monotonic()
+        try:
+            if self._cancel.is_set():
+                return
+            backend, run = self.manager.choose(
+                self.spec, self.model_path, objective=st.objective,
+                max_latency_ms=st.max_latency_ms, min_accuracy=st.min_accuracy,
+                latency_percentile=st.latency_percentile, cancel=self._cancel)
+            new = None
+            if backend.name != self.model.backend_name:
+                new = Model(self.spec, backend, self.models_dir, verify_checksum=False,
+                            **self.overrides)
+        except Exception as exc:  # keep serving on the provisional backend
+            if not self._cancel.is_set():
+                self.warn(f'profile failed ({type(exc).__name__}: {first_line(exc)}): '
+                          f'staying on the provisional {self.backend_name}')
+            return
+        with self._frame_lock:      # between two frames
+            if self._cancel.is_set():
+                if new is not None:
+                    new.close()
+                return
+            old = self.model.backend_name
+            self.run, self.provisional = run, False
+            if new is not None:
+                previous, self.model = self.model, new
+                previous.close()
+            self._chosen_ms.clear()     # the provisional one's frames say nothing of it
+            self._recent.clear()
+            self._level = float('nan')
+            self.settled_s = time.monotonic() - t0
+            self.switches.append({'t': time.monotonic(), 'from': old, 'to': run.chosen,
+                                  'trigger': 'profiled', 'evidence': run.why})
+            self.log(f'profile done in {self.settled_s:.1f} s: '
+                     + (f'switching backend {old} -> {run.chosen}' if new is not None else
+                        f'keeping {old}') + ' (profiled)')
+            self.report(run, 'profiled')
+            self._watch()

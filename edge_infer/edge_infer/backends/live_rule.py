@@ -1,0 +1,240 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""Online re-selection's settings and switch rule (no ROS): when a runner-up takes over.
+
+:class:`.live.LiveChoice` keeps the chosen backend right at run time; this
+module holds what it decides by: :class:`LiveSettings` (node parameters map
+onto them), the switch rule (:func:`paired_verdict`, :func:`sign_test_p`)
+and the bookkeeping it measures with (:class:`Window`, :class:`ForeignLoad`).
+
+How runners-up are sampled and judged (objective ``latency`` only): the
+runners-up (the next best candidates of the profile, at most ``runners_up``;
+the last place goes to the best one with another thread count than the
+chosen one's when none of the others has one) stay open and are sampled on
+real frames in one of two ways:
+
+* **served** (``serve``, the default): a runner-up expected within
+  ``serve_max_ratio`` (1.25x) of the chosen one's time runs a frame
+  itself, at most one in ``serve_every`` (3); its result goes out and
+  names it (every :class:`Result` names the backend that ran it). It is
+  compared with the mean of the chosen one's last ``reference_frames``
+  (9) frames, and costs only what it takes beyond that: nothing when it
+  is faster. Why: at 5 % of compute, extra runs give about one sample a
+  second, and a runner-up 4 % faster needs 10-15 of them (the sign test
+  below), so a choice took 10-20 s to follow a load change; a served
+  frame of a close candidate costs ~0, so the same duty buys a sample
+  every 3rd frame. Comparing with the chosen one's recent frames is as
+  tight as pairing on the same frame: the robust spread of the log ratio
+  was 0.055 vs 0.056 (a full core of foreign load), 0.083 vs 0.175 (half a
+  core) in the regret benchmark's recordings;
+* **extra run** (a runner-up further behind, or ``serve`` off): after a
+  frame's result is out it runs on that frame's preprocessed input (its
+  output discarded), paired with the chosen one's run on the same frame.
+
+The switch rule
+(:func:`paired_verdict`) looks at a runner-up's last pairs (at most
+``max_pairs``, none older than ``window_s``) and switches when both hold:
+
+* **effect**: the runner-up took under ``1 - min_margin`` (3 %) of the
+  chosen one's time over those frames (sum over sum: time-weighted, as the
+  robot pays it; a median hides a stall tail: measured under a full core of
+  foreign load, OpenVINO t1 bf16 / t2 bf16 was 0.965 by median but 0.907 by
+  time, t2's second thread waiting on the busy core);
+* **consistency**: a one-sided sign test says the runner-up is faster on
+  the frames themselves, p <= ``alpha`` (0.05) that a candidate as fast as
+  the chosen one wins that many: 5 of 5 pairs (p 0.031), 7 of 8 (0.035),
+  9 of 10 (0.011). A few lucky frames or one stall of the chosen one do not
+  decide.
+
+At least ``min_pairs`` pairs are needed (5: the fewest with which the test
+can reach 0.05). The runner-up then takes over between two frames and the
+old choice becomes a runner-up with no pairs: going back needs the same
+evidence, so two candidates within noise do not flip back and forth (with
+the test run after every pair, a false switch between equal ones came
+about once per 240 pairs: this object with a simulated clock, 6 runs of
+20 min, 10 % noise per run). Both directions (the chosen
+slowing down, another speeding up) are the same comparison.
+
+Which runner-up runs next: one not timed in the last ``window_s`` first,
+else the one with the lowest median ratio over its last ``min_pairs`` pairs
+(the most likely to win gathers its evidence; a clearly slower one costs
+one run per ``window_s``). Cost: runner-up time (served: beyond the chosen
+one's) stays under ``duty`` x the
+chosen one's time over the last ``horizon_s`` seconds, and the runs are
+spread evenly at that pace (a burst of pairs from one moment says little
+more than one pair, and spends the duty the next change needs; the pace
+follows a typical run, the median of the last ones): in steady
+state at most half the duty (one run per ``probe_interval_s`` / runners-up
+at most), so a reserve builds up; eager, the whole duty plus the reserve
+spread over ``reserve_s``, while the runner-up picked is ahead (median ratio
+under 1), for ``alert_s`` seconds after a cue that the load changed, and
+after such a cue (within ``window_s``) until the runner-up picked has
+``max_pairs`` pairs (in a change's transient both run slow and noisy; a
+few early pairs against the eventual winner had sent it back to the steady
+pace, and in one recording the choice then never followed). The cue:
+the chosen one's median latency over its last ``level_frames`` frames and
+over the ``level_frames`` before both moved the same way by more than
+``alert_change`` from its level. Pairs describe the load they were taken
+under and are forgotten (besides aging out after ``window_s``) when there
+is evidence that it changed: the CPU time other processes used (``/proc``,
+as the profile's load record) over two successive ``load_period_s``
+windows both moved the same way by more than ``load_change_cores`` (the
+pairs from before the older window), a drift alarm (those from before its
+window) and a switch (all). A move of the chosen one's latency alone does
+not forget them: under a busy core it swings by 30-90 % every second or
+two, and forgetting on it (a median of 5 frames moved by 20 %) kept every
+runner-up under 5 pairs through a whole 20 s phase in the benchmark. A
+load that slows a runner-up but not the chosen one (a 1-thread choice
+when a core frees up) moves no latency of the chosen one at all.
+The budget is the limit for extra runs: at 5 % of a 4-6 ms model's time
+at 15-25 frames a second, about one pair a second, so a runner-up 5-10 %
+faster on 70-80 % of the frames takes 5-20 s to be recognised that way;
+served frames of a close one (cost ~0) come every ``serve_every`` frames.
+"""
+
+from collections import deque
+from dataclasses import dataclass
+import math
+import statistics
+from typing import Deque, Dict, Optional, Sequence, Tuple
+
+from .load import LoadProbe
+from .selection import OBJECTIVES, PERCENTILES
+
+
+@dataclass
+class LiveSettings:
+    """How the choice is kept right at run time (node parameters map onto these)."""
+
+    objective: str = 'latency'
+    max_latency_ms: float = 0.0
+    min_accuracy: float = 0.0
+    latency_percentile: int = 0         # 0 = config/backends.yaml's
+    drift_threshold: float = 1.5        # 0 = off
+    drift_window_s: float = 5.0
+    duty: float = 0.05                  # 0 = no online re-selection
+    runners_up: int = 2
+    min_margin: float = 0.03            # the runner-up's time must be under 1 - this
+    alpha: float = 0.05                 # sign test: the runner-up faster with p <= alpha
+    min_pairs: int = 5                  # fewest pairs for a switch
+    max_pairs: int = 10                 # the decision uses a runner-up's last max_pairs
+    window_s: float = 15.0              # pairs older than this are forgotten
+    probe_interval_s: float = 2.0
+    alert_change: float = 0.2
+    level_frames: int = 10              # the load moved: two medians of this many agree
+    alert_s: float = 3.0
+    horizon_s: float = 30.0
+    reserve_s: float = 10.0             # eager runs spend the unused duty over this
+    steady_share: float = 0.5           # steady pace: at most this share of the duty
+    serve: bool = True                  # a close runner-up may run a frame (its result out)
+    serve_max_ratio: float = 1.25       # ... when expected under this x the chosen one's time
+    serve_every: int = 3                # ... on at most one frame in this many
+    reference_frames: int = 9           # a served frame vs the mean of the chosen one's last
+    load_change_cores: float = 0.2      # foreign load moved this much: the load changed
+    load_period_s: float = 1.0          # (load_change_cores 0: /proc is not read)
+    provisional: bool = True            # incomplete profile: serve at once, profile behind
+    profile_after_s: float = 3.0        # ... from the first frame served, or after this long
+
+    def check(self, names: Optional[Dict[str, str]] = None) -> 'LiveSettings':
+        """Raise ValueError naming the first bad setting; return self.
+
+        ``names``: the user-facing name of a field where it differs (a node's
+        parameter ``reselect_duty`` is ``duty`` here).
+        """
+        def bad(field: str, use: str) -> ValueError:
+            name = (names or {}).get(field, field)
+            return ValueError(f"parameter '{name}' is {getattr(self, field)!r}: use {use}")
+        if self.objective not in OBJECTIVES:
+            raise bad('objective', f"one of {', '.join(OBJECTIVES)}")
+        if self.max_latency_ms < 0:
+            raise bad('max_latency_ms', '0 (no limit) or more')
+        if not 0 <= self.min_accuracy <= 1:
+            raise bad('min_accuracy', 'a value in [0, 1]')
+        if self.drift_threshold != 0 and self.drift_threshold <= 1:
+            raise bad('drift_threshold', '0 (off) or a ratio > 1')
+        if self.drift_window_s <= 0:
+            raise bad('drift_window_s', 'a positive number of seconds')
+        if self.latency_percentile and self.latency_percentile not in PERCENTILES:
+            raise bad('latency_percentile',
+                      f"0 (the config's) or one of {', '.join(map(str, PERCENTILES))}")
+        if not 0 <= self.duty <= 0.5:
+            raise bad('duty', '0 (off) to 0.5')
+        if self.profile_after_s < 0:
+            raise bad('profile_after_s', '0 or more seconds')
+        return self
+
+
+def sign_test_p(wins: int, n: int) -> float:
+    """Return P(at least ``wins`` of ``n`` fair coin flips): the one-sided sign test's p."""
+    return sum(math.comb(n, k) for k in range(wins, n + 1)) / 2 ** n if n else 1.0
+
+
+@dataclass
+class Verdict:
+    """The switch rule applied to one runner-up's pairs."""
+
+    n: int                  # pairs
+    wins: int               # pairs where the runner-up was faster
+    p: float                # sign test, one-sided
+    time_ratio: float       # runner-up time / chosen time over the pairs
+    chosen_ms: float        # medians
+    runner_ms: float
+    switch: bool
+
+
+def paired_verdict(pairs: Sequence[Tuple[float, float]], min_pairs: int = 5,
+                   min_margin: float = 0.03, alpha: float = 0.05) -> Verdict:
+    """Judge (chosen ms, runner-up ms) pairs, each from one frame: switch to the runner-up.
+
+    Switch when there are at least ``min_pairs`` pairs, the runner-up's total
+    time is under ``1 - min_margin`` x the chosen one's, and it was faster on
+    so many of the frames that a candidate as fast as the chosen one would do
+    that with probability at most ``alpha`` (one-sided sign test; a tie
+    counts as a loss).
+    """
+    n = len(pairs)
+    if not n:
+        return Verdict(0, 0, 1.0, float('nan'), float('nan'), float('nan'), False)
+    wins = sum(1 for c, r in pairs if r < c)
+    p = sign_test_p(wins, n)
+    mine = sum(c for c, _ in pairs)
+    ratio = sum(r for _, r in pairs) / mine if mine > 0 else float('inf')
+    return Verdict(n, wins, p, ratio, statistics.median(c for c, _ in pairs),
+                   statistics.median(r for _, r in pairs),
+                   n >= min_pairs and ratio < 1 - min_margin and p <= alpha)
+
+
+class ForeignLoad:
+    """The cores other processes used since the last call, from /proc (None: unknown)."""
+
+    def __init__(self):
+        self.probe = LoadProbe().start()
+
+    def __call__(self) -> Optional[float]:
+        cond = self.probe.stop()
+        self.probe.start()
+        if not cond or cond.get('window_s', 0.0) < 0.2:
+            return None
+        return float(cond['foreign_cores'])
+
+
+class Window:
+    """(time, value) samples over a sliding time window."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.items: Deque[Tuple[float, float]] = deque()
+
+    def add(self, now: float, value: float) -> None:
+        """Add a sample taken at ``now``."""
+        self.items.append((now, value))
+        self.trim(now)
+
+    def trim(self, now: float) -> None:
+        """Forget samples older than the window."""
+        while self.items and self.items[0][0] < now - self.seconds:
+            self.items.popleft()
+
+    def total(self, now: float) -> float:
+        """Return the sum of the samples in the window ending ``now``."""
+        self.trim(now)
+        return sum(v for _, v in self.items)
