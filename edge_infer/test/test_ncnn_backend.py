@@ -15,6 +15,7 @@ import time
 
 from edge_infer import paths
 from edge_infer.backends import ncnn as ncnn_backend
+from edge_infer.backends import pnnx
 from edge_infer.backends.ncnn import ncnn_candidates, NcnnBackend
 from edge_infer.backends.ort import OrtBackend
 from edge_infer.backends.profiling import calibration_frames, probe_backend, probe_model
@@ -291,9 +292,9 @@ def test_conversion_is_cached_and_a_corrupted_file_is_converted_again(tmp_path):
     ref = OrtBackend().load(path).run(x)[0].copy()
     lines = []
     backend = NcnnBackend('cpu', 1, cache_dir=tmp_path, log=lines.append)
-    runs = ncnn_backend.pnnx_runs
+    runs = pnnx.pnnx_runs
     _close(backend.load(path).run(x)[0], ref)
-    assert ncnn_backend.pnnx_runs == runs + 1 and len(lines) == 1 and 'converted' in lines[0]
+    assert pnnx.pnnx_runs == runs + 1 and len(lines) == 1 and 'converted' in lines[0]
     folder = tmp_path / 'ncnn'
     param, binf, sidecar = (next(folder.glob(f'*.ncnn.{ext}'))
                             for ext in ('param', 'bin', 'json'))
@@ -308,20 +309,20 @@ def test_conversion_is_cached_and_a_corrupted_file_is_converted_again(tmp_path):
     # a second backend (another process would do the same): no pnnx, same files
     _close(NcnnBackend('cpu', 2, cache_dir=tmp_path, log=lines.append).load(path).run(x)[0],
            ref)
-    assert ncnn_backend.pnnx_runs == runs + 1 and len(lines) == 1
+    assert pnnx.pnnx_runs == runs + 1 and len(lines) == 1
     assert [p.stat().st_mtime_ns for p in (param, binf, sidecar)] == mtimes
     # a flipped byte in the weights: detected, said once, converted again
     data = bytearray(binf.read_bytes())
     data[len(data) // 2] ^= 0xFF
     binf.write_bytes(bytes(data))
     _close(backend.load(path).run(x)[0], ref)
-    assert ncnn_backend.pnnx_runs == runs + 2
+    assert pnnx.pnnx_runs == runs + 2
     assert len(lines) == 3 and 'does not match its recorded sha256' in lines[1], lines
     assert sha256_file(binf) == rec['bin_sha256']
     # a truncated param file is caught the same way
     param.write_text(param.read_text()[:40])
     _close(backend.load(path).run(x)[0], ref)
-    assert ncnn_backend.pnnx_runs == runs + 3 and param.name in lines[3]
+    assert pnnx.pnnx_runs == runs + 3 and param.name in lines[3]
 
 
 # ------------------------------------------------------------------------- errors
@@ -390,14 +391,14 @@ def test_a_converted_model_that_crashes_ncnn_is_left_out_and_the_process_survive
     model = probe_model(tmp_path)
     cpu = next(b for b in ncnn_candidates(tmp_path, fp16=False) if b.device == 'cpu')
     # stands for a graph ncnn crashes on (seen: NanoDet laid out as YOLOv8)
-    monkeypatch.setattr(ncnn_backend, 'FIRST_RUN', 'import os, signal\n'
+    monkeypatch.setattr(pnnx, 'FIRST_RUN', 'import os, signal\n'
                         'os.kill(os.getpid(), signal.SIGSEGV)\n')
     with pytest.raises(BackendError, match=r'ncnn crashed \(SIGSEGV\).*left out'):
         cpu.load(model)
     stamps = list(tmp_path.rglob('*.firstrun'))
     assert len(stamps) == 1 and 'SIGSEGV' in stamps[0].read_text()
     # the verdict is kept: the next load says so without running anything
-    monkeypatch.setattr(ncnn_backend, 'FIRST_RUN', 'raise SystemExit(3)\n')
+    monkeypatch.setattr(pnnx, 'FIRST_RUN', 'raise SystemExit(3)\n')
     with pytest.raises(BackendError, match='SIGSEGV'):
         cpu.load(model)
     # a graph that runs: checked once, then opened in this process

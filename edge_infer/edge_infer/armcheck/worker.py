@@ -273,11 +273,11 @@ def make_variants(mgr, spec, model_path, tracer: Tracer, events: Events) -> int:
 def run_job(job: dict, events: Events) -> int:
     """Run one job; return 0 (results emitted) or 1 (the job itself failed)."""
     from .. import paths
-    from ..backends import ncnn as ncnn_backend
+    from ..backends import pnnx
     from ..core.backend import BackendError
     # this worker is itself the separate process whose crash check.py pins on its
     # candidate; under qemu-user it cannot start another aarch64 Python anyway
-    ncnn_backend.ISOLATE_FIRST_RUN = False
+    pnnx.ISOLATE_FIRST_RUN = False
     out = pathlib.Path(job['out'])
     tracer = Tracer(events, out / 'io')
     (out / 'io').mkdir(parents=True, exist_ok=True)
