@@ -45,7 +45,7 @@ def test_a_valid_entry_is_parsed_with_its_values(tmp_path):
 
 
 @pytest.mark.parametrize('change,needle', [
-    ({'task': 'segmentation'}, "task 'segmentation' unknown"),
+    ({'task': 'tracking'}, "task 'tracking' unknown"),
     ({'labels': 'nope.txt'}, 'labels file .*nope.txt not found'),
     ({'output': {'decoder': 'yolo'}}, "decoder 'yolo' unknown"),
     ({'output': {'decoder': 'topk'}}, "decoder 'topk' does not fit task 'detection'"),

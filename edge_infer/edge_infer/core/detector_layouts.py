@@ -26,6 +26,10 @@
   4 + nc]``, cx cy w h normalised to 0..1 of the input, sigmoid scores; no
   NMS (queries are one per object); the input is stretched, RGB 0..1.
 
+CenterNet heatmaps and SSD-style box / score pairs are in
+:mod:`edge_infer.core.centernet_ssd`; pose and segmentation heads in
+:mod:`edge_infer.core.pose` and :mod:`edge_infer.core.segmentation`.
+
 Thresholds: ``score_threshold``, ``nms_iou``, ``max_detections``;
 ``agnostic`` (class-agnostic NMS: one box per place whatever the class;
 default class-aware, as Ultralytics' predict). The layout of a ``[1, a, b]``
@@ -41,8 +45,11 @@ from .postprocess import _check_finite, best_class, Detections, OutputError, sup
 from .preprocess import Transform
 
 
-def _rows(out: np.ndarray, width: int, what: str) -> np.ndarray:
-    """Return ``out`` as N x width rows (a view where it can), whichever side is ``width``."""
+def _rows(out: np.ndarray, width: int, what: str, parts: str = '') -> np.ndarray:
+    """Return ``out`` as N x width rows (a view where it can), whichever side is ``width``.
+
+    ``parts`` says what the ``width`` values are, for the error message.
+    """
     shape = list(out.shape)
     if out.ndim == 3 and out.shape[0] == 1:
         out = out[0]
@@ -53,9 +60,10 @@ def _rows(out: np.ndarray, width: int, what: str) -> np.ndarray:
         return out
     if out.shape[0] == width:
         return out.T
-    extra = ' + objectness' if what == 'yolov5' else ''
-    raise OutputError(f'{what}: output shape {shape} has no side of {width} (4 box values'
-                      f"{extra} + classes); check the model's class count (labels file)")
+    if not parts:
+        parts = '4 box values' + (' + objectness' if what == 'yolov5' else '') + \
+            " + classes; check the model's class count (labels file)"
+    raise OutputError(f'{what}: output shape {shape} has no side of {width} ({parts})')
 
 
 def _xyxy(cxcywh: np.ndarray) -> np.ndarray:

@@ -32,6 +32,35 @@ class Detections:
 
 
 @dataclass
+class Poses(Detections):
+    """N people (or objects) with K keypoints each: a detection per instance.
+
+    ``keypoints``: N x K x 3 float32, (x, y) in source pixels and a score in
+    0..1 per keypoint; the names and skeleton come from the registry entry.
+    """
+
+    keypoints: np.ndarray = None
+
+
+@dataclass
+class InstanceMasks(Detections):
+    """Detections with a mask each, as one map: ``mask`` H x W uint8 at the source size.
+
+    Pixel value ``i + 1`` belongs to detection ``i`` (the best-scored wins
+    where masks overlap); 0 is no detection.
+    """
+
+    mask: np.ndarray = None
+
+
+@dataclass
+class SemanticMask:
+    """Per-pixel classes: ``mask`` H x W uint8 class ids at the source size."""
+
+    mask: np.ndarray
+
+
+@dataclass
 class Classes:
     """Top-k classes: ids and probabilities, best first."""
 

@@ -1,26 +1,52 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
 """The model registry (config/models.yaml): what each model is and how to feed it.
 
-One entry per model: file, task, input (size, layout, colour order, resize,
-normalisation), output decoding, labels, and where the weights came from.
+One entry per model: file, task (detection, classification, pose,
+segmentation), input (size, layout, colour order, resize, normalisation),
+output decoding, labels, and where the weights came from. Pose entries also
+resolve their keypoint names and skeleton (:attr:`ModelSpec.keypoint_names`,
+:attr:`ModelSpec.skeleton`).
 :func:`load_registry` validates everything up front so that a node's
 configure step fails with one clear message instead of a traceback mid-stream.
 """
 
 from dataclasses import dataclass, field
 import pathlib
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import yaml
 
+from .centernet_ssd import CenterNetDecoder, SsdDecoder
 from .detector_layouts import BoxScoreDecoder, DetrDecoder, EndToEndDecoder, YoloxDecoder
+from .pose import keypoint_set, MoveNetDecoder, YoloPoseDecoder
 from .postprocess import NanoDetDecoder, TopKDecoder
 from .preprocess import InputSpec
+from .segmentation import SemanticDecoder, YoloSegDecoder
 
-TASKS = ('detection', 'classification')
+TASKS = ('detection', 'classification', 'pose', 'segmentation')
 DECODERS = {'nanodet': 'detection', 'yolov8': 'detection', 'yolov5': 'detection',
             'end2end': 'detection', 'yolox': 'detection', 'rtdetr': 'detection',
-            'topk': 'classification'}
+            'centernet': 'detection', 'ssd': 'detection',
+            'topk': 'classification',
+            'yolov8_pose': 'pose', 'movenet': 'pose',
+            'semantic': 'segmentation', 'yolov8_seg': 'segmentation'}
+
+# The output keys the newer decoders take (named as their constructors' arguments,
+# except the keypoint set's, which the spec resolves); any other key is refused.
+KEYPOINT_KEYS = ('keypoints', 'skeleton', 'kpt_shape')
+DECODER_ARGS = {
+    'yolov8_pose': ('score_threshold', 'nms_iou', 'max_detections', 'keypoint_threshold')
+    + KEYPOINT_KEYS,
+    'movenet': ('score_threshold', 'nms_iou', 'max_detections', 'keypoint_threshold',
+                'keypoints', 'skeleton'),
+    'semantic': ('threshold', 'activation'),
+    'yolov8_seg': ('score_threshold', 'nms_iou', 'max_detections', 'agnostic',
+                   'mask_threshold'),
+    'centernet': ('score_threshold', 'max_detections', 'box_encoding', 'box_units',
+                  'cell_offset', 'activation', 'nms_iou', 'agnostic'),
+    'ssd': ('score_threshold', 'nms_iou', 'max_detections', 'agnostic', 'box_format',
+            'normalized', 'background_class', 'activation'),
+}
 
 
 class RegistryError(ValueError):
@@ -41,6 +67,8 @@ class ModelSpec:
     sha256: Optional[str] = None
     source: Dict = field(default_factory=dict)
     origin: str = ''        # the registry file the entry came from
+    keypoint_names: List[str] = field(default_factory=list)        # pose: K names
+    skeleton: List[Tuple[int, int]] = field(default_factory=list)  # pose: index pairs
 
     def label(self, class_id: int) -> str:
         """Return the label of ``class_id`` (or its number when out of range)."""
@@ -53,6 +81,8 @@ class ModelSpec:
         args = dict(self.decoder_args)
         args.update({k: v for k, v in overrides.items() if v is not None})
         try:
+            if self.decoder in DECODER_ARGS:
+                return self._make_newer(args)
             if self.decoder == 'nanodet':
                 return NanoDetDecoder(self.input_spec.width, self.input_spec.height,
                                       strides=args['strides'], bins=args['bins'],
@@ -84,6 +114,26 @@ class ModelSpec:
             return TopKDecoder(k=args.get('top_k', 5), softmax=args.get('softmax', True))
         except KeyError as exc:
             raise RegistryError(f"model '{self.name}': output needs key {exc}") from None
+
+    def _make_newer(self, args: Dict):
+        """Build a pose, segmentation, CenterNet or SSD decoder (defaults in its class)."""
+        kw = {k: args[k] for k in DECODER_ARGS[self.decoder]
+              if k in args and k not in KEYPOINT_KEYS}
+        w, h, n = self.input_spec.width, self.input_spec.height, len(self.labels)
+        if self.decoder in ('yolov8_pose', 'movenet'):
+            k = len(self.keypoint_names or keypoint_set(
+                args.get('keypoints'), args.get('skeleton'), args.get('kpt_shape'))[0])
+            if self.decoder == 'movenet':
+                return MoveNetDecoder(w, h, k, **kw)
+            dims = int(args['kpt_shape'][1]) if args.get('kpt_shape') else 3
+            return YoloPoseDecoder(k, keypoint_dims=dims, **kw)
+        if self.decoder == 'semantic':
+            return SemanticDecoder(n, w, h, **kw)
+        if self.decoder == 'yolov8_seg':
+            return YoloSegDecoder(n, w, h, **kw)
+        if self.decoder == 'centernet':
+            return CenterNetDecoder(w, h, n, **kw)
+        return SsdDecoder(w, h, n, **kw)
 
 
 def _need(entry: dict, key: str, where: str):
@@ -130,11 +180,18 @@ def _parse(name: str, entry: dict, base: pathlib.Path) -> ModelSpec:
     model = ModelSpec(name=name, file=str(_need(entry, 'file', where)), task=task,
                       input_spec=spec, decoder=decoder, decoder_args=out, labels=labels,
                       sha256=entry.get('sha256'), source=dict(entry.get('source', {})))
+    unknown = sorted(set(out) - set(DECODER_ARGS.get(decoder, out)))
+    if unknown:
+        raise RegistryError(f"{where}: decoder '{decoder}' takes no {', '.join(unknown)} "
+                            f"(its keys: {', '.join(DECODER_ARGS[decoder])})")
     try:
+        if task == 'pose':
+            model.keypoint_names, model.skeleton = keypoint_set(
+                out.get('keypoints'), out.get('skeleton'), out.get('kpt_shape'))
         from .preprocess import Preprocessor
         Preprocessor(spec)      # validates colour/layout/resize/normalisation
         model.make_decoder()    # validates decoder arguments
-    except ValueError as exc:
+    except (TypeError, ValueError) as exc:
         raise RegistryError(f'{where}: {exc}') from None
     return model
 
