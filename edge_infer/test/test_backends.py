@@ -317,7 +317,7 @@ def test_variant_chosen_under_a_thread_budget_is_loadable_by_name(tmp_path, mobi
 
 
 def test_detector_agreement_punishes_a_frame_that_loses_all_its_objects():
-    from edge_infer.backends.profiling import _detection_agreement
+    from edge_infer.backends.agreement import _detection_agreement
     from edge_infer.core.postprocess import Detections
 
     def dets(boxes, cls):
@@ -340,7 +340,7 @@ def test_freed_profile_memory_goes_back_to_the_os_on_glibc():
 
 
 def test_classifier_agreement_forgives_only_flips_between_classes_tied_in_the_reference():
-    from edge_infer.backends.profiling import _top1_agreement
+    from edge_infer.backends.agreement import _top1_agreement
     from edge_infer.core.postprocess import Classes
 
     def top(ids, scores):

@@ -70,7 +70,8 @@ DEFAULTS = {
     'warmup': 2,
     'min_runs': 5,
     'calibration_frames': 6,
-    'min_accuracy': {'classification': 0.99, 'detection': 0.9},
+    'min_accuracy': {'classification': 0.99, 'detection': 0.9, 'pose': 0.9,
+                     'segmentation': 0.9},
     'exclude': [],
     'start_order': ['onnxruntime/cpu/t2', 'onnxruntime/cpu/t1'],
 }

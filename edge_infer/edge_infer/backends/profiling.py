@@ -23,10 +23,10 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from .agreement import agreement
 from .gate import GATE
 from ..core.backend import Backend, BackendError, first_line
 from ..core.image import Frame
-from ..core.postprocess import Classes, Detections
 from ..core.preprocess import Preprocessor
 from ..core.registry import ModelSpec
 
@@ -219,94 +219,7 @@ class Reference:
 
     def agreement(self, outputs) -> Tuple[float, str]:
         """Return (agreement 0..1, detail) of decoded candidate outputs vs the reference."""
-        if self.spec.task == 'detection':
-            return _detection_agreement(self.outputs, outputs)
-        return _top1_agreement(self.outputs, outputs)
-
-
-# A classifier's top-1 may flip between classes the fp32 reference itself
-# cannot tell apart: on a street frame MobileNetV2 scored flagpole 0.128 and
-# swing 0.126, and bf16 / fp16 runs (score changes up to 0.016) picked swing.
-# Such a flip is not an accuracy loss; a flip away from a clear winner is.
-TIE_MARGIN = 0.01
-
-
-def _top1_agreement(ref: List[Classes], got: List[Classes],
-                    tie_margin: float = TIE_MARGIN) -> Tuple[float, str]:
-    """Share of frames whose top-1 agrees with the reference.
-
-    A different top-1 still agrees when the reference's own probability of
-    that class is within ``tie_margin`` of its top-1 (a tie in the reference);
-    such frames are counted in the detail.
-    """
-    same = ties = 0
-    for r, g in zip(ref, got):
-        top = int(g.class_ids[0])
-        if top == int(r.class_ids[0]):
-            same += 1
-            continue
-        hit = np.flatnonzero(r.class_ids == top)
-        if hit.size and float(r.scores[0] - r.scores[hit[0]]) <= tie_margin:
-            ties += 1
-    dmax = max(float(abs(r.scores[0] - g.scores[0])) for r, g in zip(ref, got))
-    detail = f'top-1 same on {same}/{len(ref)} frames'
-    if ties:
-        detail += (f' (+{ties} flip(s) between classes tied within {tie_margin:g} in the '
-                   f'reference)')
-    return (same + ties) / len(ref), detail + f', max top-1 score diff {dmax:.3f}'
-
-
-def _iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Return the IoU of one box (x1, y1, x2, y2) against many."""
-    x1 = np.maximum(a[0], b[:, 0])
-    y1 = np.maximum(a[1], b[:, 1])
-    x2 = np.minimum(a[2], b[:, 2])
-    y2 = np.minimum(a[3], b[:, 3])
-    inter = np.clip(x2 - x1, 0, None) * np.clip(y2 - y1, 0, None)
-    area = (a[2] - a[0]) * (a[3] - a[1]) + (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1]) - inter
-    return inter / np.maximum(area, 1e-9)
-
-
-def _detection_agreement(ref: List[Detections], got: List[Detections]) -> Tuple[float, str]:
-    """F1 of matches (same class, IoU >= 0.5, greedy by score) over all frames.
-
-    A frame whose objects are ALL missed counts beyond its boxes: the F1 is
-    scaled by the share of frames with objects that kept at least one (an
-    int8 NanoDet missed the only person of a photo while its F1 over all
-    boxes stayed 0.98).
-    """
-    matched = n_ref = n_got = 0
-    frames_with, frames_lost = 0, 0
-    dscore = 0.0
-    for r, g in zip(ref, got):
-        before = matched
-        n_ref += len(r.scores)
-        n_got += len(g.scores)
-        free = np.ones(len(g.scores), bool)
-        for i in np.argsort(-r.scores):
-            if not free.any():
-                break
-            same = free & (g.class_ids == r.class_ids[i])
-            if not same.any():
-                continue
-            ious = np.where(same, _iou(r.boxes[i], g.boxes), -1.0)
-            j = int(np.argmax(ious))
-            if ious[j] >= 0.5:
-                free[j] = False
-                matched += 1
-                dscore = max(dscore, float(abs(r.scores[i] - g.scores[j])))
-        if len(r.scores):
-            frames_with += 1
-            frames_lost += matched == before
-    if n_ref + n_got == 0:
-        return 1.0, 'no detections in either (frames without objects)'
-    f1 = 2 * matched / (n_ref + n_got)
-    if frames_lost:
-        f1 *= 1 - frames_lost / frames_with
-    return f1, (f'{matched} of {n_ref} reference boxes matched ({n_got} found), '
-                f'max score diff {dscore:.3f}'
-                + (f', every object missed on {frames_lost} of {frames_with} frames'
-                   if frames_lost else ''))
+        return agreement(self.spec, self.outputs, outputs)
 
 
 # ---------------------------------------------------------------------- profiling

@@ -99,7 +99,7 @@ class PerceptionContainer:
         self.node = Node(name)
         # process-wide objects (power meter, backend manager) log under the container
         set_shared_logger(self.node.get_logger())
-        self.node.declare_parameter('nodes', ['detector', 'classifier'])
+        self.node.declare_parameter('nodes', ['detector', 'classifier', 'pose', 'segmenter'])
         self.node.declare_parameter('autostart', False)
         self.node.declare_parameter('telemetry', 'telemetry')
         self.node.declare_parameter('thread_budget', 0)

@@ -21,8 +21,7 @@ import time
 from typing import Optional
 
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
-from edge_infer_msgs.msg import (BackendCandidate, BackendReport, Classification,
-                                 ClassScore, Detection, DetectionArray, Energy, EnergyRecord)
+from edge_infer_msgs.msg import BackendCandidate, BackendReport, Energy, EnergyRecord
 from rclpy.lifecycle import LifecycleState, TransitionCallbackReturn
 from rclpy.qos import (DurabilityPolicy, HistoryPolicy, qos_profile_sensor_data, QoSProfile,
                        ReliabilityPolicy)
@@ -30,7 +29,7 @@ from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import CompressedImage, Image
 
 from .base import ManagedNode, shared_log
-from .vision_out import RESULT_MESSAGES, VisionOutputs
+from .tasks import instance_decoder, make_task, Task
 from .. import paths
 from ..backends.live import LiveChoice, LiveSettings
 from ..backends.manager import shared_manager
@@ -54,7 +53,8 @@ PARAMETERS = {
     'model': ('', 'registry name of the model to run (config/models.yaml)'),
     'image_topic': ('image', 'camera topic (sensor_msgs/Image); compressed adds /compressed'),
     'transport': ('raw', "'raw' (sensor_msgs/Image) or 'compressed' (CompressedImage)"),
-    'output_topic': ('', "result topic; '' = ~/detections or ~/classification by task"),
+    'output_topic': ('', "edge_infer result topic; '' = by task: ~/detections, "
+                         '~/classification, ~/poses or ~/segmentation'),
     'registry': ('', "model registry file; '' = the package's config/models.yaml"),
     'models_dir': ('', "directory of model files; '' = $EDGE_INFER_HOME/models"),
     'backend': ('auto', "'auto' = measured choice (backend manager); or a candidate's name, "
@@ -78,8 +78,9 @@ PARAMETERS = {
     'executor_policy': ('', "run the model's segments on the process-wide shared executor: "
                             "accelerator-only | by-layer-type | cost-model; '' = whole model "
                             'on the chosen backend'),
-    'score_threshold': (-1.0, 'detector score threshold; < 0 = registry value'),
-    'nms_iou': (-1.0, 'detector NMS IoU threshold; < 0 = registry value'),
+    'score_threshold': (-1.0, 'detector / pose / instance score threshold; < 0 = registry '
+                              'value'),
+    'nms_iou': (-1.0, 'detector / pose / instance NMS IoU threshold; < 0 = registry value'),
     'top_k': (0, 'classifier: classes per result; 0 = registry value'),
     'verify_checksum': (True, "check the model file's sha256 against the registry"),
     'diagnostics_period': (1.0, 'seconds between /diagnostics messages; 0 = off'),
@@ -88,7 +89,7 @@ PARAMETERS = {
     'diagnostics_window_s': (10.0, '/diagnostics is WARN while a frame was rejected within '
                                    'this many seconds, then OK again'),
     'result_messages': ('both', 'both | standard (vision_msgs on ~/vision/*) | edge_infer '
-                                '(~/detections or ~/classification)'),
+                                '(the task topic); keypoints and masks go out either way'),
     'energy_metering': (True, 'attribute energy to each model run; results carry it and '
                               '~/energy publishes an EnergyRecord per frame'),
 }
@@ -134,7 +135,7 @@ class PerceptionNode(ManagedNode):
         super().__init__(node_name, **kwargs)
         self.stats = StreamStats()
         self._slot = LatestSlot()
-        self._pub = None
+        self._task: Optional[Task] = None   # the task's result publishers (nodes/tasks.py)
         self._sub = None
         self._worker: Optional[threading.Thread] = None
         self._running = False
@@ -148,7 +149,6 @@ class PerceptionNode(ManagedNode):
         self._report_pub = None
         self._executor = None
         self._debug_pub = None
-        self._vision: Optional[VisionOutputs] = None     # vision_msgs results
         self._debug_next = 0.0              # time.monotonic() of the next allowed debug image
         self._debug_period = 0.1
         self._joules = deque(maxlen=1000)   # recent energy per inference, for diagnostics
@@ -185,8 +185,8 @@ class PerceptionNode(ManagedNode):
         self._sub = self.create_subscription(self._msg_type, self._topic, self._on_frame,
                                              qos_profile_sensor_data, raw=True)
         # the resolved names: remappings (camera_topic:=...) and the namespace applied
-        outs = [p.topic_name for p in (self._pub, self._vision) if p is not None]
-        self.get_logger().info(f"active: {self._sub.topic_name} -> {', '.join(outs)}")
+        self.get_logger().info(f'active: {self._sub.topic_name} -> '
+                               f"{', '.join(self._task.topic_names())}")
         return super().on_activate(state)
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
@@ -259,14 +259,14 @@ class PerceptionNode(ManagedNode):
                               f"(known: {', '.join(sorted(registry))})")
         spec = registry[model_name]
         overrides = {}
-        if spec.task == 'detection':
+        if spec.task in ('detection', 'pose') or instance_decoder(spec.decoder):
             for key in ('score_threshold', 'nms_iou'):
                 value = self._param(key)
                 if value >= 0:
                     if value > 1 or (key == 'nms_iou' and value == 0):
                         raise ConfigError(f"parameter '{key}' is {value}: use a value in [0, 1]")
                     overrides[key] = value
-        elif self._param('top_k') > 0:
+        elif spec.task == 'classification' and self._param('top_k') > 0:
             overrides['top_k'] = self._param('top_k')
         models_dir = self._param('models_dir') or str(paths.models_dir())
         path = model_file(spec, models_dir, self._param('verify_checksum'))
@@ -305,18 +305,13 @@ class PerceptionNode(ManagedNode):
                                       'with OpenCV, which cannot tell corrupt data '
                                       '(pip install simplejpeg)')
         self._topic = topic if transport == 'raw' else topic.rstrip('/') + '/compressed'
-        out = self._param('output_topic') or (
-            '~/detections' if spec.task == 'detection' else '~/classification')
-        out_type = DetectionArray if spec.task == 'detection' else Classification
-        formats = self._param('result_messages')
-        if formats not in RESULT_MESSAGES:
-            raise ConfigError(f"parameter 'result_messages' is '{formats}': use one of "
-                              f"{', '.join(RESULT_MESSAGES)}")
-        if formats != 'standard':
-            self._pub = self.create_lifecycle_publisher(out_type, out, 10)
-        if formats != 'edge_infer':
-            self._vision = VisionOutputs(self, spec, overrides.get(
-                'score_threshold', spec.decoder_args.get('score_threshold', 0.0)))
+        try:
+            self._task = make_task(self, spec, self._param('result_messages'),
+                                   self._param('output_topic'), overrides.get(
+                                       'score_threshold',
+                                       spec.decoder_args.get('score_threshold', 0.0)))
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
         if self._param('debug_image_rate_hz') > 0:
             self._debug_pub = self.create_lifecycle_publisher(Image, '~/debug_image', 1)
             self._debug_period = 1.0 / self._param('debug_image_rate_hz')
@@ -366,12 +361,9 @@ class PerceptionNode(ManagedNode):
 
     def _release(self) -> None:
         self._stop_diagnostics()
-        if self._pub is not None:
-            self.destroy_lifecycle_publisher(self._pub)
-            self._pub = None
-        if self._vision is not None:
-            self._vision.destroy()
-            self._vision = None
+        if self._task is not None:
+            self._task.destroy()
+            self._task = None
         if self._energy_pub is not None:
             self.destroy_lifecycle_publisher(self._energy_pub)
             self._energy_pub = None
@@ -477,10 +469,7 @@ class PerceptionNode(ManagedNode):
             self.stats.count('energy_missing')
         out.energy = energy_msg(pending.record if pending is not None else None)
         t4 = time.perf_counter()
-        if self._pub is not None:
-            self._pub.publish(out)
-        if self._vision is not None:
-            self._vision.publish(out.header, result)
+        self._task.publish(out, result)
         t5 = time.perf_counter()
         if pending is not None:     # the separate energy record: after the result
             self._publish_energy(out, pending.record)
@@ -519,19 +508,9 @@ class PerceptionNode(ManagedNode):
         if now < self._debug_next:
             return
         self._debug_next = now + self._debug_period
-        from ..core.draw import annotate, to_bgr
-        spec = self._model.spec
+        from ..core.draw import to_bgr
         img = to_bgr(frame.pixels, frame.color)
-        caption = (f'{spec.name} | {out.backend} | {out.inference_ms:.1f} ms')
-        if spec.task == 'detection':
-            det = result.output
-            boxes = [(spec.label(c), s, *b) for b, s, c in zip(
-                det.boxes.tolist(), det.scores.tolist(), det.class_ids.tolist())]
-            annotate(img, boxes, caption=caption)
-        else:
-            cls = result.output
-            annotate(img, classes=[(spec.label(c), s) for c, s in zip(
-                cls.class_ids.tolist(), cls.scores.tolist())], caption=caption)
+        self._task.draw(img, result, f'{out.model} | {out.backend} | {out.inference_ms:.1f} ms')
         msg = Image(header=out.header, height=img.shape[0], width=img.shape[1],
                     encoding='bgr8', step=img.shape[1] * 3, data=img.tobytes())
         pub.publish(msg)
@@ -539,21 +518,7 @@ class PerceptionNode(ManagedNode):
 
     def _to_msg(self, frame, result, decode_ms: float):
         spec = self._model.spec
-        if spec.task == 'detection':
-            out = DetectionArray()
-            det = result.output
-            for box, score, cid in zip(det.boxes.tolist(), det.scores.tolist(),
-                                       det.class_ids.tolist()):
-                x1, y1, x2, y2 = box
-                out.detections.append(Detection(
-                    class_id=int(cid), label=spec.label(cid), score=float(score),
-                    center_x=(x1 + x2) / 2, center_y=(y1 + y2) / 2,
-                    size_x=x2 - x1, size_y=y2 - y1))
-        else:
-            out = Classification()
-            cls = result.output
-            out.results = [ClassScore(class_id=int(c), label=spec.label(c), score=float(s))
-                           for c, s in zip(cls.class_ids.tolist(), cls.scores.tolist())]
+        out = self._task.to_msg(result)     # the task's fields; the shared ones below
         out.model = spec.name
         out.backend = result.backend or self._model.backend_name     # a runner-up may run one
         out.image_width = frame.width

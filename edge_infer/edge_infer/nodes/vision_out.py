@@ -4,13 +4,15 @@
 A perception node with ``result_messages: standard`` or ``both`` (the
 default) publishes, beside or instead of its edge_infer_msgs result:
 
-- detectors: ``~/vision/detections`` (``vision_msgs/Detection2DArray``):
+- detectors (and the instances of pose and instance segmentation models):
+  ``~/vision/detections`` (``vision_msgs/Detection2DArray``):
   the source image's header; per detection one hypothesis with
   ``class_id`` = the label and the score, the box centre and size in source
   pixels (``bbox.center.position``, ``size_x``, ``size_y``; theta 0);
 - classifiers: ``~/vision/classification`` (``vision_msgs/Classification``):
   the top classes, ``class_id`` = the label;
-- both: ``~/vision/label_info`` (``vision_msgs/LabelInfo``, transient local,
+- every model, semantic segmentation ones included (their mask's class ids):
+  ``~/vision/label_info`` (``vision_msgs/LabelInfo``, transient local,
   once at configure): class id -> name, and the score threshold.
 
 What only edge_infer's messages carry (model, backend, image size, the
@@ -26,8 +28,11 @@ RESULT_MESSAGES = ('both', 'standard', 'edge_infer')
 class VisionOutputs:
     """The vision_msgs publishers of one perception node (lifecycle publishers)."""
 
-    def __init__(self, node, spec, score_threshold: float = 0.0):
-        """Create the publishers on ``node`` and publish the label map once."""
+    def __init__(self, node, spec, score_threshold: float = 0.0, results: bool = True):
+        """Create the publishers on ``node`` and publish the label map once.
+
+        ``results`` False: the label map only (a semantic mask's class ids).
+        """
         from vision_msgs import msg
         from vision_msgs.msg import Classification, Detection2DArray, LabelInfo, VisionClass
         self.msg = msg          # the types publish() builds, looked up once
@@ -36,10 +41,10 @@ class VisionOutputs:
         # 36-value covariance array), 10 of them were most of a frame's 168 us
         self._pool = []
         self.node, self.spec = node, spec
-        self.detection = spec.task == 'detection'
+        self.detection = spec.task != 'classification'     # detections, poses, instances
         kind = Detection2DArray if self.detection else Classification
         topic = '~/vision/detections' if self.detection else '~/vision/classification'
-        self.pub = node.create_lifecycle_publisher(kind, topic, 10)
+        self.pub = node.create_lifecycle_publisher(kind, topic, 10) if results else None
         latched = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST,
                              reliability=ReliabilityPolicy.RELIABLE,
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -49,11 +54,6 @@ class VisionOutputs:
         info.class_map = [VisionClass(class_id=i, class_name=n)
                           for i, n in enumerate(spec.labels) if i < 65536]
         self.labels_pub.publish(info)
-
-    @property
-    def topic_name(self) -> str:
-        """Return the resolved result topic."""
-        return self.pub.topic_name
 
     def publish(self, header, result) -> None:
         """Publish one frame's result with the source image's ``header``."""
@@ -80,5 +80,6 @@ class VisionOutputs:
 
     def destroy(self) -> None:
         """Destroy the publishers."""
-        self.node.destroy_lifecycle_publisher(self.pub)
+        if self.pub is not None:
+            self.node.destroy_lifecycle_publisher(self.pub)
         self.node.destroy_publisher(self.labels_pub)

@@ -1,0 +1,197 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""One object per task: what a perception node publishes and draws for a model's result.
+
+The node runs the model (decode included, :mod:`edge_infer.core`) and fills
+the fields every edge_infer result message shares (header, model, backend,
+image size, stage times, energy); the task object does the rest:
+
+============== ======================= =========================================
+task           edge_infer message      standard messages (vision_msgs, sensor_msgs)
+============== ======================= =========================================
+detection      ``~/detections``        ``~/vision/detections`` Detection2DArray
+               DetectionArray
+classification ``~/classification``    ``~/vision/classification`` Classification
+               Classification
+pose           ``~/poses``             ``~/vision/detections`` (the instances'
+               PoseDetectionArray      boxes); keypoints: edge_infer only
+segmentation   ``~/segmentation``      ``~/mask`` sensor_msgs/Image mono8 at the
+               Segmentation            source size; instance models also
+                                       ``~/vision/detections``
+============== ======================= =========================================
+
+``result_messages`` (``both`` | ``standard`` | ``edge_infer``) picks the
+columns. What has no standard type (keypoints) stays on its edge_infer topic
+whatever the choice, and the mask (a standard type) is published whatever the
+choice: nothing a model computes is dropped. ``~/vision/label_info`` carries
+the class map (:mod:`edge_infer.nodes.vision_out`).
+"""
+
+from typing import Optional
+
+from edge_infer_msgs.msg import (Classification, ClassScore, Detection, DetectionArray,
+                                 Keypoint, PoseDetection, PoseDetectionArray, Segmentation)
+import numpy as np
+from sensor_msgs.msg import Image
+
+from .vision_out import RESULT_MESSAGES, VisionOutputs
+from ..core.draw import draw_result
+
+DEFAULT_TOPICS = {'detection': '~/detections', 'classification': '~/classification',
+                  'pose': '~/poses', 'segmentation': '~/segmentation'}
+
+
+def _detections(spec, det) -> list:
+    """Return edge_infer Detection messages of a Detections result (source pixels)."""
+    label = spec.label
+    return [Detection(class_id=int(c), label=label(c), score=float(s),
+                      center_x=(x1 + x2) / 2, center_y=(y1 + y2) / 2,
+                      size_x=x2 - x1, size_y=y2 - y1)
+            for (x1, y1, x2, y2), s, c in zip(det.boxes.tolist(), det.scores.tolist(),
+                                              det.class_ids.tolist())]
+
+
+class Task:
+    """Detection: the base every task object follows."""
+
+    message = DetectionArray
+    has_vision = True       # has a vision_msgs form
+
+    def __init__(self, node, spec, formats: str, topic: str = '', score_threshold: float = 0.0):
+        """Create the node's result publishers for ``formats`` (see RESULT_MESSAGES)."""
+        if formats not in RESULT_MESSAGES:
+            raise ValueError(f"parameter 'result_messages' is '{formats}': use one of "
+                             f"{', '.join(RESULT_MESSAGES)}")
+        self.node, self.spec, self.formats = node, spec, formats
+        self.pub = None
+        self.vision: Optional[VisionOutputs] = None
+        if formats != 'standard' or not self.has_vision:
+            self.pub = node.create_lifecycle_publisher(
+                self.message, topic or DEFAULT_TOPICS[spec.task], 10)
+        if formats != 'edge_infer':     # without a vision_msgs form: the label map only
+            self.vision = VisionOutputs(node, spec, score_threshold, results=self.has_vision)
+
+    def publishers(self) -> list:
+        """Return the publishers of every frame's results (the label map's aside)."""
+        return [p for p in (self.pub, self.vision and self.vision.pub) if p is not None]
+
+    def topic_names(self) -> list:
+        """Return the resolved per-frame result topics."""
+        return [p.topic_name for p in self.publishers()]
+
+    def to_msg(self, result):
+        """Return the edge_infer message with the task's own fields filled."""
+        return DetectionArray(detections=_detections(self.spec, result.output))
+
+    def publish(self, msg, result) -> None:
+        """Publish ``msg`` (from :meth:`to_msg`, common fields set) and the standard forms."""
+        if self.pub is not None:
+            self.pub.publish(msg)
+        if self.vision is not None and self.has_vision:
+            self.vision.publish(msg.header, result)
+
+    def draw(self, img: np.ndarray, result, caption: str) -> None:
+        """Draw ``result`` on the BGR image ``img`` (in place): boxes, keypoints, masks."""
+        draw_result(img, self.spec, result.output, caption)
+
+    def destroy(self) -> None:
+        """Destroy the publishers."""
+        if self.pub is not None:
+            self.node.destroy_lifecycle_publisher(self.pub)
+            self.pub = None
+        if self.vision is not None:
+            self.vision.destroy()
+            self.vision = None
+
+
+class ClassificationTask(Task):
+    """Top-k classes."""
+
+    message = Classification
+
+    def to_msg(self, result):
+        """Return a Classification with the top classes."""
+        cls, label = result.output, self.spec.label
+        return Classification(results=[
+            ClassScore(class_id=int(c), label=label(c), score=float(s))
+            for c, s in zip(cls.class_ids.tolist(), cls.scores.tolist())])
+
+
+class PoseTask(Task):
+    """Instances with keypoints: PoseDetectionArray always (no standard type), boxes as vision."""
+
+    message = PoseDetectionArray
+
+    def __init__(self, node, spec, formats: str, topic: str = '', score_threshold: float = 0.0):
+        """As :class:`Task`; keypoints are published whatever ``formats`` says."""
+        super().__init__(node, spec, formats, topic, score_threshold)
+        if self.pub is None:
+            self.pub = node.create_lifecycle_publisher(
+                self.message, topic or DEFAULT_TOPICS[spec.task], 10)
+        self.names = list(spec.keypoint_names)
+        self.skeleton = [int(i) for pair in spec.skeleton for i in pair]
+
+    def to_msg(self, result):
+        """Return a PoseDetectionArray: per instance its box and keypoints."""
+        poses = result.output
+        msg = PoseDetectionArray(keypoint_names=self.names, skeleton=self.skeleton)
+        for det, kps in zip(_detections(self.spec, poses), poses.keypoints.tolist()):
+            msg.poses.append(PoseDetection(detection=det, keypoints=[
+                Keypoint(x=x, y=y, score=s) for x, y, s in kps]))
+        return msg
+
+
+class SegmentationTask(Task):
+    """Masks: ``~/mask`` (mono8, source size) always; instances also as detections."""
+
+    message = Segmentation
+
+    def __init__(self, node, spec, formats: str, topic: str = '', score_threshold: float = 0.0):
+        """As :class:`Task`, plus the ``~/mask`` publisher."""
+        self.instances = instance_decoder(spec.decoder)
+        self.has_vision = self.instances    # only instance models have a vision_msgs form
+        self.mask_pub = None
+        super().__init__(node, spec, formats, topic, score_threshold)
+        self.mask_pub = node.create_lifecycle_publisher(Image, '~/mask', 10)
+
+    def to_msg(self, result):
+        """Return a Segmentation: instances, or the labels and each class's share of pixels."""
+        out = result.output
+        if self.instances:
+            return Segmentation(instances=_detections(self.spec, out))
+        n = max(len(self.spec.labels), int(out.mask.max(initial=0)) + 1)
+        counts = np.bincount(out.mask.ravel(), minlength=n)
+        return Segmentation(labels=list(self.spec.labels),
+                            class_fractions=(counts / max(1, out.mask.size)).tolist())
+
+    def publishers(self) -> list:
+        """Return the result publishers, ``~/mask`` first."""
+        return [self.mask_pub] + super().publishers()
+
+    def publish(self, msg, result) -> None:
+        """Publish the mask (same header as the result), then the result messages."""
+        mask = result.output.mask
+        self.mask_pub.publish(Image(header=msg.header, height=mask.shape[0],
+                                    width=mask.shape[1], encoding='mono8',
+                                    step=mask.shape[1], data=mask.tobytes()))
+        super().publish(msg, result)
+
+    def destroy(self) -> None:
+        """Destroy the publishers, ``~/mask`` included."""
+        super().destroy()
+        if self.mask_pub is not None:
+            self.node.destroy_lifecycle_publisher(self.mask_pub)
+            self.mask_pub = None
+
+
+def instance_decoder(decoder: str) -> bool:
+    """Return True for segmentation decoders whose result is instances (InstanceMasks)."""
+    return decoder == 'yolov8_seg'
+
+
+TASKS = {'detection': Task, 'classification': ClassificationTask, 'pose': PoseTask,
+         'segmentation': SegmentationTask}
+
+
+def make_task(node, spec, formats: str, topic: str = '', score_threshold: float = 0.0) -> Task:
+    """Return the task object of ``spec.task``, its publishers created on ``node``."""
+    return TASKS[spec.task](node, spec, formats, topic, score_threshold)
