@@ -77,17 +77,7 @@ def test_added_model_is_registered_for_the_nodes_and_finds_the_person(
 
 def _single_output_model(path, shape, meta=None):
     """Write a model with an image input and one output of ``shape`` (zeros)."""
-    x = helper.make_tensor_value_info('x', TensorProto.FLOAT, [1, 3, 64, 64])
-    y = helper.make_tensor_value_info('y', TensorProto.FLOAT, shape)
-    nodes = [helper.make_node('ConstantOfShape', ['shape'], ['y'])]
-    inits = [onnx.numpy_helper.from_array(np.array(shape, np.int64), 'shape')]
-    model = helper.make_model(helper.make_graph(nodes, 't', [x], [y], inits),
-                              opset_imports=[helper.make_opsetid('', 13)])
-    model.ir_version = 8
-    for k, v in (meta or {}).items():
-        model.metadata_props.append(onnx.StringStringEntryProto(key=k, value=v))
-    onnx.save(model, str(path))
-    return path
+    return _model_with_outputs(path, [shape], meta)
 
 
 def test_an_ambiguous_layout_names_the_families_that_fit_and_asks_for_family(tmp_path):
@@ -112,9 +102,9 @@ def test_an_unreadable_file_or_layout_gets_one_line_with_what_was_seen(tmp_path)
     odd = _single_output_model(tmp_path / 'odd.onnx', [1, 2, 3, 4])
     with pytest.raises(user.ModelError, match=r'outputs \[\[1, 2, 3, 4\]\] fit no known'):
         user.propose(odd)
-    pose = _single_output_model(tmp_path / 'pose.onnx', [1, 56, 20], {'task': 'pose'})
-    with pytest.raises(user.ModelError, match="task 'pose'"):
-        user.propose(pose)
+    obb = _single_output_model(tmp_path / 'obb.onnx', [1, 20, 20], {'task': 'obb'})
+    with pytest.raises(user.ModelError, match="task 'obb'"):
+        user.propose(obb)
 
 
 def test_the_cli_adds_lists_and_checks(layouts, photo, tmp_path, monkeypatch, capsys):
@@ -149,3 +139,62 @@ def test_yolox_and_rtdetr_by_family_or_metadata(tmp_path):
     prop = user.propose(detr)
     assert prop.family == 'rtdetr' and prop.inputs['resize'] == 'stretch'
     assert prop.output['decoder'] == 'rtdetr' and len(prop.labels) == 80
+
+
+def _model_with_outputs(path, shapes, meta=None):
+    """Write a model with a 64x64 image input and outputs of ``shapes`` (zeros)."""
+    x = helper.make_tensor_value_info('x', TensorProto.FLOAT, [1, 3, 64, 64])
+    outs, nodes, inits = [], [], []
+    for i, shape in enumerate(shapes):
+        outs.append(helper.make_tensor_value_info(f'y{i}', TensorProto.FLOAT, shape))
+        nodes.append(helper.make_node('ConstantOfShape', [f's{i}'], [f'y{i}']))
+        inits.append(onnx.numpy_helper.from_array(np.array(shape, np.int64), f's{i}'))
+    model = helper.make_model(helper.make_graph(nodes, 't', [x], outs, inits),
+                              opset_imports=[helper.make_opsetid('', 13)])
+    model.ir_version = 8
+    for k, v in (meta or {}).items():
+        model.metadata_props.append(onnx.StringStringEntryProto(key=k, value=v))
+    onnx.save(model, str(path))
+    return path
+
+
+def test_pose_and_segmentation_layouts_are_recognised(tmp_path):
+    pose = _single_output_model(tmp_path / 'pose.onnx', [1, 56, 84], {
+        'author': 'Ultralytics', 'task': 'pose', 'kpt_shape': '[17, 3]',
+        'names': "{0: 'person'}"})
+    prop = user.propose(pose)
+    assert (prop.family, prop.task, prop.labels) == ('yolov8_pose', 'pose', ['person'])
+    assert prop.output['kpt_shape'] == [17, 3] and prop.output['keypoints'] == 'coco17'
+    assert prop.inputs['pad_value'] == 114
+    seg = _model_with_outputs(tmp_path / 'seg.onnx', [[1, 4 + 80 + 32, 84], [1, 32, 16, 16]])
+    prop = user.propose(seg)
+    assert (prop.family, prop.task, len(prop.labels)) == ('yolov8_seg', 'segmentation', 80)
+    single = _single_output_model(tmp_path / 'movenet.onnx', [1, 1, 17, 3])
+    prop = user.propose(single)
+    assert (prop.family, prop.task, prop.labels) == ('movenet', 'pose', ['person'])
+    fg = _single_output_model(tmp_path / 'fg.onnx', [1, 64, 64, 1])
+    prop = user.propose(fg)
+    assert (prop.family, prop.labels) == ('semantic', ['background', 'foreground'])
+    classes = _single_output_model(tmp_path / 'cls.onnx', [1, 21, 32, 32])
+    assert len(user.propose(classes).labels) == 21
+    # each proposal becomes a registry entry the nodes can read
+    for f in (pose, seg, single, fg):
+        name, _ = user.add(f, registry=tmp_path / 'reg.yaml', models_dir=tmp_path / 'm')
+    from edge_infer.core.registry import load_registry
+    specs = load_registry(tmp_path / 'reg.yaml')
+    assert {s.task for s in specs.values()} == {'pose', 'segmentation'}
+    assert specs['pose'].keypoint_names[0] == 'nose' and len(specs['pose'].skeleton) == 19
+
+
+def test_an_integer_input_gets_one_line(tmp_path):
+    x = helper.make_tensor_value_info('input', TensorProto.INT32, [1, 192, 192, 3])
+    y = helper.make_tensor_value_info('y', TensorProto.FLOAT, [1, 1, 17, 3])
+    nodes = [helper.make_node('ConstantOfShape', ['shape'], ['y'])]
+    inits = [onnx.numpy_helper.from_array(np.array([1, 1, 17, 3], np.int64), 'shape')]
+    model = helper.make_model(helper.make_graph(nodes, 't', [x], [y], inits),
+                              opset_imports=[helper.make_opsetid('', 13)])
+    model.ir_version = 8
+    onnx.save(model, str(tmp_path / 'int.onnx'))
+    with pytest.raises(user.ModelError, match=r"input 'input' is int32 \[1, 192, 192, 3\]: "
+                                              r'edge_infer feeds float32'):
+        user.propose(tmp_path / 'int.onnx')

@@ -24,10 +24,14 @@ import shutil
 import sys
 from typing import Dict, List, Optional, Tuple
 
+import numpy as np
 import yaml
 
-FAMILIES = ('yolov8', 'yolov5', 'end2end', 'yolox', 'rtdetr', 'nanodet', 'topk')
+FAMILIES = ('yolov8', 'yolov5', 'end2end', 'yolox', 'rtdetr', 'nanodet', 'topk',
+            'yolov8_pose', 'movenet', 'yolov8_seg', 'semantic')
 YOLO = ('yolov8', 'yolov5', 'end2end')
+TASK_OF = {'yolov8_pose': 'pose', 'movenet': 'pose', 'yolov8_seg': 'segmentation',
+           'semantic': 'segmentation'}
 COCO, IMAGENET = 80, 1000
 
 
@@ -61,6 +65,12 @@ def read_onnx(path: pathlib.Path) -> Tuple[list, list, Dict[str, str]]:
         return [d.dim_value if d.HasField('dim_value') else None
                 for d in t.type.tensor_type.shape.dim]
     inputs = [(t.name, shape(t)) for t in model.graph.input if t.name not in inits]
+    for t in model.graph.input:
+        if t.name not in inits and t.type.tensor_type.elem_type != onnx.TensorProto.FLOAT:
+            kind = onnx.TensorProto.DataType.Name(t.type.tensor_type.elem_type).lower()
+            raise ModelError(f"input '{t.name}' is {kind} {shape(t)}: edge_infer feeds "
+                             f'float32 image tensors (re-export it with a float input, or '
+                             f'add a Cast after a float input)')
     outputs = [(t.name, shape(t)) for t in model.graph.output]
     return inputs, outputs, {p.key: p.value for p in model.metadata_props}
 
@@ -95,12 +105,41 @@ def _input(inputs, meta) -> Tuple[dict, List[str]]:
     return {'width': int(w), 'height': int(h), 'layout': layout}, why
 
 
-def _family(outputs, meta, nc: Optional[int]) -> Tuple[str, Optional[int], str]:
-    """Return (family, class count or None, why) from the outputs' shapes."""
+def _per_pixel(shape, size) -> Optional[int]:
+    """Return the channel count of a [1, C, H, W] / [1, H, W, C] map over the input, else None.
+
+    A map over the input is at least 1/8 of its size (``size``: width, height).
+    """
+    if len(shape) != 4 or None in shape:
+        return None
+    w, h = size
+    for c, (mh, mw) in ((shape[1], shape[2:]), (shape[3], shape[1:3])):
+        if c <= 256 and mh * 8 >= h and mw * 8 >= w and mh <= h and mw <= w:
+            return c
+    return None
+
+
+def _family(outputs, meta, nc: Optional[int], size=(0, 0)) -> Tuple[str, Optional[int], str]:
+    """Return (family, class count or None, why) from the outputs' shapes (input ``size``)."""
     shapes = [s for _, s in outputs]
-    if meta.get('task') in ('pose', 'segment', 'obb'):
-        raise ModelError(f"task '{meta['task']}' (Ultralytics metadata): edge_infer decodes "
-                         f'detection and classification models so far (outputs {shapes})')
+    if meta.get('task') == 'obb':
+        raise ModelError(f"task 'obb' (Ultralytics metadata): rotated boxes are not decoded "
+                         f'(outputs {shapes})')
+    if meta.get('task') == 'pose':
+        return 'yolov8_pose', nc or 1, f"task 'pose' in the metadata, {shapes[0]}"
+    if meta.get('task') == 'segment' or (len(shapes) == 2 and sorted(map(len, shapes)) == [3, 4]):
+        det, protos = sorted(shapes, key=len)
+        if nc is None and det[1] and protos[1]:
+            nc = det[1] - 4 - protos[1]
+        return 'yolov8_seg', nc, f'{shapes}: boxes + mask coefficients, and prototypes'
+    if len(shapes) == 1 and shapes[0] in ([1, 1, 17, 3], [1, 6, 56]):
+        return 'movenet', 1, (f'{shapes[0]}: MoveNet ' + ('single' if shapes[0][1] == 1 else
+                                                          'multi') + '-pose, 17 keypoints')
+    ch = _per_pixel(shapes[0], size) if len(shapes) == 1 else None
+    if ch:
+        return 'semantic', nc or max(2, ch), (
+            f'{shapes[0]}: per-pixel scores, {ch} channel(s)'
+            + (' (one foreground channel: background + foreground)' if ch == 1 else ''))
     names = [n for n, _ in outputs]
     if len(outputs) >= 2 and len(outputs) % 2 == 0 and all(
             n.startswith('cls_') for n in names[:len(names) // 2]):
@@ -160,8 +199,12 @@ def propose(path: pathlib.Path, family: str = '', labels: Optional[List[str]] = 
             first = family == 'yolov8' and shp[1] and shp[2] and shp[1] < shp[2]
             nc = (shp[1] if first else shp[2]) - (4 if family in ('yolov8', 'rtdetr') else 5)
     else:
-        fam, nc, why_f = _family(outputs, meta, nc)
+        fam, nc, why_f = _family(outputs, meta, nc, (inp['width'], inp['height']))
     why.append(f'family {fam}: {why_f}')
+    if not names and fam in ('movenet', 'yolov8_pose') and (nc or 1) == 1:
+        names = ['person']
+    elif not names and fam == 'semantic' and nc == 2:
+        names = ['background', 'foreground']
     if not names:
         builtin = {COCO: 'coco.txt', IMAGENET: 'imagenet.txt'}.get(nc or 0)
         if builtin:
@@ -197,6 +240,36 @@ def propose(path: pathlib.Path, family: str = '', labels: Optional[List[str]] = 
         why.append('preprocessing: Ultralytics (RGB, 0..1, letterbox padded with 114); '
                    'thresholds: its predict defaults (score 0.25, IoU 0.7, 300 boxes)')
         task = 'detection'
+    elif fam in ('yolov8_pose', 'yolov8_seg'):
+        inp.update(color='rgb', resize='letterbox', pad_value=114,
+                   normalize={'mean': [0, 0, 0], 'std': [255, 255, 255]})
+        out = {'decoder': fam, 'score_threshold': 0.25, 'nms_iou': 0.7, 'max_detections': 100}
+        if fam == 'yolov8_pose':
+            try:
+                kpt = list(ast.literal_eval(meta.get('kpt_shape', '[17, 3]')))
+            except (ValueError, SyntaxError):
+                kpt = [17, 3]
+            out['kpt_shape'] = [int(v) for v in kpt]
+            if kpt[0] == 17:
+                out['keypoints'] = 'coco17'
+            why.append(f'keypoints: {kpt[0]} x {kpt[1]} (kpt_shape)'
+                       + (', COCO names and skeleton' if kpt[0] == 17 else ''))
+        why.append('preprocessing: Ultralytics (RGB, 0..1, letterbox padded with 114)')
+        task = TASK_OF[fam]
+    elif fam == 'movenet':
+        inp.update(color='rgb', resize='letterbox', pad_value=0,
+                   normalize={'mean': [0, 0, 0], 'std': [1, 1, 1]})
+        out = {'decoder': 'movenet', 'score_threshold': 0.2, 'keypoint_threshold': 0.3,
+               'keypoints': 'coco17'}
+        why.append('preprocessing: MoveNet (RGB 0..255, letterbox)')
+        task = 'pose'
+    elif fam == 'semantic':
+        inp.update(color='rgb', resize='stretch',
+                   normalize={'mean': [0, 0, 0], 'std': [255, 255, 255]})
+        out = {'decoder': 'semantic'}
+        why.append('preprocessing: a guess (RGB 0..1, stretched): check it against the '
+                   "model's documentation and edit the entry if it differs")
+        task = 'segmentation'
     elif fam == 'nanodet':
         raise ModelError('NanoDet heads: copy the bundled nanodet entry of config/models.yaml '
                          '(its strides and bins depend on the export)')
@@ -267,7 +340,7 @@ def check(spec, image: pathlib.Path, models_dir: Optional[pathlib.Path] = None,
     import cv2
     from .. import paths
     from ..backends.ort import OrtBackend
-    from ..core.draw import annotate, to_bgr
+    from ..core.draw import draw_result, to_bgr
     from ..core.image import from_compressed
     from ..core.model import Model
     frame = from_compressed(pathlib.Path(image).suffix.lstrip('.').replace('jpg', 'jpeg'),
@@ -279,23 +352,39 @@ def check(spec, image: pathlib.Path, models_dir: Optional[pathlib.Path] = None,
     finally:
         model.close()
     out = result.output
-    img = to_bgr(frame.pixels, frame.color)
-    if spec.task == 'detection':
-        boxes = [(spec.label(int(c)), float(s), *map(float, b))
-                 for b, s, c in zip(out.boxes, out.scores, out.class_ids)]
-        lines = [f'{len(boxes)} detection(s) in {pathlib.Path(image).name}'] + [
-            f'  {lab} {s:.2f} at ({x1:.0f}, {y1:.0f})-({x2:.0f}, {y2:.0f})'
-            for lab, s, x1, y1, x2, y2 in boxes]
-        annotate(img, boxes, caption=f'{spec.name}')
-    else:
-        classes = [(spec.label(int(c)), float(s)) for c, s in zip(out.class_ids, out.scores)]
-        lines = [f'top classes in {pathlib.Path(image).name}'] + [
-            f'  {lab} {s:.3f}' for lab, s in classes]
-        annotate(img, classes=classes, caption=f'{spec.name}')
+    lines = describe(spec, out, pathlib.Path(image).name)
+    img = draw_result(to_bgr(frame.pixels, frame.color), spec, out, caption=spec.name)
     if out_png is not None:
         pathlib.Path(out_png).parent.mkdir(parents=True, exist_ok=True)
         cv2.imwrite(str(out_png), img)
         lines.append(f'annotated picture: {out_png}')
+    return lines
+
+
+def describe(spec, out, where: str) -> List[str]:
+    """Return lines saying what one result of ``spec`` holds: boxes, poses, masks or classes."""
+    if spec.task == 'classification':
+        return [f'top classes in {where}'] + [
+            f'  {spec.label(int(c))} {s:.3f}' for c, s in zip(out.class_ids, out.scores)]
+    lines = []
+    if hasattr(out, 'boxes'):
+        what = {'pose': 'pose(s)', 'segmentation': 'instance(s)'}.get(spec.task, 'detection(s)')
+        lines.append(f'{len(out)} {what} in {where}')
+        for i, (b, s, c) in enumerate(zip(out.boxes, out.scores, out.class_ids)):
+            x1, y1, x2, y2 = map(float, b)
+            lines.append(f'  {spec.label(int(c))} {s:.2f} at ({x1:.0f}, {y1:.0f})-'
+                         f'({x2:.0f}, {y2:.0f})')
+            kps = getattr(out, 'keypoints', None)
+            if kps is not None:
+                sure = [f'{n} ({x:.0f}, {y:.0f})' for n, (x, y, k) in zip(
+                    spec.keypoint_names, kps[i].tolist()) if k >= 0.3]
+                lines.append(f'    {len(sure)} keypoints over 0.3: ' + ', '.join(sure[:5])
+                             + (' ...' if len(sure) > 5 else ''))
+    mask = getattr(out, 'mask', None)
+    if mask is not None and not hasattr(out, 'boxes'):
+        counts = np.bincount(mask.ravel(), minlength=len(spec.labels))
+        lines.append(f'mask {mask.shape[1]}x{mask.shape[0]} of {where}: ' + ', '.join(
+            f'{spec.label(c)} {n / mask.size:.1%}' for c, n in enumerate(counts) if n))
     return lines
 
 
