@@ -23,7 +23,9 @@ Method:
    SGEMM on the CPU, which is what seed 000's Caffe+OpenBLAS baseline does.
    The ratio to ONNX Runtime on one CPU thread is given too.
 Fastest / most energy-efficient are picked among the candidates that passed
-the accuracy check.
+the accuracy check; CHOSEN marks the backend manager's own choice (objective
+latency, from its profile in step 1, as a node with ``backend: auto`` makes
+it), which the side-by-side rounds may rank differently.
 """
 
 import argparse
@@ -116,7 +118,7 @@ def measure_model(name: str, spec, args, power: benchlib.Power, res: benchlib.Re
                         if other and row['rounds'] else float('nan'))
         row['energy_gain_vs_baseline'] = (base['mj_median'] / row['mj_median']
                                           if base and row['rounds'] else float('nan'))
-        marks = []
+        marks = ['CHOSEN'] if row['backend'] == run.chosen else []
         if row is fastest:
             marks.append('FASTEST')
         if row is greenest:
@@ -128,6 +130,7 @@ def measure_model(name: str, spec, args, power: benchlib.Power, res: benchlib.Re
         if not row['rounds']:
             marks.append(f"{row['status']}: {row['reason'][:100]}")
         row['mark'] = ', '.join(marks)
+    res.note(f'{name}: the manager chose {run.chosen or "nothing"} ({run.why[:140]})')
     if fastest and base:
         res.note(f'{name}: fastest {fastest["backend"]} {fastest["ms_median"]:.2f} ms '
                  f'= {fastest["speedup_vs_baseline"]:.2f}x the baseline {args.baseline} '

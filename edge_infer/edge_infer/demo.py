@@ -3,16 +3,18 @@
 
     python -m edge_infer.demo [--bag DIR] [--out DIR] [--rate R]
 
-1. starts the perception container (telemetry + detector + classifier, one
-   process);
+1. starts the perception container (telemetry and four models in one
+   process: a detector, a classifier, a pose model and a segmentation model);
 2. drives the nodes to 'active' through lifecycle_msgs services;
 3. replays the bag from another process (raw CDR, real time);
 4. collects the result topics and /diagnostics, and prints frames published /
    processed / dropped, latency p50/p95 per model, power and energy per
-   inference per model (with source and sampling rate), detections per class
-   and example results per image;
-5. writes annotated images, a latency plot and a power-over-time plot
-   (inference windows aligned under it) to the output folder.
+   inference per model (with source and sampling rate), the backend each
+   model chose, detections per class, and example results per image (boxes,
+   top class, people's keypoints, the person mask's share of the picture);
+5. writes annotated images (all four models' results drawn), a latency plot
+   and a power-over-time plot (inference windows aligned under it) to the
+   output folder.
 """
 
 import argparse
@@ -24,8 +26,14 @@ import time
 import numpy as np
 
 from . import paths, procs
+from .demo_plots import plot_latency, plot_power
 
-RESULT_TOPICS = {'detector': '/detector/detections', 'classifier': '/classifier/classification'}
+# The perception nodes of config/perception.yaml: node -> (result topic, message type)
+RESULT_TOPICS = {'detector': ('/detector/detections', 'DetectionArray'),
+                 'classifier': ('/classifier/classification', 'Classification'),
+                 'pose': ('/pose/poses', 'PoseDetectionArray'),
+                 'segmenter': ('/segmenter/segmentation', 'Segmentation')}
+MASK_TOPIC = '/segmenter/mask'
 TELEMETRY = '/telemetry'
 POWER_TOPIC = '/telemetry/power'
 
@@ -37,22 +45,26 @@ def _percentile(values, q):
 class Collector:
     """Subscribes to the results and diagnostics (in the demo's process)."""
 
-    def __init__(self, node):
+    def __init__(self, node, mask_stamps=()):
+        """Subscribe; the masks of frames stamped ``mask_stamps`` (ns) are kept."""
         from diagnostic_msgs.msg import DiagnosticArray
-        from edge_infer_msgs.msg import (BackendReport, Classification, DetectionArray,
-                                         EnergyRecord, PowerSample)
+        from edge_infer_msgs import msg as edge_msgs
+        from edge_infer_msgs.msg import BackendReport, EnergyRecord, PowerSample
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+        from sensor_msgs.msg import Image
         self.node = node
+        self.mask_stamps = set(mask_stamps)
+        self.masks = {}                                 # stamp ns -> mask Image
         self.results = collections.defaultdict(list)    # node -> [msg]
         self.energy = collections.defaultdict(list)     # node -> [EnergyRecord]
         self.power = []                                 # [PowerSample]
         self.reports = {}                               # node -> latest BackendReport
         self.diag = {}                                  # node -> {key: value}
         self.last_result = time.monotonic()
-        node.create_subscription(DetectionArray, RESULT_TOPICS['detector'],
-                                 lambda m: self._on_result('detector', m), 100)
-        node.create_subscription(Classification, RESULT_TOPICS['classifier'],
-                                 lambda m: self._on_result('classifier', m), 100)
+        for name, (topic, kind) in RESULT_TOPICS.items():
+            node.create_subscription(getattr(edge_msgs, kind), topic,
+                                     lambda m, n=name: self._on_result(n, m), 100)
+        node.create_subscription(Image, MASK_TOPIC, self._on_mask, 10)
         node.create_subscription(DiagnosticArray, '/diagnostics', self._on_diag, 10)
         node.create_subscription(PowerSample, POWER_TOPIC, self.power.append, 100)
         latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
@@ -66,6 +78,11 @@ class Collector:
     def _on_result(self, name, msg):
         self.results[name].append(msg)
         self.last_result = time.monotonic()
+
+    def _on_mask(self, msg):
+        stamp = _stamp_ns(msg.header)
+        if stamp in self.mask_stamps:
+            self.masks[stamp] = msg
 
     def _on_diag(self, msg):
         for st in msg.status:
@@ -94,6 +111,7 @@ def run_demo(bag: pathlib.Path, out: pathlib.Path, rate: float = 1.0, log=print)
     log(f"[demo] bag {bag}: {info['messages']} messages, {info['duration_s']:.1f} s, "
         f"topics {', '.join(info['topics'])}")
     log(f'[demo] ROS_DOMAIN_ID={domain}; logs in {out}')
+    examples = _example_frames(bag)
     t_start = time.monotonic()
     container = procs.start_container(env, log_path=out / 'container.log')
     player = None
@@ -103,7 +121,7 @@ def run_demo(bag: pathlib.Path, out: pathlib.Path, rate: float = 1.0, log=print)
         node = rclpy.create_node('edge_infer_demo')
         executor = SingleThreadedExecutor()
         executor.add_node(node)
-        collector = Collector(node)
+        collector = Collector(node, [stamp for _, stamp, _ in examples])
         lc = LifecycleClient(node, executor)
         for name in (TELEMETRY, *RESULT_TOPICS):
             lc.bring_up(f"/{name.lstrip('/')}", timeout=60.0)
@@ -133,7 +151,7 @@ def run_demo(bag: pathlib.Path, out: pathlib.Path, rate: float = 1.0, log=print)
     player_log = (out / 'player.log').read_text(errors='replace').strip().splitlines()
     summary = _summarize(collector, info, player_log[-1] if player_log else '')
     _print_summary(summary, log)
-    _write_outputs(bag, out, collector, summary, log)
+    _write_outputs(examples, out, collector, log)
     return summary
 
 
@@ -158,6 +176,11 @@ def _summarize(collector: Collector, info: dict, player_line: str) -> dict:
         }
     for m in collector.results['detector']:
         s['classes'].update(d.label for d in m.detections)
+    people = [len(m.poses) for m in collector.results['pose']]
+    s['people'] = collections.Counter(people)
+    shares = [m.class_fractions[1] for m in collector.results['segmenter']
+              if len(m.class_fractions) > 1]
+    s['mask_share'] = (_percentile(shares, 10), _percentile(shares, 50), _percentile(shares, 90))
     s['published'] = {t: v['count'] for t, v in info['topics'].items()}
     s['power'] = _power_summary(collector.power)
     s['backends'] = {n: (r.chosen, r.reason, sum(c.status == 'ok' for c in r.candidates),
@@ -200,12 +223,13 @@ def _print_summary(s: dict, log) -> None:
     for topic, n in s['published'].items():
         log(f'  published on {topic}: {n}')
     width = max([20] + [len(n['backend']) + 2 for n in s['nodes'].values()])
-    hdr = (f"{'node':<11}{'model':<14}{'backend':<{width}}{'recv':>6}{'proc':>6}{'drop':>6}"
+    mw = max([8] + [len(n['model']) + 2 for n in s['nodes'].values()])
+    hdr = (f"{'node':<11}{'model':<{mw}}{'backend':<{width}}{'recv':>6}{'proc':>6}{'drop':>6}"
            f"{'rej':>5}  {'infer p50/p95 ms':>17}  {'frame p50/p95 ms':>17}")
     log(hdr)
     log('-' * len(hdr))
     for name, n in s['nodes'].items():
-        log(f"{name:<11}{n['model']:<14}{n['backend']:<{width}}{n['received']:>6}"
+        log(f"{name:<11}{n['model']:<{mw}}{n['backend']:<{width}}{n['received']:>6}"
             f"{n['processed']:>6}{n['dropped']:>6}{n['rejected']:>5}  "
             f"{n['inference_p50']:>8.1f}/{n['inference_p95']:<8.1f}  "
             f"{n['total_p50']:>8.1f}/{n['total_p95']:<8.1f}")
@@ -230,7 +254,7 @@ def _print_summary(s: dict, log) -> None:
             f'{m.elapsed_s:.2f} s')
     else:
         log('power: no PowerSample received')
-    hdr = (f"{'model':<14}{'metered':>8}  {'J/inference p50':>15}  {'mean':>8}  "
+    hdr = (f"{'model':<{mw}}{'metered':>8}  {'J/inference p50':>15}  {'mean':>8}  "
            f"{'+- err p50':>10}  {'W in run':>8}  {'source @ rate':<20}")
     log('energy per inference (window = the model run; overlapping runs share power '
         'equally):')
@@ -239,132 +263,99 @@ def _print_summary(s: dict, log) -> None:
     for name, n in s['nodes'].items():
         e = n['energy']
         if not e['metered']:
-            log(f"{n['model']:<14}{0:>8}  (not metered)")
+            log(f"{n['model']:<{mw}}{0:>8}  (not metered)")
             continue
-        log(f"{n['model']:<14}{e['metered']:>8}  {e['j_p50']:>15.4f}  {e['j_mean']:>8.4f}  "
+        log(f"{n['model']:<{mw}}{e['metered']:>8}  {e['j_p50']:>15.4f}  {e['j_mean']:>8.4f}  "
             f"{e['err_p50']:>10.4f}  {e['w_mean']:>8.2f}  "
             f"{e['source'] + ' @ ' + format(e['rate_hz'], '.0f') + ' Hz':<20}")
     log('')
     log('detections per class (detector, all frames): ' + ', '.join(
         f'{c} {k}' for c, k in s['classes'].most_common()))
+    log('people per frame (pose, frames): ' + ', '.join(
+        f'{k}: {v}' for k, v in sorted(s['people'].items())))
+    p10, p50, p90 = s['mask_share']
+    log(f'person mask, share of the picture (segmenter): p10 {p10:.1%}, median {p50:.1%}, '
+        f'p90 {p90:.1%}')
 
 
-def _annotate(img, det_msg, cls_msg):
-    """Draw the detector's and classifier's results with the nodes' own drawing code."""
-    from .core.draw import annotate
-    boxes = [(d.label, d.score, d.center_x - d.size_x / 2, d.center_y - d.size_y / 2,
-              d.center_x + d.size_x / 2, d.center_y + d.size_y / 2)
-             for d in (det_msg.detections if det_msg else [])]
-    classes = [(f'{cls_msg.model}: {r.label}', r.score)
-               for r in (cls_msg.results if cls_msg else [])]
-    return annotate(img, boxes, classes, top_k=1)
+def _example_frames(bag) -> list:
+    """Return (index, stamp ns, Image) of the example frames: every 50th, every still photo.
 
-
-def _write_outputs(bag, out: pathlib.Path, collector: Collector, summary: dict, log) -> None:
-    import cv2
+    Still photos are the frames whose size differs from the first frame's.
+    """
     from rclpy.serialization import deserialize_message
     from sensor_msgs.msg import Image
 
     from .bag.record import iter_bag_frames
-    from .core.image import from_raw
-
-    det = {_stamp_ns(m.header): m for m in collector.results['detector']}
-    cls = {_stamp_ns(m.header): m for m in collector.results['classifier']}
-    frames = [(stamp, raw) for topic, _, stamp, raw in iter_bag_frames(bag)
-              if not topic.endswith('/compressed')]
-    # Examples: every 50th video frame with results, and every still photo
-    # (frames whose size differs from the first frame's).
-    first_size = None
-    examples = []
-    for i, (stamp, raw) in enumerate(frames):
+    first_size, examples = None, []
+    frames = (f for f in iter_bag_frames(bag) if not f[0].endswith('/compressed'))
+    for i, (_, _, stamp, raw) in enumerate(frames):
         msg = deserialize_message(raw, Image)
         size = (msg.width, msg.height)
         first_size = first_size or size
-        if (size != first_size or i % 50 == 0) and (stamp in det or stamp in cls):
+        if size != first_size or i % 50 == 0:
             examples.append((i, stamp, msg))
+    return examples
+
+
+def _annotate(img, results: dict, mask_msg):
+    """Draw every model's result on ``img`` with the nodes' own drawing code."""
+    from .core import draw
+    if mask_msg is not None:
+        draw.draw_mask(img, np.frombuffer(mask_msg.data, np.uint8).reshape(
+            mask_msg.height, mask_msg.step)[:, :mask_msg.width])
+    pose = results.get('pose')
+    for p in (pose.poses if pose else []):
+        skeleton = list(zip(pose.skeleton[0::2], pose.skeleton[1::2]))
+        draw.draw_keypoints(img, np.array([[(k.x, k.y, k.score) for k in p.keypoints]],
+                                          np.float32), skeleton, 0.3)
+    det, cls = results.get('detector'), results.get('classifier')
+    boxes = [(d.label, d.score, d.center_x - d.size_x / 2, d.center_y - d.size_y / 2,
+              d.center_x + d.size_x / 2, d.center_y + d.size_y / 2)
+             for d in (det.detections if det else [])]
+    classes = [(f'{cls.model}: {r.label}', r.score) for r in (cls.results if cls else [])]
+    return draw.annotate(img, boxes, classes, top_k=1)
+
+
+def _describe(results: dict) -> str:
+    """Return one line of every model's result on a frame."""
+    d, c = results.get('detector'), results.get('classifier')
+    dets = ', '.join(f'{x.label} {x.score:.2f}' for x in (d.detections[:6] if d else []))
+    more = f' (+{len(d.detections) - 6})' if d and len(d.detections) > 6 else ''
+    top = f'{c.results[0].label} {c.results[0].score:.2f}' if c and c.results else '-'
+    pose, seg = results.get('pose'), results.get('segmenter')
+    people = '-' if pose is None else f'{len(pose.poses)} pose' + (
+        f' {pose.poses[0].detection.score:.2f}' if pose.poses else '')
+    share = '-' if seg is None or len(seg.class_fractions) < 2 else \
+        f'{seg.labels[1]} {seg.class_fractions[1]:.0%}'
+    return f'{dets or "nothing"}{more} | {top} | {people} | {share}'
+
+
+def _write_outputs(examples: list, out: pathlib.Path, collector: Collector, log) -> None:
+    import cv2
+
+    from .core.image import from_raw
+
+    by_stamp = {name: {_stamp_ns(m.header): m for m in msgs}
+                for name, msgs in collector.results.items()}
     log('')
-    log('examples (frame: detections | top class):')
+    log('examples (frame: detections | top class | poses | mask share):')
+    written = 0
     for i, stamp, msg in examples:
-        d, c = det.get(stamp), cls.get(stamp)
-        dets = ', '.join(f'{x.label} {x.score:.2f}' for x in (d.detections[:6] if d else []))
-        more = f' (+{len(d.detections) - 6})' if d and len(d.detections) > 6 else ''
-        top = f'{c.results[0].label} {c.results[0].score:.2f}' if c and c.results else '-'
-        log(f'  #{i:<4} {msg.width}x{msg.height}: {dets or "nothing"}{more} | {top}')
+        results = {name: got[stamp] for name, got in by_stamp.items() if stamp in got}
+        if not results:
+            continue
+        log(f'  #{i:<4} {msg.width}x{msg.height}: {_describe(results)}')
         frame = from_raw(msg.encoding, msg.height, msg.width, msg.step, msg.data)
         img = cv2.cvtColor(frame.pixels, cv2.COLOR_RGB2BGR)
-        cv2.imwrite(str(out / f'frame_{i:04d}.png'), _annotate(img, d, c))
-    _plot_latency(out / 'latency.png', collector)
-    _plot_power(out / 'power.png', collector)
+        cv2.imwrite(str(out / f'frame_{i:04d}.png'),
+                    _annotate(img, results, collector.masks.get(stamp)))
+        written += 1
+    plot_latency(out / 'latency.png', collector.results, _stamp_ns)
+    plot_power(out / 'power.png', collector.power, collector.energy, _stamp_ns)
     log('')
-    log(f'[demo] wrote {len(examples)} annotated images, latency.png and power.png to '
+    log(f'[demo] wrote {written} annotated images, latency.png and power.png to '
         f'{out.resolve()}')
-
-
-def _plot_latency(path: pathlib.Path, collector: Collector) -> None:
-    import matplotlib
-    matplotlib.use('Agg')
-    import matplotlib.pyplot as plt
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
-    for name, msgs in collector.results.items():
-        if not msgs:
-            continue
-        t0 = _stamp_ns(msgs[0].header)
-        t = [(_stamp_ns(m.header) - t0) / 1e9 for m in msgs]
-        inf = [m.inference_ms for m in msgs]
-        tot = [m.preprocess_ms + m.inference_ms + m.postprocess_ms for m in msgs]
-        ax1.plot(t, tot, '.', ms=3, label=f'{msgs[0].model} frame total')
-        ax1.plot(t, inf, '-', lw=0.8, label=f'{msgs[0].model} inference')
-        ax2.hist(tot, bins=40, alpha=0.6, label=msgs[0].model)
-    ax1.set_xlabel('frame stamp (s from first result)')
-    ax1.set_ylabel('ms')
-    ax1.set_title('per-frame latency in the container')
-    ax1.legend(fontsize=7)
-    ax2.set_xlabel('frame total (ms)')
-    ax2.set_ylabel('frames')
-    ax2.set_title('latency distribution')
-    ax2.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-
-
-def _plot_power(path: pathlib.Path, collector: Collector) -> None:
-    """Power over time, with each model's inference windows drawn under it."""
-    import matplotlib
-    matplotlib.use('Agg')
-    import matplotlib.pyplot as plt
-    if not collector.power:
-        return
-    t0 = _stamp_ns(collector.power[0].header)
-    fig, (ax, ax_e) = plt.subplots(2, 1, figsize=(11, 6), sharex=True,
-                                   gridspec_kw={'height_ratios': [3, 1]})
-    t = [(_stamp_ns(p.header) - t0) / 1e9 for p in collector.power]
-    ax.plot(t, [p.total_watts for p in collector.power], '-', lw=1, color='k',
-            label='total (mean per message)')
-    ax.fill_between(t, [p.min_watts for p in collector.power],
-                    [p.max_watts for p in collector.power], color='0.8',
-                    label='min-max of internal samples')
-    src = collector.power[-1]
-    kind = 'measured' if src.measured else 'ESTIMATED'
-    ax.set_title(f"board power, source '{src.source}' ({kind}), "
-                 f'{src.sample_rate_hz:.0f} Hz internal sampling')
-    ax.set_ylabel('W')
-    ax.legend(fontsize=7, loc='upper right')
-    colours = ('tab:blue', 'tab:orange', 'tab:green', 'tab:red')
-    for row, (name, recs) in enumerate(collector.energy.items()):
-        c = colours[row % len(colours)]
-        spans = [((_stamp_ns(r.window_start) - t0) / 1e9, r.latency_ms / 1e3)
-                 for r in recs if _stamp_ns(r.window_start) > 0]
-        if spans:
-            ax_e.broken_barh(spans, (row + 0.1, 0.8), color=c)
-        ax_e.text(0, row + 0.5, f' {recs[0].model if recs else name}', va='center',
-                  fontsize=7)
-    ax_e.set_yticks([])
-    ax_e.set_xlabel('time (s from first power message)')
-    ax_e.set_title('inference windows (metered)', fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
 
 
 def main(argv=None) -> int:

@@ -26,7 +26,7 @@ from sensor_msgs.msg import Image
 def test_plan_defaults_and_arguments():
     (p,) = graph.plan()
     assert p.executable == 'perception_container' and not p.remappings
-    assert p.lifecycle_nodes == ['telemetry', 'detector', 'classifier']
+    assert p.lifecycle_nodes == ['telemetry', 'detector', 'classifier', 'pose', 'segmenter']
     (q,) = graph.plan(camera_topic='/front/image', nodes=['detector', 'detector_cam2'],
                       objective='energy', executor_policy='cost-model', namespace='robot1',
                       autostart=True)

@@ -9,11 +9,14 @@ from lifecycle_msgs.msg import Transition
 from lifecycle_msgs.srv import ChangeState
 
 
-def test_info_lists_both_models_with_checksums_ok(data_home, capsys):
+def test_info_lists_every_bundled_model_with_checksums_ok(data_home, capsys):
+    from edge_infer import paths
+    from edge_infer.core.registry import load_registry
+    bundled = load_registry(paths.config_dir() / 'models.yaml')
     assert main(['info']) == 0
     out = capsys.readouterr().out
-    assert 'nanodet' in out and 'mobilenet_v2' in out
-    assert out.count('[ok]') == 2
+    assert all(name in out for name in bundled)
+    assert out.count('[ok]') == len(bundled) >= 5
 
 
 def test_unknown_verb_prints_usage_and_fails(capsys):
