@@ -102,11 +102,11 @@ def mobilenet(data_home):
     return spec, data_home / 'models' / spec.file
 
 
-def _serve(live, frames, seconds, served):
-    """Feed frames for ``seconds``; record (time, backend) of every result."""
+def _serve(live, frames, seconds, served, until=lambda: False):
+    """Feed frames for ``seconds`` (or until ``until()``); record (time, backend) of results."""
     end = time.monotonic() + seconds
     i = 0
-    while time.monotonic() < end:
+    while time.monotonic() < end and not until():
         result = live.infer(frames[i % len(frames)])
         assert result.output is not None
         served.append((time.monotonic(), live.backend_name, result.inference_ms))
@@ -195,8 +195,9 @@ def test_runner_up_time_stays_within_the_duty(tmp_path, mobilenet):
             threading.Event().wait(0.05)
         assert live._runners
         frames = calibration_frames(2)[0]
-        _serve(live, frames, 4.0, [])
-        assert live.shadow_runs >= 2
+        # serve until the runners-up ran a few times (a busy CI machine needs longer)
+        _serve(live, frames, 60.0, [], until=lambda: live.shadow_runs >= 4)
+        assert live.shadow_runs >= 4
         assert live.overhead() <= 0.05 + 0.02       # one run may straddle the bound
     finally:
         live.close()
