@@ -2,7 +2,7 @@
 """sensor_msgs fields -> numpy frames: views, padding, and clear rejections."""
 
 import cv2
-from edge_infer.core.image import from_compressed, from_raw, ImageError
+from edge_infer.core.image import from_compressed, from_raw, ImageError, JPEG_DETECTS_CORRUPTION
 import numpy as np
 import pytest
 
@@ -42,7 +42,7 @@ def test_mono8_and_rgba8():
 @pytest.mark.parametrize('encoding,h,w,step,size,needle', [
     ('yuv422', 2, 2, 4, 8, 'unsupported encoding'),
     ('16UC1', 2, 2, 4, 8, 'unsupported encoding'),
-    ('rgb8', 0, 2, 6, 0, 'empty image'),
+    ('rgb8', 0, 2, 6, 0, 'empty rgb8 image'),
     ('rgb8', 2, 2, 5, 10, 'step 5 < width'),
     ('rgb8', 2, 2, 6, 11, 'data size 11 != step 6 x height 2'),
     ('rgb8', 2, 2, 6, 13, 'data size 13'),
@@ -126,3 +126,50 @@ def test_a_complete_jpeg_with_padding_after_its_end_marker_decodes(tail):
     # an end marker glued to a cut scan: the decoder finds the data short
     with pytest.raises(ImageError, match='corrupt JPEG'):
         from_compressed('jpeg', data[: len(data) // 2] + b'\xff\xd9' + tail)
+
+
+def test_two_faults_that_read_alike_name_their_encoding():
+    with pytest.raises(ImageError) as a:
+        from_raw('rgba8', 4, 64, 192, bytes(192 * 4))
+    with pytest.raises(ImageError) as b:
+        from_raw('bgra8', 4, 64, 192, bytes(192 * 4))
+    assert str(a.value).startswith('rgba8 64x4: step 192 < width 64 x 4 channels')
+    assert str(b.value).startswith('bgra8 64x4:') and str(a.value) != str(b.value)
+
+
+def test_a_16_bit_png_is_rejected_as_a_depth_image_not_read_as_a_photo():
+    depth = (np.arange(48 * 64, dtype=np.uint16).reshape(48, 64) * 20)
+    ok, png = cv2.imencode('.png', depth)
+    assert ok
+    with pytest.raises(ImageError, match=r'16-bit grey PNG .*a depth image'):
+        from_compressed('png', png.tobytes())
+    ok, png8 = cv2.imencode('.png', (depth >> 8).astype(np.uint8))
+    assert from_compressed('png', png8.tobytes()).pixels.shape == (48, 64, 3)
+
+
+@pytest.mark.skipif(not JPEG_DETECTS_CORRUPTION, reason='scaled decode needs simplejpeg')
+def test_a_jpeg_is_decoded_at_the_scale_the_model_needs_and_keeps_the_source_size():
+    from edge_infer.core.image import decode_scale
+    from edge_infer.core.preprocess import InputSpec, Preprocessor
+    rng = np.random.default_rng(1)
+    img = cv2.GaussianBlur(rng.integers(0, 256, (576, 768, 3), dtype=np.uint8), (9, 9), 3)
+    data = _jpeg(img)
+    classifier = InputSpec(224, 224, resize='center_crop', jpeg_dct_scaling=True)
+    assert from_compressed('jpeg', data, InputSpec(224, 224)).pixels.shape[:2] == (576, 768)
+    assert decode_scale(classifier, 768, 576) == (342, 256)
+    f = from_compressed('jpeg', data, classifier)
+    assert f.pixels.shape[:2] == (288, 384) and (f.width, f.height) == (768, 576)
+    # a detector needing 416x312: no 1/2 scale covers it, so the whole decode
+    detector = InputSpec(416, 416, resize='letterbox', jpeg_dct_scaling=True)
+    assert from_compressed('jpeg', data, detector).pixels.shape[:2] == (576, 768)
+    detector = InputSpec(320, 320, resize='letterbox', jpeg_dct_scaling=True)
+    f = from_compressed('jpeg', data, detector)
+    assert f.pixels.shape[:2] == (288, 384)
+    # results land in the source's pixels: a box over the whole picture maps to it
+    _, tf = Preprocessor(detector)(f)
+    whole = tf.to_source(np.array([[0.0, 40.0, 320.0, 280.0]]))
+    np.testing.assert_allclose(whole, [[0, 0, 768, 576]], atol=1.5)
+    # and the tensor is close to the one from the whole decode
+    full, _ = Preprocessor(detector)(from_compressed('jpeg', data))
+    small, _ = Preprocessor(detector)(f)
+    assert np.abs(np.array(full) - np.array(small)).mean() < 2.0

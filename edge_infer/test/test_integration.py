@@ -317,7 +317,7 @@ def test_malformed_frames_are_rejected_and_the_node_keeps_serving(
     m = _image_msg(good, 12)
     m.data = b''
     cases.append(('/detector', raw_pub, m, 'data size 0 != step'))
-    cases.append(('/detector', raw_pub, _image_msg(good[:0], 13), 'empty image: 512x0'))
+    cases.append(('/detector', raw_pub, _image_msg(good[:0], 13), 'empty rgb8 image: 512x0'))
     m = _image_msg(good[::2, ::2].copy(), 14)
     m.height = 512
     cases.append(('/detector', raw_pub, m, 'data size 196608 != step 768 x height 512'))

@@ -31,6 +31,19 @@ class InputSpec:
     pad_value: int = 0                 # letterbox border, in pixel units
     mean: Sequence[float] = (0.0, 0.0, 0.0)   # per model channel, pixel units
     std: Sequence[float] = (1.0, 1.0, 1.0)
+    interpolation: str = 'area'        # downscaling: 'area' or 'linear' (see INTERPOLATIONS)
+    jpeg_dct_scaling: bool = False     # decode JPEG frames at 1/2, 1/4, 1/8 where enough
+
+
+# The u8 resize when the frame is larger than the model input. 'area'
+# averages every source pixel (cv2.INTER_AREA); 'linear' reads 4 per output
+# pixel (cv2.INTER_LINEAR): NanoDet's whole preprocessing of a 768x576 frame
+# 0.27 ms instead of 0.84 on a 2-core EPYC, but it changes the results
+# (bench/preprocess.py, 24 real frames, agreement with 'area': MoveNet 0.26,
+# selfie mask IoU 0.64, MobileNetV2 top-1 0.83, NanoDet 0.95): 'area' is
+# the default, 'linear' a per-model choice (config/models.yaml) for models
+# measured to keep their results with it.
+INTERPOLATIONS = {'linear': cv2.INTER_LINEAR, 'area': cv2.INTER_AREA}
 
 
 @dataclass(frozen=True)
@@ -48,6 +61,16 @@ class Transform:
     pad_y: float
     src_w: int = 0
     src_h: int = 0
+
+    def for_source(self, width: int, height: int) -> 'Transform':
+        """Return this Transform for a source of ``width`` x ``height`` the frame was scaled from.
+
+        A JPEG decoded at 1/2 scale is a frame of half the source's size:
+        results then land in the source's pixels, as if it had been decoded whole.
+        """
+        kx, ky = self.src_w / width, self.src_h / height
+        return Transform(self.scale_x * kx, self.scale_y * ky, self.pad_x, self.pad_y,
+                         width, height)
 
     def to_source(self, boxes: np.ndarray) -> np.ndarray:
         """Map N x 4 boxes (x1, y1, x2, y2) from model input to source pixels, in place."""
@@ -141,59 +164,87 @@ class Preprocessor:
             raise ValueError(f"model colour order '{spec.color}' not supported (rgb, bgr)")
         if len(spec.mean) != 3 or len(spec.std) != 3 or min(spec.std) <= 0:
             raise ValueError('mean and std need 3 values each, std > 0')
+        if spec.interpolation not in INTERPOLATIONS:
+            raise ValueError(f"interpolation '{spec.interpolation}' not supported "
+                             f"({', '.join(INTERPOLATIONS)})")
         self.spec = spec
         w, h = spec.width, spec.height
         shape = (1, 3, h, w) if spec.layout == 'NCHW' else (1, h, w, 3)
         self.tensor = np.empty(shape, np.float32)
-        self._canvas = np.empty((h, w, 4), np.uint8)   # letterbox canvas, up to 4 ch
         self._mean = [float(m) for m in spec.mean]
         self._inv_std = [1.0 / float(s) for s in spec.std]
+        self._geometry = None       # (frame w, h, channels) -> what _plan() returned
+        self._plan_of = None
+        self._resized = None        # u8 buffer the frame is resized into, reused
 
     def _plane(self, c: int) -> np.ndarray:
         if self.spec.layout == 'NCHW':
             return self.tensor[0, c]
         return self.tensor[0, :, :, c]
 
-    def __call__(self, frame: Frame) -> tuple:
-        """Return (tensor, Transform) for ``frame``."""
+    def _plan(self, w0: int, h0: int):
+        """Return (crop of the frame, resized size, tensor region, Transform) for a frame size.
+
+        Computed once per frame size. A letterbox's border is written into
+        the tensor here, once: frames of the same size write only the region.
+        """
         spec = self.spec
-        src = frame.pixels
-        h0, w0 = src.shape[:2]
         W, H = spec.width, spec.height
+        crop = (0, 0, w0, h0)
         if spec.resize == 'letterbox':
             scale = min(W / w0, H / h0)
             nw, nh = max(1, round(w0 * scale)), max(1, round(h0 * scale))
             px, py = (W - nw) // 2, (H - nh) // 2
-            ch = src.shape[2]
-            canvas = self._canvas[:, :, :ch]
-            canvas[...] = spec.pad_value
-            interp = cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR
-            resized = cv2.resize(src, (nw, nh), interpolation=interp)
-            canvas[py:py + nh, px:px + nw] = resized.reshape(nh, nw, ch)
-            img = canvas
             tf = Transform(nw / w0, nh / h0, px, py, w0, h0)
+            for c in range(3):      # the border: the pad value, normalised
+                self._plane(c)[...] = np.float32(spec.pad_value - self._mean[c]) * np.float32(
+                    self._inv_std[c])
         elif spec.resize == 'center_crop':
             # As torchvision: shorter side to min(W, H) / crop_fraction, then a
             # centred W x H crop; done as one crop of the source and one resize.
             scale = (min(W, H) / spec.crop_fraction) / min(w0, h0)
             cw, ch = min(w0, round(W / scale)), min(h0, round(H / scale))
             xi, yi = (w0 - cw) // 2, (h0 - ch) // 2
-            crop = src[yi:yi + ch, xi:xi + cw]
-            interp = cv2.INTER_AREA if ch > H else cv2.INTER_LINEAR
-            img = cv2.resize(crop, (W, H), interpolation=interp)
+            crop, (nw, nh), (px, py) = (xi, yi, cw, ch), (W, H), (0, 0)
             tf = Transform(W / cw, H / ch, -xi * W / cw, -yi * H / ch, w0, h0)
         else:
-            img = cv2.resize(src, (W, H), interpolation=cv2.INTER_AREA
-                             if w0 > W else cv2.INTER_LINEAR)
+            nw, nh, px, py = W, H, 0, 0
             tf = Transform(W / w0, H / h0, 0.0, 0.0, w0, h0)
-        if img.ndim == 2:
-            img = img[:, :, None]
-        for c, name in enumerate(spec.color):
-            if frame.color == 'mono':
-                src_c = 0
-            else:
-                src_c = frame.color.index(name)
-            plane = self._plane(c)
-            np.subtract(img[:, :, src_c], self._mean[c], out=plane, dtype=np.float32)
-            plane *= self._inv_std[c]
+        shrink = nw < crop[2] or nh < crop[3]
+        interp = INTERPOLATIONS[spec.interpolation] if shrink else cv2.INTER_LINEAR
+        return crop, (nw, nh), (px, py), interp, tf
+
+    def __call__(self, frame: Frame) -> tuple:
+        """Return (tensor, Transform) for ``frame``.
+
+        One u8 resize (into a buffer reused while the frame size stays), then
+        one pass per channel into the float tensor: reorder, ``(x - mean) /
+        std`` and the layout change fused.
+        """
+        src = frame.pixels
+        h0, w0 = src.shape[:2]
+        ch = 1 if src.ndim == 2 else src.shape[2]
+        key = (w0, h0, ch)
+        if key != self._geometry:
+            self._plan_of, self._geometry = self._plan(w0, h0), key
+            nw, nh = self._plan_of[1]
+            self._resized = np.empty((nh, nw, ch), np.uint8)
+        (xi, yi, cw, chh), (nw, nh), (px, py), interp, tf = self._plan_of
+        if (cw, chh) != (w0, h0):
+            src = src[yi:yi + chh, xi:xi + cw]
+        out = self._resized
+        if (nw, nh) == (w0, h0) and (cw, chh) == (w0, h0):
+            img = src.reshape(nh, nw, ch)
+        else:
+            # cv2 writes into ``out`` when it is the right size and type (not for 1 channel)
+            img = cv2.resize(src, (nw, nh), dst=out if ch > 1 else None,
+                             interpolation=interp).reshape(nh, nw, ch)
+        for c, name in enumerate(self.spec.color):
+            src_c = 0 if frame.color == 'mono' else frame.color.index(name)
+            region = self._plane(c)[py:py + nh, px:px + nw]
+            # (x - mean) * (1 / std), in this order: the same float32 values as ever
+            np.subtract(img[:, :, src_c], self._mean[c], out=region, dtype=np.float32)
+            region *= self._inv_std[c]
+        if frame.source_size is not None:   # decoded smaller than its source (scaled JPEG)
+            tf = tf.for_source(*frame.source_size)
         return self.tensor, tf

@@ -159,6 +159,8 @@ def _parse(name: str, entry: dict, base: pathlib.Path) -> ModelSpec:
                          resize=str(inp.get('resize', 'letterbox')),
                          crop_fraction=float(inp.get('crop_fraction', 0.875)),
                          pad_value=int(inp.get('pad_value', 0)),
+                         interpolation=str(inp.get('interpolation', 'area')),
+                         jpeg_dct_scaling=bool(inp.get('jpeg_dct_scaling', False)),
                          mean=tuple(float(v) for v in norm.get('mean', (0, 0, 0))),
                          std=tuple(float(v) for v in norm.get('std', (1, 1, 1))))
     except (TypeError, ValueError) as exc:
