@@ -172,6 +172,8 @@ def _summarize(collector: Collector, info: dict, player_line: str) -> dict:
                                       for m in msgs], 50),
             'total_p95': _percentile([m.preprocess_ms + m.inference_ms + m.postprocess_ms
                                       for m in msgs], 95),
+            # the node's own clock, frame taken -> result published (diagnostics)
+            'node_p50': float(d.get('latency_p50_ms', 'nan')),
             'energy': _energy_summary(msgs, collector.energy[name]),
         }
     for m in collector.results['detector']:
@@ -225,14 +227,18 @@ def _print_summary(s: dict, log) -> None:
     width = max([20] + [len(n['backend']) + 2 for n in s['nodes'].values()])
     mw = max([8] + [len(n['model']) + 2 for n in s['nodes'].values()])
     hdr = (f"{'node':<11}{'model':<{mw}}{'backend':<{width}}{'recv':>6}{'proc':>6}{'drop':>6}"
-           f"{'rej':>5}  {'infer p50/p95 ms':>17}  {'frame p50/p95 ms':>17}")
+           f"{'rej':>5}  {'infer p50/p95 ms':>17}  {'frame p50/p95 ms':>17}"
+           f"  {'in->out p50':>11}  {'x infer':>7}")
     log(hdr)
     log('-' * len(hdr))
     for name, n in s['nodes'].items():
         log(f"{name:<11}{n['model']:<{mw}}{n['backend']:<{width}}{n['received']:>6}"
             f"{n['processed']:>6}{n['dropped']:>6}{n['rejected']:>5}  "
             f"{n['inference_p50']:>8.1f}/{n['inference_p95']:<8.1f}  "
-            f"{n['total_p50']:>8.1f}/{n['total_p95']:<8.1f}")
+            f"{n['total_p50']:>8.1f}/{n['total_p95']:<8.1f}  {n['node_p50']:>11.1f}  "
+            f"{n['node_p50'] / n['inference_p50']:>7.2f}")
+    log('(infer: the model run; frame: decode + preprocess + infer + postprocess; '
+        "in->out: frame taken -> result published, the node's own clock)")
     log('')
     for name, (chosen, why, ok, total) in s['backends'].items():
         log(f'backend of {name}: {chosen} ({ok} of {total} candidates usable here; '

@@ -39,6 +39,28 @@ def use_ros_env_here() -> None:
     os.environ.setdefault('FASTRTPS_DEFAULT_PROFILES_FILE', str(paths.fastdds_profile()))
 
 
+PROFILE_VARS = ('FASTRTPS_DEFAULT_PROFILES_FILE', 'FASTDDS_DEFAULT_PROFILES_FILE')
+
+
+def use_large_frame_profile() -> str:
+    """Load the large-frame Fast DDS profile in this process unless one is set; return a line.
+
+    Call before rclpy.init (Fast DDS reads it at the first participant). A
+    container started by hand (``perception_container --ros-args ...``)
+    then carries camera frames as large as one started by ``ros2 launch`` or
+    the edge_infer commands; a profile the user set is kept, and said.
+    """
+    rmw = os.environ.get('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp')
+    if not rmw.startswith('rmw_fastrtps'):
+        return f'DDS: {rmw}, not Fast DDS: its own settings bound the frame size'
+    for var in PROFILE_VARS:
+        if os.environ.get(var):
+            return f'DDS: Fast DDS profile from ${var}: {os.environ[var]}'
+    os.environ['FASTRTPS_DEFAULT_PROFILES_FILE'] = str(paths.fastdds_profile())
+    return (f'DDS: Fast DDS profile {paths.fastdds_profile().name} loaded (large camera '
+            f'frames; set $FASTRTPS_DEFAULT_PROFILES_FILE to use your own)')
+
+
 def launch_python(environ: Optional[Dict[str, str]] = None) -> Optional[str]:
     """Return the Python a launch file should run edge_infer's executables with, or None.
 

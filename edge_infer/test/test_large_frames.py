@@ -77,3 +77,34 @@ def test_frames_up_to_the_documented_size_survive_a_stalled_receiver(ros):
             sub.wait(10)
         except subprocess.TimeoutExpired:
             sub.kill()
+
+
+def test_a_container_started_by_hand_loads_the_profile_itself(ros, tmp_path):
+    """Without the variable the edge_infer commands export, the container sets it itself."""
+    from edge_infer import procs
+    env = {k: v for k, v in ros.env.items() if k not in procs.PROFILE_VARS}
+    env.pop('RMW_IMPLEMENTATION', None)
+    log = tmp_path / 'container.log'
+    proc = procs.start_container(env, log_path=log)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and 'DDS:' not in log.read_text(errors='replace'):
+            assert proc.poll() is None, log.read_text(errors='replace')
+            time.sleep(0.1)
+        text = log.read_text(errors='replace')
+        assert 'DDS: Fast DDS profile fastdds_large_frames.xml loaded' in text, text[-2000:]
+    finally:
+        procs.stop(proc)
+    mine = tmp_path / 'mine.xml'
+    mine.write_text(procs.paths.fastdds_profile().read_text())
+    env['FASTDDS_DEFAULT_PROFILES_FILE'] = str(mine)
+    log2 = tmp_path / 'container2.log'
+    proc = procs.start_container(env, log_path=log2)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and 'DDS:' not in log2.read_text(errors='replace'):
+            time.sleep(0.1)
+        assert f'Fast DDS profile from $FASTDDS_DEFAULT_PROFILES_FILE: {mine}' in \
+            log2.read_text(errors='replace')
+    finally:
+        procs.stop(proc)

@@ -62,7 +62,10 @@ class LatestSlot:
 class StreamStats:
     """Counters and a bounded latency window for one input stream.
 
-    received = processed + dropped + rejected + (at most one in flight).
+    received = processed + dropped + rejected + (at most one in flight);
+    ``lost`` counts frames the middleware reported lost before delivery
+    (the subscription's message-lost event: e.g. a frame larger than the
+    transport carries): they were never received.
     """
 
     def __init__(self, window: int = 1000):
@@ -71,6 +74,7 @@ class StreamStats:
         self.processed = 0
         self.dropped = 0
         self.rejected = 0
+        self.lost = 0               # lost in transport (message-lost event), never received
         self.energy_missing = 0     # frames whose energy no power sample covered
         self.fallbacks = 0          # backends replaced after raising mid-run
         self.debug_images = 0       # ~/debug_image messages drawn and published
@@ -126,5 +130,5 @@ class StreamStats:
         """Return the counters as a dict (for diagnostics)."""
         with self._lock:
             return {'received': self.received, 'processed': self.processed,
-                    'dropped': self.dropped, 'rejected': self.rejected,
+                    'dropped': self.dropped, 'rejected': self.rejected, 'lost': self.lost,
                     'energy_missing': self.energy_missing, 'last_error': self.last_error}

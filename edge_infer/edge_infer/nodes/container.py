@@ -296,6 +296,7 @@ def main(args=None) -> int:
     """Run the container until Ctrl-C, SIGTERM or an external shutdown; exit 0 after either."""
     stop = StopSignals().install()      # before rclpy.init: rclpy's handler chains to it
     procs.stop_with_parent()            # a killed `ros2 launch` leaves no orphan behind
+    dds = procs.use_large_frame_profile()   # also when started by hand
     rclpy.init(args=args)
     container = None
     threads = []
@@ -304,6 +305,7 @@ def main(args=None) -> int:
         executor = container.executors[0]
         log_error = container.node.get_logger().error
         stop.log = container.node.get_logger().info
+        container.node.get_logger().info(dds)
         threads = [_spin_thread(ex, log_error) for ex in container.executors[1:]]
         spin(executor, log_error)
     except (KeyboardInterrupt, ExternalShutdownException):

@@ -22,6 +22,7 @@ from typing import Optional
 
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from edge_infer_msgs.msg import BackendCandidate, BackendReport, Energy, EnergyRecord
+from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.lifecycle import LifecycleState, TransitionCallbackReturn
 from rclpy.qos import (DurabilityPolicy, HistoryPolicy, qos_profile_sensor_data, QoSProfile,
                        ReliabilityPolicy)
@@ -182,8 +183,9 @@ class PerceptionNode(ManagedNode):
                                         daemon=True)
         self._worker.start()
         self._live.resume()     # a profile a deactivation stopped goes on
-        self._sub = self.create_subscription(self._msg_type, self._topic, self._on_frame,
-                                             qos_profile_sensor_data, raw=True)
+        self._sub = self.create_subscription(
+            self._msg_type, self._topic, self._on_frame, qos_profile_sensor_data, raw=True,
+            event_callbacks=SubscriptionEventCallbacks(message_lost=self._on_lost))
         # the resolved names: remappings (camera_topic:=...) and the namespace applied
         self.get_logger().info(f'active: {self._sub.topic_name} -> '
                                f"{', '.join(self._task.topic_names())}")
@@ -384,6 +386,23 @@ class PerceptionNode(ManagedNode):
             shared_executor.release()
 
     # ------------------------------------------------------------- the data path
+    def _on_lost(self, event) -> None:
+        """Count frames the middleware reports lost before delivery (message-lost event)."""
+        n = int(getattr(event, 'total_count_change', 1))
+        self._lost(n if 0 < n < 1_000_000 else 1)   # Fast DDS once said 2147483647 for 1
+
+    def _lost(self, n: int) -> None:
+        """Count ``n`` frames lost in transport; the first loss gets one line with the limit."""
+        first = self.stats.lost == 0
+        self.stats.count('lost', n)
+        if first:
+            self.get_logger().warning(
+                f'{n} frame(s) on {self._sub.topic_name if self._sub else self._topic} lost in '
+                f'transport (message-lost event), never received: a frame larger than the '
+                f"transport carries (edge_infer's Fast DDS profile: 63.8 MiB, docs/transport.md)"
+                f' or a subscriber too slow to take its fragments; counted as lost on '
+                f'/diagnostics')
+
     def _on_frame(self, raw: bytes) -> None:
         self.stats.count('received')
         if self._slot.put((time.perf_counter(), raw)):
@@ -428,8 +447,8 @@ class PerceptionNode(ManagedNode):
                 f = parse_image(raw)
                 frame = from_raw(f.encoding, f.height, f.width, f.step, f.data, f.is_bigendian)
             else:
-                f = parse_compressed_image(raw)
-                frame = from_compressed(f.format, f.data)
+                f = parse_compressed_image(raw)     # a JPEG: decoded at the scale it needs
+                frame = from_compressed(f.format, f.data, self._model.spec.input_spec)
             return (f.sec, f.nanosec, f.frame_id), frame
         except CdrError:        # an unusual encapsulation: let rclpy deserialize it
             msg = deserialize_message(raw, self._msg_type)
@@ -437,7 +456,7 @@ class PerceptionNode(ManagedNode):
             if self._msg_type is Image:
                 return stamp, from_raw(msg.encoding, msg.height, msg.width, msg.step,
                                        msg.data, msg.is_bigendian)
-            return stamp, from_compressed(msg.format, msg.data)
+            return stamp, from_compressed(msg.format, msg.data, self._model.spec.input_spec)
 
     def _process(self, received: float, raw: bytes) -> None:
         t0 = time.perf_counter()
@@ -510,6 +529,9 @@ class PerceptionNode(ManagedNode):
         self._debug_next = now + self._debug_period
         from ..core.draw import to_bgr
         img = to_bgr(frame.pixels, frame.color)
+        if frame.source_size is not None:   # a scaled JPEG decode: draw at the source's size
+            import cv2
+            img = cv2.resize(img, frame.source_size, interpolation=cv2.INTER_LINEAR)
         self._task.draw(img, result, f'{out.model} | {out.backend} | {out.inference_ms:.1f} ms')
         msg = Image(header=out.header, height=img.shape[0], width=img.shape[1],
                     encoding='bgr8', step=img.shape[1] * 3, data=img.tobytes())
@@ -586,7 +608,7 @@ class PerceptionNode(ManagedNode):
                   'input_topic': self.resolve_topic_name(self._topic) if self._topic else '',
                   'received': snap['received'], 'processed': snap['processed'],
                   'dropped': snap['dropped'], 'rejected': snap['rejected'],
-                  'rejected_recently': recent,
+                  'lost': snap['lost'], 'rejected_recently': recent,
                   'latency_p50_ms': f'{p50:.2f}', 'latency_p95_ms': f'{p95:.2f}',
                   'last_error': snap['last_error']}
         if self._executor is not None:
