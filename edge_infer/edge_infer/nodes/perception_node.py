@@ -20,8 +20,7 @@ import threading
 import time
 from typing import Optional
 
-from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
-from edge_infer_msgs.msg import BackendCandidate, BackendReport, Energy, EnergyRecord
+from edge_infer_msgs.msg import BackendReport, Energy, EnergyRecord
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.lifecycle import LifecycleState, TransitionCallbackReturn
 from rclpy.qos import (DurabilityPolicy, HistoryPolicy, qos_profile_sensor_data, QoSProfile,
@@ -30,6 +29,8 @@ from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import CompressedImage, Image
 
 from .base import ManagedNode, shared_log
+from .perception_params import PARAMETERS, TRANSPORTS
+from .perception_status import PerceptionStatus
 from .tasks import instance_decoder, make_task, Task
 from .. import paths
 from ..backends.live import LiveChoice, LiveSettings
@@ -46,54 +47,6 @@ from ..executor import shared as shared_executor
 from ..executor.core import ExecutorBackend, ExecutorSession, POLICIES
 from ..telemetry import shared as shared_meter
 from ..telemetry.meter import EnergyRecord as MeterRecord
-
-TRANSPORTS = ('raw', 'compressed')
-
-# name -> (default, description). Documented with examples in config/*.yaml.
-PARAMETERS = {
-    'model': ('', 'registry name of the model to run (config/models.yaml)'),
-    'image_topic': ('image', 'camera topic (sensor_msgs/Image); compressed adds /compressed'),
-    'transport': ('raw', "'raw' (sensor_msgs/Image) or 'compressed' (CompressedImage)"),
-    'output_topic': ('', "edge_infer result topic; '' = by task: ~/detections, "
-                         '~/classification, ~/poses or ~/segmentation'),
-    'registry': ('', "model registry file; '' = the package's config/models.yaml"),
-    'models_dir': ('', "directory of model files; '' = $EDGE_INFER_HOME/models"),
-    'backend': ('auto', "'auto' = measured choice (backend manager); or a candidate's name, "
-                        "e.g. 'onnxruntime/cpu/t1' (see `edge_infer backends`)"),
-    'objective': ('latency', 'what auto minimises: latency | energy | edp (energy x delay)'),
-    'max_latency_ms': (0.0, 'auto: only candidates with p50 at or under this; 0 = no limit'),
-    'min_accuracy': (0.0, 'auto: agreement floor vs ONNX Runtime CPU fp32 (0..1); '
-                          '0 = config/backends.yaml per task'),
-    'use_profile_cache': (True, 'reuse measured profiles (keyed by board, model, versions)'),
-    'provisional': (True, 'auto, profile not cached whole: serve at once on a provisional '
-                          'backend, profile in the background, then switch'),
-    'drift_threshold': (1.5, 'observed/profiled median latency ratio that triggers a '
-                             're-evaluation; 0 = off'),
-    'drift_window_s': (5.0, 'seconds the drift must last (median over the window)'),
-    'latency_percentile': (0, 'auto, objective latency: rank by p50, p90 or p99; '
-                              '0 = config/backends.yaml'),
-    'reselect_duty': (0.05, 'online re-selection: share of compute spent timing the '
-                            'runners-up on real frames (0 = off)'),
-    'reselect_serve': (True, 'a runner-up within 1.25x of the chosen one runs some frames '
-                             'itself (result published, naming it); false: extra runs only'),
-    'executor_policy': ('', "run the model's segments on the process-wide shared executor: "
-                            "accelerator-only | by-layer-type | cost-model; '' = whole model "
-                            'on the chosen backend'),
-    'score_threshold': (-1.0, 'detector / pose / instance score threshold; < 0 = registry '
-                              'value'),
-    'nms_iou': (-1.0, 'detector / pose / instance NMS IoU threshold; < 0 = registry value'),
-    'top_k': (0, 'classifier: classes per result; 0 = registry value'),
-    'verify_checksum': (True, "check the model file's sha256 against the registry"),
-    'diagnostics_period': (1.0, 'seconds between /diagnostics messages; 0 = off'),
-    'debug_image_rate_hz': (10.0, '~/debug_image (bgr8, results drawn on the frame) at most '
-                                  'this often, only while someone subscribes; 0 = off'),
-    'diagnostics_window_s': (10.0, '/diagnostics is WARN while a frame was rejected within '
-                                   'this many seconds, then OK again'),
-    'result_messages': ('both', 'both | standard (vision_msgs on ~/vision/*) | edge_infer '
-                                '(the task topic); keypoints and masks go out either way'),
-    'energy_metering': (True, 'attribute energy to each model run; results carry it and '
-                              '~/energy publishes an EnergyRecord per frame'),
-}
 
 NAN = float('nan')
 
@@ -127,7 +80,7 @@ class ConfigError(ValueError):
     """A parameter has a value the node cannot use."""
 
 
-class PerceptionNode(ManagedNode):
+class PerceptionNode(PerceptionStatus, ManagedNode):
     """Runs one registry model on one camera stream."""
 
     PARAMETERS = PARAMETERS
@@ -549,89 +502,3 @@ class PerceptionNode(ManagedNode):
         out.inference_ms = result.inference_ms
         out.postprocess_ms = result.postprocess_ms
         return out
-
-    # ------------------------------------------------------------- backend choice
-    def _publish_report(self, run, trigger: str) -> None:
-        """Publish the choice and every candidate's figures (transient-local)."""
-        if trigger == 'fallback':
-            self.stats.count('fallbacks')
-        if self._report_pub is None:
-            return
-        msg = BackendReport()
-        msg.header.stamp = self.get_clock().now().to_msg()
-        spec = self._model.spec if self._model else None
-        msg.model = run.model
-        msg.objective = self._param('objective')
-        msg.max_latency_ms = float(self._param('max_latency_ms'))
-        msg.min_accuracy = float(self._manager.min_accuracy(spec, self._param('min_accuracy'))
-                                 if spec else self._param('min_accuracy'))
-        msg.chosen, msg.reason, msg.trigger = run.chosen or '', run.why, trigger
-        board = self._manager.board
-        msg.board = ', '.join(f'{k}={v}' for k, v in board.items() if v)
-        for r in run.results:
-            msg.candidates.append(BackendCandidate(
-                name=r.backend, library=r.library, device=r.device, precision=r.precision,
-                tensor_passing=r.tensor_passing, status=r.status, reason=r.reason,
-                latency_p50_ms=float(r.p50_ms), latency_p90_ms=float(r.p90_ms),
-                runs=int(r.runs), energy_j=float(r.energy_j),
-                energy_error_j=float(r.energy_error_j), energy_source=r.energy_source,
-                accuracy=float(r.accuracy), from_cache=bool(run.from_cache.get(r.backend)),
-                chosen=bool(r.chosen)))
-        self._report_pub.publish(msg)
-        log = self.get_logger().info
-        log(f"backend for '{run.model}' ({trigger}, objective {msg.objective}): {run.why}")
-        unavailable = [r for r in run.results if r.status not in ('ok', 'unmeasured')]
-        if unavailable:
-            log('not used: ' + '; '.join(
-                f'{r.backend} {r.status} ({r.reason})' for r in unavailable))
-
-    # ---------------------------------------------------------------- diagnostics
-    def diagnostic_status(self) -> DiagnosticStatus:
-        """Return this node's status for /diagnostics."""
-        snap = self.stats.snapshot()
-        p50, p95 = self.stats.percentiles(50, 95)
-        st = DiagnosticStatus()
-        st.name = f'{self.get_fully_qualified_name()}: perception'
-        st.hardware_id = self._model.backend_name if self._model else ''
-        st.level = DiagnosticStatus.OK
-        st.message = 'ok'
-        window = self._param('diagnostics_window_s')
-        recent = self.stats.rejected_within(window)
-        if not self._running:
-            st.level, st.message = DiagnosticStatus.OK, 'inactive'
-        elif recent:
-            st.level = DiagnosticStatus.WARN
-            st.message = (f'{recent} frame(s) rejected in the last {window:g} s; last: '
-                          f"{snap['last_error']}")
-        values = {'model': self._model.spec.name if self._model else '',
-                  'backend': st.hardware_id,
-                  'input_topic': self.resolve_topic_name(self._topic) if self._topic else '',
-                  'received': snap['received'], 'processed': snap['processed'],
-                  'dropped': snap['dropped'], 'rejected': snap['rejected'],
-                  'lost': snap['lost'], 'rejected_recently': recent,
-                  'latency_p50_ms': f'{p50:.2f}', 'latency_p95_ms': f'{p95:.2f}',
-                  'last_error': snap['last_error']}
-        if self._executor is not None:
-            values['executor_policy'] = self._executor.policy
-            values['executor_bytes_copied_total'] = self._executor.bytes_copied
-        live = self._live
-        if live is not None and live.run is not None:
-            values['backend_reason'] = live.run.why
-            values['backend_provisional'] = live.provisional   # profile still running
-            values['drift_events'] = live.drift.fired if live.drift else 0
-            values['backend_switches'] = len(live.switches)
-            values['reselect_runs'] = f'{live.shadow_runs} ({live.served_frames} served)'
-            values['reselect_share'] = f'{live.overhead():.3f}'
-        values['stage_p50_ms'] = ', '.join(f'{k} {v:.2f}' for k, v in
-                                           self.stats.stage_medians().items())
-        values['debug_images'] = self.stats.debug_images
-        values['debug_image_subscribers'] = (self._debug_pub.get_subscription_count()
-                                             if self._debug_pub is not None else 0)
-        if self._meter is not None:
-            joules = sorted(self._joules)
-            values['energy_source'] = self._meter.source_name
-            values['energy_per_inference_p50_j'] = (f'{joules[len(joules) // 2]:.4f}'
-                                                    if joules else 'nan')
-            values['energy_missing'] = snap.get('energy_missing', 0)
-        st.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
-        return st

@@ -1,0 +1,53 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""The perception node's parameters: name -> (default, description).
+
+Documented with examples in config/perception.yaml; `ros2 param describe`
+shows the descriptions.
+"""
+
+TRANSPORTS = ('raw', 'compressed')
+
+PARAMETERS = {
+    'model': ('', 'registry name of the model to run (config/models.yaml)'),
+    'image_topic': ('image', 'camera topic (sensor_msgs/Image); compressed adds /compressed'),
+    'transport': ('raw', "'raw' (sensor_msgs/Image) or 'compressed' (CompressedImage)"),
+    'output_topic': ('', "edge_infer result topic; '' = by task: ~/detections, "
+                         '~/classification, ~/poses or ~/segmentation'),
+    'registry': ('', "model registry file; '' = the package's config/models.yaml"),
+    'models_dir': ('', "directory of model files; '' = $EDGE_INFER_HOME/models"),
+    'backend': ('auto', "'auto' = measured choice (backend manager); or a candidate's name, "
+                        "e.g. 'onnxruntime/cpu/t1' (see `edge_infer backends`)"),
+    'objective': ('latency', 'what auto minimises: latency | energy | edp (energy x delay)'),
+    'max_latency_ms': (0.0, 'auto: only candidates with p50 at or under this; 0 = no limit'),
+    'min_accuracy': (0.0, 'auto: agreement floor vs ONNX Runtime CPU fp32 (0..1); '
+                          '0 = config/backends.yaml per task'),
+    'use_profile_cache': (True, 'reuse measured profiles (keyed by board, model, versions)'),
+    'provisional': (True, 'auto, profile not cached whole: serve at once on a provisional '
+                          'backend, profile in the background, then switch'),
+    'drift_threshold': (1.5, 'observed/profiled median latency ratio that triggers a '
+                             're-evaluation; 0 = off'),
+    'drift_window_s': (5.0, 'seconds the drift must last (median over the window)'),
+    'latency_percentile': (0, 'auto, objective latency: rank by p50, p90 or p99; '
+                              '0 = config/backends.yaml'),
+    'reselect_duty': (0.05, 'online re-selection: share of compute spent timing the '
+                            'runners-up on real frames (0 = off)'),
+    'reselect_serve': (True, 'a runner-up within 1.25x of the chosen one runs some frames '
+                             'itself (result published, naming it); false: extra runs only'),
+    'executor_policy': ('', "run the model's segments on the process-wide shared executor: "
+                            "accelerator-only | by-layer-type | cost-model; '' = whole model "
+                            'on the chosen backend'),
+    'score_threshold': (-1.0, 'detector / pose / instance score threshold; < 0 = registry '
+                              'value'),
+    'nms_iou': (-1.0, 'detector / pose / instance NMS IoU threshold; < 0 = registry value'),
+    'top_k': (0, 'classifier: classes per result; 0 = registry value'),
+    'verify_checksum': (True, "check the model file's sha256 against the registry"),
+    'diagnostics_period': (1.0, 'seconds between /diagnostics messages; 0 = off'),
+    'debug_image_rate_hz': (10.0, '~/debug_image (bgr8, results drawn on the frame) at most '
+                                  'this often, only while someone subscribes; 0 = off'),
+    'diagnostics_window_s': (10.0, '/diagnostics is WARN while a frame was rejected within '
+                                   'this many seconds, then OK again'),
+    'result_messages': ('both', 'both | standard (vision_msgs on ~/vision/*) | edge_infer '
+                                '(the task topic); keypoints and masks go out either way'),
+    'energy_metering': (True, 'attribute energy to each model run; results carry it and '
+                              '~/energy publishes an EnergyRecord per frame'),
+}

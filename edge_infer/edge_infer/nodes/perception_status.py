@@ -1,0 +1,102 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""What a perception node says about itself: its backend report and its /diagnostics status.
+
+A mixin of :class:`edge_infer.nodes.perception_node.PerceptionNode`: it reads
+the node's counters (``stats``), its run-time choice (``_live``), manager,
+meter and publishers, and turns them into ``~/backend_report``
+(edge_infer_msgs/BackendReport, transient local) and the node's
+``DiagnosticStatus``.
+"""
+
+from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
+from edge_infer_msgs.msg import BackendCandidate, BackendReport
+
+
+class PerceptionStatus:
+    """The backend report and the diagnostics of a perception node."""
+
+    # ------------------------------------------------------------- backend choice
+    def _publish_report(self, run, trigger: str) -> None:
+        """Publish the choice and every candidate's figures (transient-local)."""
+        if trigger == 'fallback':
+            self.stats.count('fallbacks')
+        if self._report_pub is None:
+            return
+        msg = BackendReport()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        spec = self._model.spec if self._model else None
+        msg.model = run.model
+        msg.objective = self._param('objective')
+        msg.max_latency_ms = float(self._param('max_latency_ms'))
+        msg.min_accuracy = float(self._manager.min_accuracy(spec, self._param('min_accuracy'))
+                                 if spec else self._param('min_accuracy'))
+        msg.chosen, msg.reason, msg.trigger = run.chosen or '', run.why, trigger
+        board = self._manager.board
+        msg.board = ', '.join(f'{k}={v}' for k, v in board.items() if v)
+        for r in run.results:
+            msg.candidates.append(BackendCandidate(
+                name=r.backend, library=r.library, device=r.device, precision=r.precision,
+                tensor_passing=r.tensor_passing, status=r.status, reason=r.reason,
+                latency_p50_ms=float(r.p50_ms), latency_p90_ms=float(r.p90_ms),
+                runs=int(r.runs), energy_j=float(r.energy_j),
+                energy_error_j=float(r.energy_error_j), energy_source=r.energy_source,
+                accuracy=float(r.accuracy), from_cache=bool(run.from_cache.get(r.backend)),
+                chosen=bool(r.chosen)))
+        self._report_pub.publish(msg)
+        log = self.get_logger().info
+        log(f"backend for '{run.model}' ({trigger}, objective {msg.objective}): {run.why}")
+        unavailable = [r for r in run.results if r.status not in ('ok', 'unmeasured')]
+        if unavailable:
+            log('not used: ' + '; '.join(
+                f'{r.backend} {r.status} ({r.reason})' for r in unavailable))
+
+    # ---------------------------------------------------------------- diagnostics
+    def diagnostic_status(self) -> DiagnosticStatus:
+        """Return this node's status for /diagnostics."""
+        snap = self.stats.snapshot()
+        p50, p95 = self.stats.percentiles(50, 95)
+        st = DiagnosticStatus()
+        st.name = f'{self.get_fully_qualified_name()}: perception'
+        st.hardware_id = self._model.backend_name if self._model else ''
+        st.level = DiagnosticStatus.OK
+        st.message = 'ok'
+        window = self._param('diagnostics_window_s')
+        recent = self.stats.rejected_within(window)
+        if not self._running:
+            st.level, st.message = DiagnosticStatus.OK, 'inactive'
+        elif recent:
+            st.level = DiagnosticStatus.WARN
+            st.message = (f'{recent} frame(s) rejected in the last {window:g} s; last: '
+                          f"{snap['last_error']}")
+        values = {'model': self._model.spec.name if self._model else '',
+                  'backend': st.hardware_id,
+                  'input_topic': self.resolve_topic_name(self._topic) if self._topic else '',
+                  'received': snap['received'], 'processed': snap['processed'],
+                  'dropped': snap['dropped'], 'rejected': snap['rejected'],
+                  'lost': snap['lost'], 'rejected_recently': recent,
+                  'latency_p50_ms': f'{p50:.2f}', 'latency_p95_ms': f'{p95:.2f}',
+                  'last_error': snap['last_error']}
+        if self._executor is not None:
+            values['executor_policy'] = self._executor.policy
+            values['executor_bytes_copied_total'] = self._executor.bytes_copied
+        live = self._live
+        if live is not None and live.run is not None:
+            values['backend_reason'] = live.run.why
+            values['backend_provisional'] = live.provisional   # profile still running
+            values['drift_events'] = live.drift.fired if live.drift else 0
+            values['backend_switches'] = len(live.switches)
+            values['reselect_runs'] = f'{live.shadow_runs} ({live.served_frames} served)'
+            values['reselect_share'] = f'{live.overhead():.3f}'
+        values['stage_p50_ms'] = ', '.join(f'{k} {v:.2f}' for k, v in
+                                           self.stats.stage_medians().items())
+        values['debug_images'] = self.stats.debug_images
+        values['debug_image_subscribers'] = (self._debug_pub.get_subscription_count()
+                                             if self._debug_pub is not None else 0)
+        if self._meter is not None:
+            joules = sorted(self._joules)
+            values['energy_source'] = self._meter.source_name
+            values['energy_per_inference_p50_j'] = (f'{joules[len(joules) // 2]:.4f}'
+                                                    if joules else 'nan')
+            values['energy_missing'] = snap.get('energy_missing', 0)
+        st.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
+        return st
