@@ -36,7 +36,7 @@ def ros_env(domain_id: Optional[int] = None, base: Optional[Dict] = None) -> Dic
 def use_ros_env_here() -> None:
     """Apply the same DDS settings to this process (call before rclpy.init)."""
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
-    os.environ.setdefault('FASTRTPS_DEFAULT_PROFILES_FILE', str(paths.fastdds_profile()))
+    use_large_frame_profile()
 
 
 PROFILE_VARS = ('FASTRTPS_DEFAULT_PROFILES_FILE', 'FASTDDS_DEFAULT_PROFILES_FILE')
