@@ -28,20 +28,30 @@ from edge_infer import paths
 from edge_infer.backends.manager import BackendManager, load_config
 from edge_infer.core.model import Model
 from edge_infer.core.registry import load_registry
-import numpy as np
 from selection_under_load import Load
 
 
 def side_by_side(spec, model_path, backends, rounds: int, runs: int) -> dict:
-    """Return {backend name: [ms, ...]} timed round-robin on one real frame."""
+    """Return {backend name: [ms, ...]} timed round-robin on one real frame.
+
+    Each timed step is a frame's cost up to the decode: the CPU preprocessing
+    of the frame into the input kind the session takes, then the run (a
+    '+pre' candidate does part of the preprocessing inside its run).
+    """
     from edge_infer.backends.profiling import calibration_frames
+    from edge_infer.core.backend import input_kind, open_session
     from edge_infer.core.preprocess import Preprocessor
     frame = calibration_frames(1)[0][0]
-    x = np.array(Preprocessor(spec.input_spec)(frame)[0], copy=True)
-    sessions = {b.name: b.load(model_path) for b in backends}
+    sessions = {b.name: open_session(b, model_path, spec.input_spec) for b in backends}
+    kinds = {input_kind(s) for s in sessions.values()}
+    pres = {k: Preprocessor(spec.input_spec, k) for k in kinds}
+
+    def step(sess):
+        sess.run(pres[input_kind(sess)](frame)[0])
+
     for s in sessions.values():
-        s.run(x)
-        s.run(x)
+        step(s)
+        step(s)
     times = {n: [] for n in sessions}
     order = list(sessions)
     # Blocks of ``runs`` per candidate, the order rotating each round so every
@@ -51,10 +61,10 @@ def side_by_side(spec, model_path, backends, rounds: int, runs: int) -> dict:
     for r in range(rounds):
         k = r % len(order)
         for name in order[k:] + order[:k]:
-            sessions[name].run(x)       # one warm-up run after the previous library
+            step(sessions[name])        # one warm-up run after the previous library
             for _ in range(runs):
                 t = time.perf_counter()
-                sessions[name].run(x)
+                step(sessions[name])
                 times[name].append((time.perf_counter() - t) * 1e3)
     for s in sessions.values():
         s.close()

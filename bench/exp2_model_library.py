@@ -16,7 +16,10 @@ Method:
 2. Every candidate that runs (accepted or rejected for accuracy) is then timed
    again side by side: ``--rounds`` rounds, in each round every candidate runs
    ``--runs`` times in a row (order rotating between rounds), on one real
-   frame. Per round: the median latency and the energy of the round's window
+   frame; each timed step is the CPU preprocessing of that frame into the
+   input kind the candidate takes, then its run (the manager ranks on the
+   same frame cost; a ``+pre`` candidate preprocesses in its graph).
+   Per round: the median latency and the energy of the round's window
    divided by its runs (from the process power meter). Reported: the median
    over rounds, with min and max.
 3. Baseline (``--baseline``): numpy-blas/cpu by default, i.e. im2col + OpenBLAS
@@ -38,16 +41,20 @@ import benchlib
 from edge_infer import paths
 from edge_infer.backends.manager import BackendManager, load_config
 from edge_infer.backends.profiling import calibration_frames
-from edge_infer.core.preprocess import Preprocessor
+from edge_infer.core.backend import input_kind, open_session
+from edge_infer.core.preprocess import INPUT_KINDS, Preprocessor
 from edge_infer.core.registry import load_registry
 import numpy as np
 
 REFERENCE = 'onnxruntime/cpu/t1'
 
 
-def side_by_side(sessions: dict, x: np.ndarray, rounds: int, runs: int,
+def side_by_side(sessions: dict, step, rounds: int, runs: int,
                  power: benchlib.Power, slow=()) -> dict:
     """Return {name: {'ms': [round medians], 'j': [joules per run per round]}}.
+
+    ``step(session)``: one frame up to the decode (CPU preprocessing into the
+    session's input kind, then the run).
 
     ``slow``: candidates the manager cut short (clearly slower than the best,
     e.g. Vulkan on a software device): timed in the first round only, 2 runs.
@@ -59,12 +66,12 @@ def side_by_side(sessions: dict, x: np.ndarray, rounds: int, runs: int,
         for name in order[k:] + order[:k]:
             if name in slow and r > 0:
                 continue
-            sessions[name].run(x)       # one warm-up after the previous library
+            step(sessions[name])        # one warm-up after the previous library
             times = []
             t0 = time.monotonic()
             for _ in range(2 if name in slow else runs):
                 t = time.perf_counter()
-                sessions[name].run(x)
+                step(sessions[name])
                 times.append((time.perf_counter() - t) * 1e3)
             t1 = time.monotonic()
             out[name]['ms'].append(statistics.median(times))
@@ -84,15 +91,19 @@ def measure_model(name: str, spec, args, power: benchlib.Power, res: benchlib.Re
     by_name = {b.name: b for b in mgr.candidates(spec, path)}
     working = [r for r in run.results if r.status in ('ok', 'rejected') and r.backend in by_name]
     frame = calibration_frames(1)[0][0]
-    x = np.array(Preprocessor(spec.input_spec)(frame)[0], copy=True)
+    pres = {k: Preprocessor(spec.input_spec, k) for k in INPUT_KINDS}
+
+    def step(sess):
+        sess.run(pres[input_kind(sess)](frame)[0])
+
     sessions = {}
     for r in working:
         try:
-            sessions[r.backend] = by_name[r.backend].load(path)
+            sessions[r.backend] = open_session(by_name[r.backend], path, spec.input_spec)
         except Exception as exc:  # a variant file may be missing: say so, go on
             r.status, r.reason = 'failed', f'load for the side-by-side run: {exc}'
     slow = {r.backend for r in working if r.cut_short and r.backend != args.baseline}
-    meas = side_by_side(sessions, x, args.rounds, args.runs, power, slow)
+    meas = side_by_side(sessions, step, args.rounds, args.runs, power, slow)
     for s in sessions.values():
         s.close()
     rows = []

@@ -12,6 +12,7 @@ from edge_infer.backends.profiling import (calibration_frames, CandidateResult, 
                                            Reference)
 from edge_infer.backends.selection import select
 from edge_infer.core.registry import load_registry
+import numpy as np
 import pytest
 
 
@@ -199,3 +200,47 @@ def test_without_a_callback_each_step_is_one_log_line(tmp_path, mobilenet):
     steps = [ln for ln in lines if 'load, accuracy check, timing alone' in ln]
     assert len(steps) == 1 and steps[0].startswith('[profile mobilenet_v2] 1/1 '
                                                    'onnxruntime/cpu/t1') and 's left)' in steps[0]
+
+
+class _U8Input:
+    """A session taking the u8 kind: refuses anything else, runs like the float model."""
+
+    input_kind = 'u8'
+
+    def __init__(self, inner, float_input, delay_s):
+        self.inner, self.float_input, self.delay_s = inner, float_input, delay_s
+
+    def run(self, x):
+        assert x.dtype == np.uint8, 'fed the wrong input kind'
+        time.sleep(self.delay_s)
+        return self.inner.run(self.float_input)
+
+    def close(self):
+        self.inner.close()
+
+
+def test_candidates_are_ranked_on_preprocessing_plus_run(mobilenet):
+    """A run 2 ms slower wins when its input kind saves 5 ms of CPU preprocessing."""
+    spec, path = mobilenet
+    frames, what = calibration_frames(1)
+    ref = Reference(spec, path, frames, what)
+    feeds = ref.first_inputs()
+    assert set(feeds) == {'float', 'u8'} and feeds['u8'].dtype == np.uint8
+    plain = OrtBackend(intra_op_threads=1).load(path)
+    in_graph = _U8Input(OrtBackend(intra_op_threads=1).load(path), feeds['float'], 0.002)
+    results = {'plain': CandidateResult('plain', status='ok', preprocess_ms=5.0),
+               'in-graph': CandidateResult('in-graph', status='ok', input_kind='u8',
+                                           preprocess_ms=0.0)}
+    try:
+        ranking = interleave({'plain': plain, 'in-graph': in_graph}, results, feeds,
+                             budget_s=20.0, runs_per_round=3, min_rounds=4, confidence=0.8)
+    finally:
+        plain.close()
+        in_graph.close()
+    assert results['plain'].p50_ms < results['in-graph'].p50_ms      # the runs alone
+    assert ranking.leader == 'in-graph' and ranking.settled, ranking.describe()
+    for r in results.values():
+        r.accuracy = 1.0
+    best, why = select(results.values())
+    assert best.backend == 'in-graph' and 'preprocess 5.00' in why, why
+    assert best.frame_ms == pytest.approx(best.p50_ms)

@@ -108,3 +108,71 @@ def test_a_container_started_by_hand_loads_the_profile_itself(ros, tmp_path):
             log2.read_text(errors='replace')
     finally:
         procs.stop(proc)
+
+
+PUBLISHER = """
+import sys, time
+import rclpy
+from rclpy.qos import qos_profile_sensor_data
+from sensor_msgs.msg import Image
+rclpy.init()
+node = rclpy.create_node('oversized_frames_pub')
+pub = node.create_publisher(Image, '/camera/image_raw', qos_profile_sensor_data)
+def frame(w, h, stamp):
+    msg = Image(height=h, width=w, encoding='bgr8', step=w * 3, data=bytes(w * h * 3))
+    msg.header.stamp.sec = stamp
+    return msg
+small, big = frame(64, 48, 1), frame(7680, 4320, 2)       # 8K rgb8: 99.5 MB
+while pub.get_subscription_count() == 0:
+    time.sleep(0.05)
+for line in sys.stdin:      # one frame per line: 'small' or 'big'
+    pub.publish(small if line.strip() == 'small' else big)
+    print('sent', line.strip(), flush=True)
+"""
+
+
+def test_frames_too_large_for_the_transport_are_counted_lost_and_said(ros, container,
+                                                                      tmp_path):
+    """A plain best-effort publisher's 8K frames never arrive: /diagnostics counts them."""
+    from diagnostic_msgs.msg import DiagnosticArray
+    from edge_infer.nodes.lifecycle_client import LifecycleClient
+    from edge_infer import procs
+    container({'detector': {'diagnostics_period': 0.2, 'drift_threshold': 0.0}})
+    LifecycleClient(ros.node, ros.executor).bring_up('/detector', timeout=60)
+    diag = []
+
+    def on_diag(msg):
+        for st in msg.status:
+            if st.name.startswith('/detector:'):
+                diag.append({kv.key: kv.value for kv in st.values})
+    sub = ros.node.create_subscription(DiagnosticArray, '/diagnostics', on_diag, 50)
+    env = {k: v for k, v in ros.env.items() if k not in procs.PROFILE_VARS}    # the user's
+    pub = subprocess.Popen([sys.executable, '-c', PUBLISHER], env=env, text=True,
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+    def count(key):
+        return int(diag[-1].get(key, -1)) if diag else -1
+
+    def send(what):
+        pub.stdin.write(what + '\n')
+        pub.stdin.flush()
+        assert pub.stdout.readline().strip() == f'sent {what}'
+    try:
+        for _ in range(10):         # best effort: the first frames after matching may be lost
+            send('small')
+            if ros.spin_until(lambda: count('received') >= 1, 3):
+                break
+        assert count('received') >= 1, diag[-1:]
+        for _ in range(3):
+            send('big')
+        send('small')
+        assert ros.spin_until(lambda: count('lost') >= 1, 30), diag[-1:]
+        assert count('lost') <= 3, diag[-1]        # no more than were sent
+        log = tmp_path / 'perception.yaml.log'
+        assert ros.spin_until(lambda: 'lost in transport' in log.read_text(errors='replace'),
+                              5)
+    finally:
+        ros.node.destroy_subscription(sub)
+        pub.stdin.close()
+        pub.terminate()
+        pub.wait(10)

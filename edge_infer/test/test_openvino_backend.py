@@ -9,7 +9,7 @@ from edge_infer.backends.openvino import (native_precision, openvino_candidates,
                                           OpenVinoBackend)
 from edge_infer.backends.ort import OrtBackend
 from edge_infer.backends.profiling import calibration_frames, probe_backend, Reference
-from edge_infer.core.backend import BackendError
+from edge_infer.core.backend import BackendError, open_session
 from edge_infer.core.registry import load_registry
 import numpy as np
 import pytest
@@ -50,13 +50,18 @@ def real_inputs(registry, data_home):
 def test_the_native_candidate_is_named_by_what_the_device_reports():
     prec, said = native_precision()
     assert prec and 'INFERENCE_PRECISION_HINT' in said
-    names = [b.name for b in openvino_candidates((1, 2))]
+    names = [b.name for b in openvino_candidates((1, 2), graph_preprocessing=False)]
     assert names[:2] == ['openvino/cpu/t1', 'openvino/cpu/t2']
     if prec == 'fp32':      # a CPU without bf16/fp16 arithmetic: no second candidate
         assert len(names) == 2
     else:
         assert names[2:] == [f'openvino/cpu/t1/{prec}', f'openvino/cpu/t2/{prec}']
         assert OpenVinoBackend(1, prec).available()[0]
+    # the '+pre' twins: the best precision the device has, per thread count
+    twins = [b for b in openvino_candidates((1, 2)) if b.input_kind == 'u8']
+    best = '' if prec == 'fp32' else f'/{prec}'
+    assert [b.name for b in twins] == [f'openvino/cpu/t1{best}+pre',
+                                       f'openvino/cpu/t2{best}+pre']
     other = 'fp16' if prec != 'fp16' else 'bf16'
     ok, why = OpenVinoBackend(1, other).available()
     assert not ok and f'runs {prec} natively, not {other}' in why
@@ -178,3 +183,27 @@ def test_openvino_telemetry_is_off_in_our_processes(tmp_path):
     assert out.returncode == 0, out.stderr[-800:]
     stub, blocked, wrote_home = out.stdout.split()
     assert stub.endswith('telemetry_stub') and blocked == 'True' and wrote_home == 'False'
+
+
+@pytest.mark.parametrize('model', ['mobilenet_v2', 'nanodet'])
+def test_preprocessing_in_the_graph_gives_the_same_outputs(real_inputs, model):
+    """A '+pre' session fed the u8 frame equals the f32 session fed our float tensor."""
+    spec, path, ref, ort_outs = real_inputs[model]
+    backend = OpenVinoBackend(1, 'fp32', graph_preprocessing=True)
+    assert backend.name == 'openvino/cpu/t1+pre' and backend.input_kind == 'u8'
+    with pytest.raises(BackendError, match="needs the model's input spec"):
+        backend.load(path)
+    sess = open_session(backend, path, spec.input_spec)
+    try:
+        assert sess.input_kind == 'u8'
+        for (x, _), want in zip(ref.inputs_for('u8'), ort_outs):
+            assert x.dtype == np.uint8
+            for g, w in zip(sess.run(x), want):
+                scale = float(np.abs(w).max()) or 1.0
+                assert float(np.abs(g - w).max()) <= 1e-4 * max(1.0, scale)
+    finally:
+        sess.close()
+    ok, why = probe_backend(backend, paths.data_home() / 'cache')
+    assert ok, why
+    # measured on a frame's cost: its CPU preprocessing is the u8 kind's
+    assert ref.preprocess_ms['u8'] > 0 and ref.preprocess_ms['float'] > 0

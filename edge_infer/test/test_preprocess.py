@@ -64,3 +64,35 @@ def test_mono_is_replicated_to_three_channels_and_nhwc_layout():
 def test_bad_specs_are_refused(kw):
     with pytest.raises(ValueError):
         Preprocessor(InputSpec(width=4, height=4, **kw))
+
+
+def _normalised(u8: np.ndarray, spec: InputSpec) -> np.ndarray:
+    """Do what a '+pre' graph does with a u8 tensor: float, (x - mean) / std, layout."""
+    x = (u8.astype(np.float32) - np.float32(spec.mean)) * (1 / np.float32(spec.std))
+    return x.transpose(0, 3, 1, 2) if spec.layout == 'NCHW' else x
+
+
+@pytest.mark.parametrize('resize', ['letterbox', 'center_crop', 'stretch'])
+@pytest.mark.parametrize('encoding', ['rgb', 'bgr', 'mono', 'rgba'])
+def test_u8_input_is_the_float_input_before_normalisation(resize, encoding):
+    """Kind 'u8' stops after the resize; normalising it gives the float kind's tensor."""
+    spec = InputSpec(width=32, height=24, color='bgr', resize=resize, pad_value=114,
+                     mean=(10, 20, 30), std=(2, 4, 5))
+    rng = np.random.default_rng(5)
+    channels = {'mono': 1, 'rgba': 4}.get(encoding, 3)
+    frame = Frame(rng.integers(0, 256, (50, 90, channels), dtype=np.uint8),
+                  encoding[:3] if encoding != 'mono' else 'mono')
+    ref, tf_ref = Preprocessor(spec)(frame)
+    u8_pre = Preprocessor(spec, 'u8')
+    u8, tf = u8_pre(frame)
+    assert u8.shape == (1, 24, 32, 3) and u8.dtype == np.uint8 and tf == tf_ref
+    np.testing.assert_allclose(_normalised(u8, spec), ref, rtol=0, atol=1e-5)
+    if resize == 'letterbox':       # the border holds the pad value itself
+        assert np.all(u8[0, 0] == 114) and np.all(u8[0, -1] == 114)
+    again, _ = u8_pre(frame)
+    assert again is u8      # the same buffer every frame
+
+
+def test_an_unknown_input_kind_is_refused():
+    with pytest.raises(ValueError, match="input kind 'f16'"):
+        Preprocessor(InputSpec(width=4, height=4), 'f16')

@@ -120,11 +120,11 @@ class TracedBackend:
         self._tracer.touch(self._inner.name, 'available')
         return self._inner.available()
 
-    def load(self, model_path, strict: bool = False):
+    def load(self, model_path, strict: bool = False, **kw):
         self._tracer.touch(self._inner.name, 'load')
         load = self._inner.load
-        sess = (load(model_path, strict=strict) if 'strict' in load.__code__.co_varnames
-                else load(model_path))
+        sess = (load(model_path, strict=strict, **kw) if 'strict' in load.__code__.co_varnames
+                else load(model_path, **kw))
         return TracedSession(sess, self._inner, model_path, self._tracer)
 
 

@@ -54,7 +54,7 @@ from .live_rule import ForeignLoad, LiveSettings, paired_verdict, Window
 from .profiling import CandidateResult, ProfileRun
 from .selection import latency_at, stalls
 from .startup import ProvisionalStart
-from ..core.backend import first_line
+from ..core.backend import first_line, input_kind, open_session
 from ..core.model import Model, Result
 from ..core.registry import ModelSpec
 
@@ -241,7 +241,7 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
                 if name in self._runners or name not in by_name:
                     continue
                 try:
-                    sess = by_name[name].load(self.model_path)
+                    sess = open_session(by_name[name], self.model_path, self.model.spec.input_spec)
                 except Exception as exc:  # a runner-up that cannot load is left out
                     self.log(f'runner-up {name} not opened: {first_line(exc)}')
                     continue
@@ -312,7 +312,7 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
             return None     # the chosen one runs the frame: none is lost
         self._frames_since_served = 0
         self.served_frames += 1
-        ms = result.inference_ms
+        ms = result.inference_ms + self._pre_delta(name)
         self._sampled(name, now, ref, ms, max(0.0, ms - ref), served=True)
         return result
 
@@ -393,8 +393,7 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
         if self.fixed or not self._runners or self.model is None or \
                 self._frames_since_served == 0:     # a runner-up ran it: no chosen run to pair
             return False
-        x = getattr(self.model, 'last_input', None)
-        if x is None or not math.isfinite(self._last_ms):
+        if getattr(self.model, 'last_input', None) is None or not math.isfinite(self._last_ms):
             return False
         now = time.monotonic()
         st = self.settings
@@ -429,10 +428,11 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
             return False
         sess = self._runners[name]
         try:
+            x = self.model.input_for(input_kind(sess))
             with GATE.shared():
                 t = time.perf_counter()
                 sess.run(x)
-                ms = (time.perf_counter() - t) * 1e3
+                ms = (time.perf_counter() - t) * 1e3 + self._pre_delta(name)
         except Exception as exc:  # a runner-up that fails is dropped, not fatal
             self.log(f'runner-up {name} failed ({first_line(exc)}): no longer watched')
             self._drop_runner(name)
@@ -450,8 +450,19 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
             return known[1]
         mine, other = self._result(self.run.chosen), self._result(name)
         if mine and other and mine.p50_ms > 0 and math.isfinite(other.p50_ms):
-            return other.p50_ms / mine.p50_ms
+            return (other.p50_ms + self._pre_delta(name)) / mine.p50_ms
         return float('inf')
+
+    def _pre_delta(self, name: str) -> float:
+        """Return runner-up ``name``'s CPU preprocessing minus the chosen one's (profiled).
+
+        Live times compare runs; a runner-up that takes another input kind
+        (a ``+pre`` candidate) costs that much more or less per frame.
+        """
+        mine, other = self._result(self.run.chosen), self._result(name)
+        if mine is None or other is None or mine.input_kind == other.input_kind:
+            return 0.0
+        return other.pre_ms - mine.pre_ms
 
     def _sampled(self, name: str, now: float, chosen_ms: float, ms: float, cost: float,
                  served: bool = False) -> None:

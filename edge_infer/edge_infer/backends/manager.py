@@ -52,6 +52,7 @@ DEFAULTS = {
     'variant_threads': 2,
     'openvino_threads': [1, 2],
     'openvino_native_precision': True,
+    'openvino_graph_preprocessing': True,
     'ncnn_threads': [1, 2],
     'ncnn_fp16': True,
     'ncnn_vulkan': True,
@@ -83,6 +84,9 @@ _thread_budget = {'threads': 0, 'why': ''}
 # frame that loses all its objects counts; v3: frames spread over the whole video;
 # v4: a classifier's top-1 flip between classes tied in the reference agrees).
 ACCURACY_CHECK_VERSION = 4
+# What a cached profile's figures cover: the run, with the CPU preprocessing
+# of the candidate's input kind beside it (CandidateResult.frame_ms).
+FIGURES = 'run+preprocess_ms'
 
 
 def set_thread_budget(threads: int, why: str = '') -> None:
@@ -205,7 +209,9 @@ class BackendManager:
         if cfg['openvino_threads']:
             from .openvino import openvino_candidates
             out += openvino_candidates(cfg['openvino_threads'],
-                                       native=bool(cfg['openvino_native_precision']))
+                                       native=bool(cfg['openvino_native_precision']),
+                                       graph_preprocessing=bool(
+                                           cfg['openvino_graph_preprocessing']))
         if cfg['ncnn_threads'] or cfg['ncnn_vulkan']:
             try:
                 from .ncnn import ncnn_candidates
@@ -393,12 +399,12 @@ class BackendManager:
                         fresh[backend.name] = (key, parts)
                     results[backend.name] = res
                 if res.status == 'ok' and not res.cut_short:
-                    best_ms = min(best_ms, res.p50_ms)
+                    best_ms = min(best_ms, res.frame_ms)
                 run.results.append(res)
             leaders = sorted((n for n, r in results.items() if n in open_sessions and
                               r.status == 'ok' and not r.cut_short and
-                              r.p50_ms <= float(cfg['lead_factor']) * best_ms),
-                             key=lambda n: results[n].p50_ms)[:int(cfg['max_leaders'])]
+                              r.frame_ms <= float(cfg['lead_factor']) * best_ms),
+                             key=lambda n: results[n].frame_ms)[:int(cfg['max_leaders'])]
             for n in list(open_sessions):
                 if n not in leaders:
                     open_sessions.pop(n).close()
@@ -408,7 +414,8 @@ class BackendManager:
                                'side by side in interleaved rounds', time.monotonic() - t_start,
                                [], 0, extra_s=budget)
                 run.ranking = interleave(
-                    {n: open_sessions[n] for n in leaders}, results, reference.inputs[0][0],
+                    {n: open_sessions[n] for n in leaders}, results,
+                    reference.first_inputs(),
                     budget_s=budget,
                     runs_per_round=int(cfg['round_runs']), min_rounds=int(cfg['min_rounds']),
                     confidence=float(cfg['confidence']), meter=self.meter, model=spec.name,
@@ -445,7 +452,8 @@ class BackendManager:
         """Return what keys a profile entry: model file, check, board, backend, versions."""
         return {'kind': 'profile', 'model': spec.name, 'model_sha256': sha,
                 'accuracy_check': ACCURACY_CHECK_VERSION, 'min_accuracy': floor,
-                'metered': self.meter is not None, **self._versions_key(backend)}
+                'metered': self.meter is not None, 'figures': FIGURES,
+                **self._versions_key(backend)}
 
     def _progress(self, progress, model: str, step: int, total: int, what: str, doing: str,
                   elapsed_s: float, screened: List[float], remaining: int,

@@ -15,7 +15,15 @@ Candidates (``openvino_candidates``):
   cores, per the CPU device's documentation); measured here at about half of
   ONNX Runtime's time. Reduced precision changes results, so this candidate
   is admitted only through the manager's accuracy check, never by rule. Where
-  the device's native precision is f32 there is no second candidate.
+  the device's native precision is f32 there is no second candidate;
+- ``openvino/cpu/tN[/<native>]+pre``: the same, with the preprocessing in the
+  compiled graph (``openvino.preprocess.PrePostProcessor``): the session
+  takes the resized uint8 frame (NHWC, the model's colour order) and the
+  graph converts it to float, subtracts the mean, divides by the std and
+  changes the layout. The CPU then only resizes (``cv2.INTER_AREA``: the
+  graph's own resize has no area interpolation, and linear changed results,
+  see core/preprocess.py). The manager ranks candidates on CPU
+  preprocessing + run, so this one wins only where it saves a frame's time.
 
 Traps, each handled here:
 
@@ -116,12 +124,13 @@ class OpenVinoSession(Session):
         self.output_names = [o.get_any_name() for o in compiled.outputs]
         self._n_out = len(compiled.outputs)
         self._bound: Optional[np.ndarray] = None
+        self._dtype = np.dtype(np.float32)
 
     def run(self, tensor: np.ndarray) -> List[np.ndarray]:
-        """Run one C-contiguous float32 tensor; outputs are views on the request's buffers."""
+        """Run one C-contiguous tensor (float32; uint8 for ``+pre``); outputs are views."""
         if tensor is not self._bound:
-            if not (tensor.flags['C_CONTIGUOUS'] and tensor.dtype == np.float32):
-                tensor = np.ascontiguousarray(tensor, np.float32)
+            if not (tensor.flags['C_CONTIGUOUS'] and tensor.dtype == self._dtype):
+                tensor = np.ascontiguousarray(tensor, self._dtype)
             self._request.set_input_tensor(self._ov.Tensor(tensor, shared_memory=True))
             self._bound = tensor
         self._request.infer()
@@ -142,7 +151,8 @@ class OpenVinoBackend(Backend):
                       'outputs read in place from the infer request)')
 
     def __init__(self, intra_op_threads: int = 1, precision: str = 'fp32',
-                 device: str = 'CPU', cache_dir: Optional[str] = None):
+                 device: str = 'CPU', cache_dir: Optional[str] = None,
+                 graph_preprocessing: bool = False):
         if precision not in _HINT:
             raise ValueError(f"OpenVINO precision {precision!r}: use one of {', '.join(_HINT)}")
         self.intra_op_threads = int(intra_op_threads)
@@ -153,6 +163,11 @@ class OpenVinoBackend(Backend):
         self.name = f'openvino/{self.device}/t{self.intra_op_threads}'
         if precision != 'fp32':
             self.name += f'/{precision}'
+        self.graph_preprocessing = bool(graph_preprocessing)
+        if self.graph_preprocessing:
+            self.name += '+pre'
+            self.input_kind = 'u8'
+            self.tensor_passing += '; u8 frame in, preprocessing in the graph'
 
     def config(self) -> Dict[str, object]:
         """Return the properties passed to compile_model."""
@@ -168,8 +183,12 @@ class OpenVinoBackend(Backend):
 
     def options(self) -> Dict[str, object]:
         """Return the device and compile properties."""
-        return {'device': self.ov_device,
-                'config': {k: str(v) for k, v in sorted(self.config().items())}}
+        out: Dict[str, object] = {
+            'device': self.ov_device,
+            'config': {k: str(v) for k, v in sorted(self.config().items())}}
+        if self.graph_preprocessing:
+            out['graph_preprocessing'] = 'u8 NHWC -> f32, mean, scale, layout'
+        return out
 
     def versions(self) -> Dict[str, str]:
         """Return the OpenVINO version."""
@@ -199,8 +218,12 @@ class OpenVinoBackend(Backend):
                                f'{self.precision}')
         return True, f'OpenVINO {ov.__version__} {self.ov_device} {name!r}'
 
-    def load(self, model_path: pathlib.Path) -> Session:
-        """Compile the ONNX model; BackendError on a bad file or when the precision differs."""
+    def load(self, model_path: pathlib.Path, input_spec=None) -> Session:
+        """Compile the ONNX model; BackendError on a bad file or when the precision differs.
+
+        ``+pre`` candidates need ``input_spec`` (the model's InputSpec): its
+        mean, std and layout go into the graph.
+        """
         path = pathlib.Path(model_path)
         if not path.is_file():
             raise BackendError(f'model file {path} not found')
@@ -209,8 +232,13 @@ class OpenVinoBackend(Backend):
         except ImportError as exc:
             raise BackendError(f'{self.name}: openvino not installed ({exc}): {INSTALL}') \
                 from None
+        if self.graph_preprocessing and input_spec is None:
+            raise BackendError(f"{self.name}: needs the model's input spec (mean, std, layout)")
         try:
-            compiled = core.compile_model(os.fspath(path), self.ov_device, self.config())
+            model = os.fspath(path)
+            if self.graph_preprocessing:
+                model = _with_graph_preprocessing(core.read_model(model), input_spec)
+            compiled = core.compile_model(model, self.ov_device, self.config())
         except Exception as exc:  # OpenVINO raises RuntimeError for bad files and devices
             raise BackendError(f'{self.name}: cannot load {path.name}: {first_line(exc)}') \
                 from None
@@ -218,19 +246,46 @@ class OpenVinoBackend(Backend):
         if got != self.precision:
             raise BackendError(f'{self.name}: asked for {self.precision}, the compiled model '
                                f'runs {got}')
-        return OpenVinoSession(compiled, self.name)
+        session = OpenVinoSession(compiled, self.name)
+        if self.graph_preprocessing:
+            session.input_kind, session._dtype = 'u8', np.dtype(np.uint8)
+        return session
 
 
-def openvino_candidates(thread_options=(1, 2), device: str = 'CPU',
-                        native: bool = True) -> List[OpenVinoBackend]:
+def _with_graph_preprocessing(model, spec):
+    """Return ``model`` taking 1 x H x W x 3 uint8 (model colour order) with its normalisation."""
+    from openvino import Layout, Type
+    from openvino.preprocess import PrePostProcessor
+    if len(model.inputs) != 1:
+        raise BackendError(f'model has {len(model.inputs)} inputs; edge_infer feeds one image')
+    ppp = PrePostProcessor(model)
+    ppp.input().tensor().set_element_type(Type.u8).set_layout(Layout('NHWC'))
+    ppp.input().model().set_layout(Layout(spec.layout))
+    steps = ppp.input().preprocess().convert_element_type(Type.f32)
+    if any(float(m) for m in spec.mean):
+        steps.mean([float(m) for m in spec.mean])
+    if any(float(s) != 1.0 for s in spec.std):
+        steps.scale([float(s) for s in spec.std])
+    return ppp.build()
+
+
+def openvino_candidates(thread_options=(1, 2), device: str = 'CPU', native: bool = True,
+                        graph_preprocessing: bool = True) -> List[OpenVinoBackend]:
     """Return f32 candidates per thread count and, with ``native``, the native-precision ones.
 
-    Without openvino installed the f32 candidates are still returned, so the
-    report says why they are unavailable.
+    With ``graph_preprocessing``, each of the device's best precision (the
+    native one, else f32) also comes as a ``+pre`` twin. Without openvino
+    installed the f32 candidates are still returned, so the report says why
+    they are unavailable.
     """
     out = [OpenVinoBackend(t, 'fp32', device) for t in thread_options]
+    best = 'fp32'
     if native:
         prec, _ = native_precision(device)
         if prec and prec != 'fp32' and prec in _HINT:
             out += [OpenVinoBackend(t, prec, device) for t in thread_options]
+            best = prec
+    if graph_preprocessing:
+        out += [OpenVinoBackend(t, best, device, graph_preprocessing=True)
+                for t in thread_options]
     return out

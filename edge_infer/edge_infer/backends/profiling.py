@@ -7,7 +7,10 @@
 - :func:`calibration_frames`: real frames (the bundled video and photos)
   for accuracy checks; synthetic ones, said so, when the footage is absent.
 - :class:`Reference`: the model's outputs on those frames with ONNX Runtime
-  on the CPU (fp32), decoded.
+  on the CPU (fp32), decoded; the model's inputs of each input kind, and
+  what preparing them costs on the CPU (``preprocess_ms``): a candidate's
+  frame cost is that plus its run (:attr:`CandidateResult.frame_ms`); the
+  decode is the same for every candidate and left out.
 - :func:`profile_candidate`: load, accuracy against the reference, warm up,
   timed runs within a time budget (median, p90 and max), energy per
   inference from the power meter when one is given. A candidate whose median
@@ -17,6 +20,7 @@
 
 from dataclasses import asdict, dataclass, field
 import hashlib
+import math
 import pathlib
 import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
@@ -25,9 +29,9 @@ import numpy as np
 
 from .agreement import agreement
 from .gate import GATE
-from ..core.backend import Backend, BackendError, first_line
+from ..core.backend import Backend, BackendError, first_line, input_kind, open_session
 from ..core.image import Frame
-from ..core.preprocess import Preprocessor
+from ..core.preprocess import INPUT_KINDS, InputSpec, Preprocessor
 from ..core.registry import ModelSpec
 
 Log = Callable[[str], None]
@@ -42,12 +46,14 @@ class CandidateResult:
     device: str = ''
     precision: str = 'fp32'
     tensor_passing: str = ''
+    input_kind: str = 'float'       # what its sessions take (core.preprocess.INPUT_KINDS)
     status: str = 'unavailable'     # ok | unavailable | failed | rejected
     reason: str = ''
     p50_ms: float = float('nan')
     p90_ms: float = float('nan')
     p99_ms: float = float('nan')
     max_ms: float = float('nan')    # the tail: a stalling library shows here, not in p50
+    preprocess_ms: float = float('nan')  # CPU preprocessing of its input kind, per frame
     runs: int = 0
     rounds: int = 0                 # interleaved rounds the figures come from (0 = alone)
     cut_short: bool = False         # timing stopped early: clearly slower than the best
@@ -60,6 +66,16 @@ class CandidateResult:
     model_file: str = ''            # the file profiled (a variant's, for fp16/int8)
     conditions: Dict[str, float] = field(default_factory=dict)  # load while measured
     chosen: bool = False
+
+    @property
+    def pre_ms(self) -> float:
+        """Return the CPU preprocessing per frame (0 where not measured)."""
+        return self.preprocess_ms if math.isfinite(self.preprocess_ms) else 0.0
+
+    @property
+    def frame_ms(self) -> float:
+        """Return a frame's cost: CPU preprocessing + p50 run (the decode is the same for all)."""
+        return self.p50_ms + self.pre_ms
 
     @property
     def edp(self) -> float:
@@ -81,7 +97,8 @@ def describe(backend: Backend, **kw) -> CandidateResult:
     """Return a result carrying the backend's description."""
     return CandidateResult(backend=backend.name, library=backend.library,
                            device=backend.device, precision=backend.precision,
-                           tensor_passing=backend.tensor_passing, **kw)
+                           tensor_passing=backend.tensor_passing,
+                           input_kind=input_kind(backend), **kw)
 
 
 # ------------------------------------------------------------------------ probing
@@ -134,11 +151,20 @@ def probe_backend(backend: Backend, cache_dir: pathlib.Path) -> Tuple[bool, str]
         ref = OrtBackend().load(path).run(x)[0].copy()
     except BackendError as exc:
         return False, f'no CPU reference for the probe: {exc}'
+    feed = x
     try:
-        load = getattr(backend, 'load')
-        sess = load(path, strict=True) if 'strict' in load.__code__.co_varnames else load(path)
+        if input_kind(backend) == 'u8':     # the graph normalises: feed pixels
+            u8 = np.random.default_rng(11).integers(0, 256, (1, 32, 32, 3), dtype=np.uint8)
+            ref = OrtBackend().load(path).run(
+                np.ascontiguousarray(u8.transpose(0, 3, 1, 2), np.float32))[0].copy()
+            feed = u8
+            sess = open_session(backend, path, InputSpec(32, 32))
+        else:
+            load = getattr(backend, 'load')
+            sess = load(path, strict=True) if 'strict' in load.__code__.co_varnames \
+                else load(path)
         t0 = time.perf_counter()
-        out = sess.run(x)[0]
+        out = sess.run(feed)[0]
         ms = (time.perf_counter() - t0) * 1e3
         sess.close()
     except Exception as exc:  # any library error means: not usable
@@ -199,23 +225,50 @@ def calibration_frames(n: int = 6, log: Optional[Log] = None, phase: float = 0.0
 
 
 class Reference:
-    """A model's CPU fp32 outputs on the calibration frames, decoded."""
+    """A model's CPU fp32 outputs on the calibration frames, decoded.
+
+    Also the model's inputs per input kind (``inputs_for``) and the CPU time
+    that preparing a frame takes per kind (``preprocess_ms``: median over
+    the frames in interleaved rounds, so that both kinds see the same load).
+    """
 
     def __init__(self, spec: ModelSpec, model_path: pathlib.Path, frames: Sequence[Frame],
-                 frames_what: str = ''):
+                 frames_what: str = '', rounds: int = 5):
         from .ort import OrtBackend
         self.spec = spec
         self.frames_what = frames_what
-        pre = Preprocessor(spec.input_spec)
-        self.inputs: List[Tuple[np.ndarray, object]] = []
-        for f in frames:
-            tensor, tf = pre(f)
-            self.inputs.append((np.array(tensor, copy=True), tf))
+        self.frames = list(frames)
+        self._inputs: Dict[str, List[Tuple[np.ndarray, object]]] = {}
+        self.preprocess_ms: Dict[str, float] = {}
+        pres = {k: Preprocessor(spec.input_spec, k) for k in INPUT_KINDS}
+        times: Dict[str, List[float]] = {k: [] for k in INPUT_KINDS}
+        for r in range(rounds if self.frames else 0):
+            for k in (INPUT_KINDS if r % 2 == 0 else INPUT_KINDS[::-1]):
+                for f in self.frames:
+                    t = time.perf_counter()
+                    tensor, tf = pres[k](f)
+                    times[k].append((time.perf_counter() - t) * 1e3)
+                    if r == 0:
+                        self._inputs.setdefault(k, []).append((np.array(tensor, copy=True), tf))
+        self.preprocess_ms = {k: float(np.median(v)) for k, v in times.items() if v}
         sess = OrtBackend().load(model_path)
         self.decoder = spec.make_decoder()
         self.outputs = [self.decoder([np.array(o, copy=True) for o in sess.run(x)], tf)
                         for x, tf in self.inputs]
         sess.close()
+
+    @property
+    def inputs(self) -> List[Tuple[np.ndarray, object]]:
+        """Return (float input tensor, Transform) per frame."""
+        return self._inputs.get('float', [])
+
+    def inputs_for(self, kind: str) -> List[Tuple[np.ndarray, object]]:
+        """Return (input tensor of ``kind``, Transform) per frame."""
+        return self._inputs.get(kind, [])
+
+    def first_inputs(self) -> Dict[str, np.ndarray]:
+        """Return {input kind: the first frame's input}: what timed runs feed."""
+        return {k: v[0][0] for k, v in self._inputs.items() if v}
 
     def agreement(self, outputs) -> Tuple[float, str]:
         """Return (agreement 0..1, detail) of decoded candidate outputs vs the reference."""
@@ -274,9 +327,11 @@ def screen_candidate(backend: Backend, spec: ModelSpec, model_path: pathlib.Path
     failed; the caller closes it.
     """
     res = describe(backend, model_file=pathlib.Path(model_path).name)
+    res.preprocess_ms = reference.preprocess_ms.get(res.input_kind, float('nan'))
+    inputs = reference.inputs_for(res.input_kind)
     t0 = time.perf_counter()
     try:
-        sess = backend.load(model_path)
+        sess = open_session(backend, model_path, spec.input_spec)
     except BackendError as exc:
         res.status, res.reason = 'failed', str(exc)
         return res, None
@@ -286,9 +341,9 @@ def screen_candidate(backend: Backend, spec: ModelSpec, model_path: pathlib.Path
     res.load_ms = (time.perf_counter() - t0) * 1e3
     try:
         decoded = [reference.decoder([np.array(o, copy=True) for o in sess.run(x)], tf)
-                   for x, tf in reference.inputs]
+                   for x, tf in inputs]
         res.accuracy, res.accuracy_detail = reference.agreement(decoded)
-        x = reference.inputs[0][0]
+        x = inputs[0][0]
         times: List[float] = []
         deadline = time.perf_counter() + budget_s
         for _ in range(warmup):
@@ -343,7 +398,7 @@ class Ranking:
 
 
 def interleave(sessions: Dict[str, object], results: Dict[str, CandidateResult],
-               x: np.ndarray, budget_s: float, runs_per_round: int = 5, min_rounds: int = 4,
+               x, budget_s: float, runs_per_round: int = 5, min_rounds: int = 4,
                max_rounds: int = 40, confidence: float = 0.8, meter=None,
                model: str = '', cancel=None) -> Ranking:
     """Time the leading candidates in interleaved rounds until the ranking is settled.
@@ -354,7 +409,14 @@ def interleave(sessions: Dict[str, object], results: Dict[str, CandidateResult],
     ``min_rounds``, the ranking is settled when the leader (lowest median over
     all rounds) beat the runner-up's round median in at least ``confidence``
     of the rounds. Each result's figures are replaced by its interleaved ones.
+    ``x``: the input, or {input kind: input} when the sessions take different
+    kinds; the ranking is on frame cost (each result's ``pre_ms`` added).
     """
+    feeds = x if isinstance(x, dict) else None
+
+    def pre(name: str) -> float:
+        return results[name].pre_ms if name in results else 0.0
+
     names = list(sessions)
     times: Dict[str, List[float]] = {n: [] for n in names}
     energy: Dict[str, List] = {n: [] for n in names}
@@ -369,23 +431,24 @@ def interleave(sessions: Dict[str, object], results: Dict[str, CandidateResult],
         k = r % len(names)
         for name in names[k:] + names[:k]:
             sess = sessions[name]
+            feed = feeds[input_kind(sess)] if feeds is not None else x
             block: List[float] = []
             try:
-                sess.run(x)
+                sess.run(feed)
                 for _ in range(runs_per_round):
-                    _timed_run(sess, x, meter, model, block, energy[name])
+                    _timed_run(sess, feed, meter, model, block, energy[name])
             except Exception as exc:  # a candidate failing mid-run leaves the running
                 results[name].status = 'failed'
                 results[name].reason = f'{name}: run: {first_line(exc)}'
                 block = []
             if block:
                 times[name] += block
-                medians[name].append(float(np.median(block)))
+                medians[name].append(float(np.median(block)) + pre(name))
         names = [n for n in names if results[n].status == 'ok' or n not in results]
         if len(names) < 2:
             break
         ranking.rounds = r + 1
-        overall = {n: float(np.median(times[n])) for n in names}
+        overall = {n: float(np.median(times[n])) + pre(n) for n in names}
         order = sorted(names, key=overall.get)
         ranking.leader, ranking.runner_up = order[0], order[1]
         won = sum(a < b for a, b in zip(medians[order[0]], medians[order[1]]))

@@ -2,7 +2,8 @@
 """Pick a backend from measured results by objective, under constraints, and say why.
 
 Objectives (lower is better):
-- ``latency``: latency at ``latency_percentile`` (50 = median, 90, 99), with
+- ``latency``: a frame's latency at ``latency_percentile`` (50 = median, 90,
+  99): the run plus the CPU preprocessing its input kind needs, with
   a tail guard: a candidate whose p99 exceeds ``tail_guard`` x its own p50
   (and its p50 by more than 30 ms) stalls now and then (measured: ncnn's
   OpenMP runtime at 2 threads on shared cores, up to 1.5 s on a 10 ms
@@ -29,9 +30,9 @@ PERCENTILES = (50, 90, 99)
 
 
 def latency_at(r: CandidateResult, percentile: int = 50) -> float:
-    """Return the candidate's latency at 50, 90 or 99 % (p50 where the tail is unknown)."""
+    """Return a frame's latency at 50, 90 or 99 %: run (p50 where the tail is unknown) + pre."""
     value = {50: r.p50_ms, 90: r.p90_ms, 99: r.p99_ms}[percentile]
-    return value if math.isfinite(value) else r.p50_ms
+    return (value if math.isfinite(value) else r.p50_ms) + r.pre_ms
 
 
 # A stall is also long in absolute terms: on a busy board a 5 ms model's p99
@@ -60,9 +61,11 @@ def _fmt(r: CandidateResult, objective: str, percentile: int = 50) -> str:
     if objective == 'edp':
         return f'{r.edp * 1e3:.4f} mJ*s ({r.energy_j:.4f} J, {r.p50_ms:.2f} ms)'
     tail = f'p99 {r.p99_ms:.2f}' if math.isfinite(r.p99_ms) else f'p90 {r.p90_ms:.2f}'
+    split = f'run {r.p50_ms:.2f} + preprocess {r.pre_ms:.2f}; ' if r.pre_ms else ''
     if percentile == 50:
-        return f'{r.p50_ms:.2f} ms p50 ({tail})'
-    return f'{latency_at(r, percentile):.2f} ms p{percentile} (p50 {r.p50_ms:.2f})'
+        return f'{latency_at(r):.2f} ms p50 ({split}run {tail})' if split else \
+            f'{r.p50_ms:.2f} ms p50 ({tail})'
+    return f'{latency_at(r, percentile):.2f} ms p{percentile} ({split}run p50 {r.p50_ms:.2f})'
 
 
 def select(results: Iterable[CandidateResult], objective: str = 'latency',
@@ -91,18 +94,18 @@ def select(results: Iterable[CandidateResult], objective: str = 'latency',
                       f'(best {best.backend}: {best.accuracy:.3f})')
     pool = accurate
     if max_latency_ms > 0:
-        fast = [r for r in accurate if r.p50_ms <= max_latency_ms]
+        fast = [r for r in accurate if r.frame_ms <= max_latency_ms]
         if not fast:
-            best = min(accurate, key=lambda r: r.p50_ms)
+            best = min(accurate, key=lambda r: r.frame_ms)
             return best, (f'{best.backend}: NO candidate meets max_latency_ms={max_latency_ms:g} '
-                          f'(fastest {best.p50_ms:.2f} ms); chose the fastest'
+                          f'(fastest {best.frame_ms:.2f} ms); chose the fastest'
                           + ''.join(f'; {n}' for n in notes))
         pool = fast
     stalling = {r.backend for r in pool if objective == 'latency' and stalls(r, tail_guard)}
     if len(stalling) == len(pool):
         stalling = set()        # nothing steady to prefer: rank them all by the figure
     ranked = sorted(pool, key=lambda r: (r.backend in stalling, _key(r, objective, pct),
-                                         r.p50_ms))
+                                         r.frame_ms))
     best = ranked[0]
     figure = f'p{pct} latency' if objective == 'latency' else objective
     why = f'{best.backend}: best {figure}, {_fmt(best, objective, pct)}'

@@ -6,7 +6,9 @@
                        [--budget S] [--no-cache] [--energy] [--png FILE]
 
 The nodes run the same code (BackendManager.choose); these print what it
-found: a table (backend, status, latency p50/p90/max, runs ('cut' when timing
+found: a table (backend, status, run p50/p90/max, the CPU preprocessing per
+frame its input kind needs (``pre``: the latency objective ranks on run +
+pre), runs ('cut' when timing
 stopped early because the candidate was clearly slower than the best so far),
 energy per inference, accuracy vs the CPU fp32 reference, chosen) and write a
 bar chart.
@@ -29,11 +31,12 @@ def _fmt(v: float, spec: str = '.2f') -> str:
 
 def table(results: List[CandidateResult]) -> str:
     """Return the results as an aligned text table."""
-    rows = [('backend', 'status', 'p50 ms', 'p90 ms', 'max ms', 'runs', 'J/inf', '+-J',
-             'accuracy', 'chosen', 'reason')]
+    rows = [('backend', 'status', 'p50 ms', 'p90 ms', 'max ms', 'pre ms', 'runs', 'J/inf',
+             '+-J', 'accuracy', 'chosen', 'reason')]
     for r in results:
         runs = str(r.runs or '-') + (' cut' if r.cut_short else '')
-        rows.append((r.backend, r.status, _fmt(r.p50_ms), _fmt(r.p90_ms), _fmt(r.max_ms), runs,
+        rows.append((r.backend, r.status, _fmt(r.p50_ms), _fmt(r.p90_ms), _fmt(r.max_ms),
+                     _fmt(r.preprocess_ms), runs,
                      _fmt(r.energy_j, '.4f'), _fmt(r.energy_error_j, '.4f'),
                      _fmt(r.accuracy, '.3f'), '*' if r.chosen else '',
                      r.reason if r.status != 'ok' else r.accuracy_detail))

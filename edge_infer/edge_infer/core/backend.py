@@ -3,9 +3,14 @@
 
 A :class:`Backend` names a library and device and opens a :class:`Session` per
 model file; a session runs one input tensor and returns the outputs in the
-model's output order. For now the only backend is ONNX Runtime on the CPU; the
-backend manager (probing and measured choice) plugs in more behind the same
-interface.
+model's output order. The libraries (ONNX Runtime, OpenVINO, ncnn, OpenCV
+DNN, numpy-BLAS, the shared executor) live in ``backends/`` and ``executor/``;
+the backend manager probes, measures and chooses among them.
+
+Most sessions take the model's own float input; a backend whose
+``input_kind`` is ``'u8'`` takes the resized uint8 frame and does the rest of
+the preprocessing inside its compiled graph (see core/preprocess.py). It is
+opened with the model's input spec: use :func:`open_session`.
 """
 
 import pathlib
@@ -28,6 +33,7 @@ class Session:
     """An opened model on one backend."""
 
     backend_name: str = ''
+    input_kind: str = 'float'       # what run() takes: core.preprocess.INPUT_KINDS
     input_name: str = ''
     output_names: List[str] = []
 
@@ -56,6 +62,7 @@ class Backend:
     device: str = 'cpu'
     precision: str = 'fp32'
     tensor_passing: str = 'copy'
+    input_kind: str = 'float'       # the kind its sessions take (core.preprocess.INPUT_KINDS)
 
     def options(self) -> Dict[str, object]:
         """Return every setting that changes speed or results (part of the cache key)."""
@@ -76,3 +83,23 @@ class Backend:
     def load(self, model_path: pathlib.Path) -> Session:
         """Load ``model_path`` and return a ready session."""
         raise NotImplementedError
+
+
+def open_session(backend: Backend, model_path: pathlib.Path, input_spec=None) -> Session:
+    """Load ``model_path`` on ``backend``; ``input_spec`` goes to backends that need it.
+
+    A ``'u8'`` backend builds the model's normalisation into its graph and
+    needs the model's :class:`~edge_infer.core.preprocess.InputSpec`.
+    """
+    kind = input_kind(backend)
+    if kind == 'float':
+        return backend.load(model_path)
+    if input_spec is None:
+        raise BackendError(f'{backend.name} takes {kind} frames: it needs the '
+                           "model's input spec to load")
+    return backend.load(model_path, input_spec=input_spec)
+
+
+def input_kind(obj) -> str:
+    """Return what a backend's or session's ``run`` takes ('float' unless it says otherwise)."""
+    return getattr(obj, 'input_kind', 'float')

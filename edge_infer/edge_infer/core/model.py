@@ -7,7 +7,7 @@ import pathlib
 import time
 from typing import Callable, Optional, Union
 
-from .backend import Backend, BackendError
+from .backend import Backend, BackendError, input_kind, open_session
 from .image import Frame
 from .postprocess import Classes, Detections
 from .preprocess import Preprocessor
@@ -49,17 +49,33 @@ class Model:
                  verify_checksum: bool = True, **decoder_overrides):
         self.spec = spec
         path = model_file(spec, models_dir, verify_checksum)
-        self.session = backend.load(path)
+        self.session = open_session(backend, path, spec.input_spec)
         self.backend_name = self.session.backend_name
-        self.preprocess = Preprocessor(spec.input_spec)
+        self._preprocessors = {}    # input kind -> Preprocessor (shared by with_session copies)
+        self.preprocess = self.preprocessor(input_kind(self.session))
         self.decode = spec.make_decoder(**decoder_overrides)
         self.last_input = None      # the last preprocessed tensor (a reused buffer, no copy)
+        self.last_frame = None      # the frame it came from
+
+    def preprocessor(self, kind: str) -> Preprocessor:
+        """Return the Preprocessor that makes ``kind`` inputs (made once)."""
+        pre = self._preprocessors.get(kind)
+        if pre is None:
+            pre = self._preprocessors[kind] = Preprocessor(self.spec.input_spec, kind)
+        return pre
 
     def with_session(self, session) -> 'Model':
         """Return a Model running ``session`` with this one's pre/post-processing (no reload)."""
         other = copy.copy(self)     # every attribute shared, whatever __init__ sets later
         other.session, other.backend_name = session, session.backend_name
+        other.preprocess = self.preprocessor(input_kind(session))
         return other
+
+    def input_for(self, kind: str):
+        """Return the last frame's input of ``kind`` (prepared again where the kind differs)."""
+        if self.last_input is None or kind == input_kind(self.session):
+            return self.last_input
+        return self.preprocessor(kind)(self.last_frame)[0]
 
     def infer(self, frame: Frame,
               around_run: Optional[Callable[[], Callable[[], None]]] = None) -> Result:
@@ -71,7 +87,7 @@ class Model:
         """
         t0 = time.perf_counter()
         tensor, tf = self.preprocess(frame)
-        self.last_input = tensor
+        self.last_input, self.last_frame = tensor, frame
         # The meter's own work stays out of inference_ms: its window opens
         # before t1 and closes after t2, so it covers the timed run.
         finish = around_run() if around_run is not None else None

@@ -5,6 +5,9 @@ Resize (letterbox, centre crop or stretch) is done by OpenCV; the channel
 reorder (RGB/BGR/mono to the model's order), HWC -> NCHW transpose and
 normalisation ``(x - mean) / std`` are fused per channel and written straight
 into a preallocated float32 tensor that the backend reads without copying.
+Input kind ``u8`` (:data:`INPUT_KINDS`) stops after the resize: a 1 x H x W x 3
+uint8 tensor in the model's colour order, for a backend that does the rest
+inside its compiled graph (OpenVINO's preprocessing, ``+pre`` candidates).
 :class:`Transform` maps model-input pixels back to source-image pixels: boxes,
 points (keypoints) and whole maps (masks, at the source size).
 """
@@ -44,6 +47,11 @@ class InputSpec:
 # the default, 'linear' a per-model choice (config/models.yaml) for models
 # measured to keep their results with it.
 INTERPOLATIONS = {'linear': cv2.INTER_LINEAR, 'area': cv2.INTER_AREA}
+
+# What a backend session takes (Session.input_kind): 'float' the model's own
+# input (normalised float32, its layout); 'u8' the resized frame, uint8,
+# 1 x H x W x 3 in the model's colour order, letterbox border = pad_value.
+INPUT_KINDS = ('float', 'u8')
 
 
 @dataclass(frozen=True)
@@ -147,6 +155,12 @@ class Transform:
         return dst
 
 
+def _into(region: np.ndarray, result: np.ndarray) -> None:
+    """Copy ``result`` into ``region`` unless OpenCV already wrote it there."""
+    if not np.shares_memory(region, result):
+        region[...] = result.reshape(region.shape)
+
+
 class Preprocessor:
     """Turns frames of any size into the model's input tensor.
 
@@ -154,7 +168,7 @@ class Preprocessor:
     model) before the next call.
     """
 
-    def __init__(self, spec: InputSpec):
+    def __init__(self, spec: InputSpec, kind: str = 'float'):
         if spec.layout not in ('NCHW', 'NHWC'):
             raise ValueError(f"input layout '{spec.layout}' not supported (NCHW, NHWC)")
         if spec.resize not in ('letterbox', 'center_crop', 'stretch'):
@@ -167,10 +181,16 @@ class Preprocessor:
         if spec.interpolation not in INTERPOLATIONS:
             raise ValueError(f"interpolation '{spec.interpolation}' not supported "
                              f"({', '.join(INTERPOLATIONS)})")
+        if kind not in INPUT_KINDS:
+            raise ValueError(f"input kind '{kind}' not supported ({', '.join(INPUT_KINDS)})")
         self.spec = spec
+        self.kind = kind
         w, h = spec.width, spec.height
-        shape = (1, 3, h, w) if spec.layout == 'NCHW' else (1, h, w, 3)
-        self.tensor = np.empty(shape, np.float32)
+        if kind == 'u8':
+            self.tensor = np.empty((1, h, w, 3), np.uint8)
+        else:
+            shape = (1, 3, h, w) if spec.layout == 'NCHW' else (1, h, w, 3)
+            self.tensor = np.empty(shape, np.float32)
         self._mean = [float(m) for m in spec.mean]
         self._inv_std = [1.0 / float(s) for s in spec.std]
         self._geometry = None       # (frame w, h, channels) -> what _plan() returned
@@ -178,7 +198,7 @@ class Preprocessor:
         self._resized = None        # u8 buffer the frame is resized into, reused
 
     def _plane(self, c: int) -> np.ndarray:
-        if self.spec.layout == 'NCHW':
+        if self.spec.layout == 'NCHW' and self.kind == 'float':
             return self.tensor[0, c]
         return self.tensor[0, :, :, c]
 
@@ -197,6 +217,9 @@ class Preprocessor:
             px, py = (W - nw) // 2, (H - nh) // 2
             tf = Transform(nw / w0, nh / h0, px, py, w0, h0)
             for c in range(3):      # the border: the pad value, normalised
+                if self.kind == 'u8':
+                    self._plane(c)[...] = spec.pad_value
+                    continue
                 self._plane(c)[...] = np.float32(spec.pad_value - self._mean[c]) * np.float32(
                     self._inv_std[c])
         elif spec.resize == 'center_crop':
@@ -213,6 +236,32 @@ class Preprocessor:
         shrink = nw < crop[2] or nh < crop[3]
         interp = INTERPOLATIONS[spec.interpolation] if shrink else cv2.INTER_LINEAR
         return crop, (nw, nh), (px, py), interp, tf
+
+    def _to_u8(self, src: np.ndarray, color: str, ch: int, size: tuple, at: tuple,
+               interp: int) -> None:
+        """Write the resized frame into the u8 tensor, model colour order, in place.
+
+        OpenCV writes straight into the tensor's region (a view): the resize
+        itself where the channel order already matches, else one SIMD colour
+        conversion (a numpy channel flip is ~25x slower: a strided copy).
+        """
+        (nw, nh), (px, py) = size, at
+        region = self.tensor[0, py:py + nh, px:px + nw]
+        same = color == self.spec.color and ch == 3
+        if src.shape[:2] != (nh, nw):
+            if same:
+                _into(region, cv2.resize(src, size, dst=region, interpolation=interp))
+                return
+            src = cv2.resize(src, size, dst=self._resized if ch > 1 else None,
+                             interpolation=interp)
+        if same:
+            region[...] = src
+        elif color == 'mono':
+            _into(region, cv2.cvtColor(src.reshape(nh, nw), cv2.COLOR_GRAY2RGB, dst=region))
+        else:
+            code = {3: cv2.COLOR_BGR2RGB, 4: cv2.COLOR_BGRA2RGB}[ch] \
+                if color != self.spec.color else cv2.COLOR_BGRA2BGR
+            _into(region, cv2.cvtColor(src, code, dst=region))
 
     def __call__(self, frame: Frame) -> tuple:
         """Return (tensor, Transform) for ``frame``.
@@ -232,6 +281,10 @@ class Preprocessor:
         (xi, yi, cw, chh), (nw, nh), (px, py), interp, tf = self._plan_of
         if (cw, chh) != (w0, h0):
             src = src[yi:yi + chh, xi:xi + cw]
+        if self.kind == 'u8':
+            self._to_u8(src, frame.color, ch, (nw, nh), (px, py), interp)
+            return self.tensor, (tf.for_source(*frame.source_size)
+                                 if frame.source_size is not None else tf)
         out = self._resized
         if (nw, nh) == (w0, h0) and (cw, chh) == (w0, h0):
             img = src.reshape(nh, nw, ch)

@@ -342,7 +342,11 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
     def _on_lost(self, event) -> None:
         """Count frames the middleware reports lost before delivery (message-lost event)."""
         n = int(getattr(event, 'total_count_change', 1))
-        self._lost(n if 0 < n < 1_000_000 else 1)   # Fast DDS once said 2147483647 for 1
+        # Fast DDS 2.14 sends, beside one event per lost frame (change 1), one
+        # whose total wrapped to -2**31 and change is 2**31 - 1 (measured: 2 lost
+        # 8K frames gave changes 1, 2147483647, 1): that one is no frame
+        if 0 < n < 1_000_000:
+            self._lost(n)
 
     def _lost(self, n: int) -> None:
         """Count ``n`` frames lost in transport; the first loss gets one line with the limit."""

@@ -36,8 +36,9 @@ class PerceptionStatus:
         for r in run.results:
             msg.candidates.append(BackendCandidate(
                 name=r.backend, library=r.library, device=r.device, precision=r.precision,
-                tensor_passing=r.tensor_passing, status=r.status, reason=r.reason,
-                latency_p50_ms=float(r.p50_ms), latency_p90_ms=float(r.p90_ms),
+                tensor_passing=r.tensor_passing, input_kind=r.input_kind, status=r.status,
+                reason=r.reason, latency_p50_ms=float(r.p50_ms),
+                latency_p90_ms=float(r.p90_ms), preprocess_ms=float(r.preprocess_ms),
                 runs=int(r.runs), energy_j=float(r.energy_j),
                 energy_error_j=float(r.energy_error_j), energy_source=r.energy_source,
                 accuracy=float(r.accuracy), from_cache=bool(run.from_cache.get(r.backend)),
