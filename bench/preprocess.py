@@ -3,9 +3,10 @@
 
     ./run.sh exec python bench/preprocess.py [--frames 24] [--rounds 9]
 
-1. Per registry model, the two u8 resizes (core/preprocess.py
-   INTERPOLATIONS): ``area`` and ``linear``. Accuracy: the model's results
-   with ``linear`` against those with ``area`` on real frames (the bundled
+1. Per registry model, the u8 resizes (core/preprocess.py
+   INTERPOLATIONS): ``area`` and each other one (``linear``, ``area2``).
+   Accuracy: the model's results with the other against those with
+   ``area`` on real frames (the bundled
    video, then the photos; ONNX Runtime CPU), with the backend manager's
    own agreement check (backends/agreement.py: box F1 / top-1 / keypoint
    PCK / mask IoU); also the share of frames whose results are identical in
@@ -69,7 +70,7 @@ def main() -> int:
     from edge_infer.backends.profiling import calibration_frames
     from edge_infer.core import image
     from edge_infer.core.model import open_model
-    from edge_infer.core.preprocess import Preprocessor
+    from edge_infer.core.preprocess import INTERPOLATIONS, Preprocessor
     from edge_infer.core.registry import load_registry
     from edge_infer import paths
     reg = load_registry(paths.config_dir() / 'models.yaml')
@@ -80,22 +81,24 @@ def main() -> int:
           f'{args.rounds} interleaved rounds')
     jpegs = [cv2.imencode('.jpg', f.pixels, [cv2.IMWRITE_JPEG_QUALITY, 90])[1].tobytes()
              for f in frames]
-    print("linear vs area resize: agreement (manager's check), frames the same, time p50 (p90)")
+    alts = [k for k in INTERPOLATIONS if k != 'area']
+    print("other resize vs area: agreement (manager's check), frames the same, time p50 (p90)")
     print("JPEG scaled vs whole decode (+ the model's preprocessing): time p50, agreement")
-    print(f"{'model':18} {'input':>8} {'agree':>6} {'same':>7} {'area ms':>16} "
-          f"{'linear ms':>16}  {'jpeg whole':>10} {'scaled':>7} {'agree':>6} scale")
+    print(f"{'model':18} {'input':>8} {'resize':>7} {'agree':>6} {'same':>7} {'area ms':>16} "
+          f"{'other ms':>16}  {'jpeg whole':>10} {'scaled':>7} {'agree':>6} scale")
     for name in args.models or reg:
         spec = reg[name]
         specs = {k: dataclasses.replace(spec, input_spec=dataclasses.replace(
-            spec.input_spec, interpolation=k)) for k in ('area', 'linear')}
+            spec.input_spec, interpolation=k)) for k in ['area'] + alts}
         dct = dataclasses.replace(spec.input_spec, jpeg_dct_scaling=True)
         results = {}
         for k, s in specs.items():
             m = open_model(s, OrtBackend(intra_op_threads=2))
             results[k] = [m.infer(f).output for f in frames]
             m.close()
-        score, _ = agreement(spec, results['area'], results['linear'])
-        same = sum(_same(spec, a, b) for a, b in zip(results['area'], results['linear']))
+        scores = {k: agreement(spec, results['area'], results[k])[0] for k in alts}
+        same = {k: sum(_same(spec, a, b) for a, b in zip(results['area'], results[k]))
+                for k in alts}
         m = open_model(spec, OrtBackend(intra_op_threads=2))
         whole_r = [m.infer(image.from_compressed('jpeg', j)).output for j in jpegs]
         scaled_r = [m.infer(image.from_compressed('jpeg', j, dct)).output
@@ -114,12 +117,13 @@ def main() -> int:
         fns.update(whole=whole, scaled=scaled)
         t = _time(fns, args.rounds, 30)
         frame = image.from_compressed('jpeg', jpeg, dct)
-        area, linear, whole_ms, scaled_ms = t['area'], t['linear'], t['whole'], t['scaled']
-        print(f'{name:18} {spec.input_spec.width:>4}x{spec.input_spec.height:<3} {score:6.3f} '
-              f'{same:>3}/{len(frames):<3} '
-              f'{area[0]:6.3f} ({area[1]:.3f}) {linear[0]:7.3f} '
-              f'({linear[1]:.3f})  {whole_ms[0]:10.3f} {scaled_ms[0]:7.3f} '
-              f'{jpeg_score:6.3f} {frame.pixels.shape[1]}x{frame.pixels.shape[0]}')
+        area, whole_ms, scaled_ms = t['area'], t['whole'], t['scaled']
+        for k in alts:
+            print(f'{name:18} {spec.input_spec.width:>4}x{spec.input_spec.height:<3} {k:>7} '
+                  f'{scores[k]:6.3f} {same[k]:>3}/{len(frames):<3} '
+                  f'{area[0]:6.3f} ({area[1]:.3f}) {t[k][0]:7.3f} '
+                  f'({t[k][1]:.3f})  {whole_ms[0]:10.3f} {scaled_ms[0]:7.3f} '
+                  f'{jpeg_score:6.3f} {frame.pixels.shape[1]}x{frame.pixels.shape[0]}')
     return 0
 
 

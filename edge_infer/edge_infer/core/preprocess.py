@@ -43,10 +43,16 @@ class InputSpec:
 # pixel (cv2.INTER_LINEAR): NanoDet's whole preprocessing of a 768x576 frame
 # 0.27 ms instead of 0.84 on a 2-core EPYC, but it changes the results
 # (bench/preprocess.py, 24 real frames, agreement with 'area': MoveNet 0.26,
-# selfie mask IoU 0.64, MobileNetV2 top-1 0.83, NanoDet 0.95): 'area' is
-# the default, 'linear' a per-model choice (config/models.yaml) for models
-# measured to keep their results with it.
-INTERPOLATIONS = {'linear': cv2.INTER_LINEAR, 'area': cv2.INTER_AREA}
+# selfie mask IoU 0.64, MobileNetV2 top-1 0.83, NanoDet 0.95). 'area2'
+# averages too, in two steps: first by the whole factor (2 for MobileNetV2's
+# 504 x 504 crop of a 768x576 frame: an exact box average, OpenCV's fast
+# path), then 'area' for what is left (252 -> 224): its preprocessing in
+# 0.41 ms instead of 0.70; the pixels differ by rounding, and that flipped
+# MobileNetV2's top-1 on 6 of 24 frames (selfie mask IoU 0.85), so it is a
+# per-model choice like 'linear'.
+# 'area' is the default; config/models.yaml names another per model where
+# measured to keep the results.
+INTERPOLATIONS = {'linear': cv2.INTER_LINEAR, 'area': cv2.INTER_AREA, 'area2': cv2.INTER_AREA}
 
 # What a backend session takes (Session.input_kind): 'float' the model's own
 # input (normalised float32, its layout); 'u8' the resized frame, uint8,
@@ -196,6 +202,7 @@ class Preprocessor:
         self._geometry = None       # (frame w, h, channels) -> what _plan() returned
         self._plan_of = None
         self._resized = None        # u8 buffer the frame is resized into, reused
+        self._box = None            # see _plan
 
     def _plane(self, c: int) -> np.ndarray:
         if self.spec.layout == 'NCHW' and self.kind == 'float':
@@ -235,7 +242,18 @@ class Preprocessor:
             tf = Transform(W / w0, H / h0, 0.0, 0.0, w0, h0)
         shrink = nw < crop[2] or nh < crop[3]
         interp = INTERPOLATIONS[spec.interpolation] if shrink else cv2.INTER_LINEAR
+        self._box = None        # 'area2': the whole-factor box average's size, first
+        kx, ky = crop[2] // nw, crop[3] // nh
+        if spec.interpolation == 'area2' and min(kx, ky) >= 1 and max(kx, ky) >= 2 and \
+                crop[2] % kx == 0 and crop[3] % ky == 0:
+            self._box = (crop[2] // kx, crop[3] // ky)
         return crop, (nw, nh), (px, py), interp, tf
+
+    def _resize(self, src: np.ndarray, size: tuple, interp: int, dst=None) -> np.ndarray:
+        """Return ``src`` resized to ``size`` (into ``dst`` where cv2 can), 'area2' in two steps."""
+        if self._box is not None:
+            src = cv2.resize(src, self._box, interpolation=cv2.INTER_AREA)
+        return cv2.resize(src, size, dst=dst, interpolation=interp)
 
     def _to_u8(self, src: np.ndarray, color: str, ch: int, size: tuple, at: tuple,
                interp: int) -> None:
@@ -250,10 +268,9 @@ class Preprocessor:
         same = color == self.spec.color and ch == 3
         if src.shape[:2] != (nh, nw):
             if same:
-                _into(region, cv2.resize(src, size, dst=region, interpolation=interp))
+                _into(region, self._resize(src, size, interp, dst=region))
                 return
-            src = cv2.resize(src, size, dst=self._resized if ch > 1 else None,
-                             interpolation=interp)
+            src = self._resize(src, size, interp, dst=self._resized if ch > 1 else None)
         if same:
             region[...] = src
         elif color == 'mono':
@@ -290,8 +307,8 @@ class Preprocessor:
             img = src.reshape(nh, nw, ch)
         else:
             # cv2 writes into ``out`` when it is the right size and type (not for 1 channel)
-            img = cv2.resize(src, (nw, nh), dst=out if ch > 1 else None,
-                             interpolation=interp).reshape(nh, nw, ch)
+            img = self._resize(src, (nw, nh), interp,
+                               dst=out if ch > 1 else None).reshape(nh, nw, ch)
         for c, name in enumerate(self.spec.color):
             src_c = 0 if frame.color == 'mono' else frame.color.index(name)
             region = self._plane(c)[py:py + nh, px:px + nw]
