@@ -8,7 +8,7 @@
 ``bench/selection_under_load.py --out`` writes, per frame, what every pinned
 candidate took on that frame (their runs side by side, shuffled order). This
 replays those frames through :class:`edge_infer.backends.live.LiveChoice`
-with simulated sessions (edge_infer.backends.simulated): the chosen one's
+with simulated sessions (edge_infer.testing.simulated): the chosen one's
 run on a frame takes what its pinned session took on it, a runner-up run
 what the runner-up's pinned session took, and the clock moves by that
 (between frames it jumps to the frame's recorded time). The foreign load it
@@ -34,8 +34,9 @@ import statistics
 from edge_infer import paths
 from edge_infer.backends.live import LiveChoice, LiveSettings
 from edge_infer.backends.profiling import calibration_frames, CandidateResult, ProfileRun
-from edge_infer.backends.simulated import Clock, SimBackend, SimManager, simulated_time
 from edge_infer.core.registry import load_registry
+from edge_infer.testing.observer import RecordingObserver
+from edge_infer.testing.simulated import Clock, SimBackend, SimManager
 
 from selection_under_load import analyse
 
@@ -76,48 +77,49 @@ def replay(rows, names, settings: LiveSettings, model='mobilenet_v2', lag_s=0.5,
     """Serve the rows through a LiveChoice; return (rows with 'sim' columns, live).
 
     ``delay_s``: the first runner-up run waits this long (seeds shift the frames
-    the runners-up land on).
+    the runners-up land on). ``live.observer`` holds its samples and cues.
     """
-    with simulated_time(Clock()) as clock:
-        spec = load_registry(paths.config_dir() / 'models.yaml')[model]
-        frames = calibration_frames(2)[0]
-        rep = Replay()
-        backends = [SimBackend(n, clock, rep.latency(n), threads_of(n)) for n in names]
-        first = rows[0]['phase']
-        quiet = {n: statistics.median(r[n] for r in rows if r['phase'] == first) for n in names}
-        ranked = sorted(names, key=quiet.get)
-        run = ProfileRun(model=spec.name, chosen=ranked[0], why='replay: quiet phase p50')
-        run.results = [CandidateResult(n, status='ok', p50_ms=quiet[n], p90_ms=quiet[n],
-                                       p99_ms=quiet[n], runs=20, accuracy=1.0) for n in names]
-        loads = []        # (clock time, nominal share) as the phases went
+    clock = Clock()
+    spec = load_registry(paths.config_dir() / 'models.yaml')[model]
+    frames = calibration_frames(2)[0]
+    rep = Replay()
+    backends = [SimBackend(n, clock, rep.latency(n), threads_of(n)) for n in names]
+    first = rows[0]['phase']
+    quiet = {n: statistics.median(r[n] for r in rows if r['phase'] == first) for n in names}
+    ranked = sorted(names, key=quiet.get)
+    run = ProfileRun(model=spec.name, chosen=ranked[0], why='replay: quiet phase p50')
+    run.results = [CandidateResult(n, status='ok', p50_ms=quiet[n], p90_ms=quiet[n],
+                                   p99_ms=quiet[n], runs=20, accuracy=1.0) for n in names]
+    loads = []        # (clock time, nominal share) as the phases went
 
-        def foreign():
-            seen = [share for t, share in loads if t <= clock.t - lag_s]
-            return seen[-1] if seen else 0.0
-        live = LiveChoice(SimManager(backends), spec, paths.models_dir() / spec.file,
-                          settings=settings, log=lambda s: None, foreign_load=foreign)
-        live.start(backend=next(b for b in backends if b.name == ranked[0]), run=run)
-        for t in live._threads:
-            t.join()
-        live._next_probe = live._next_eager = clock.t + delay_s
-        out = []
-        base, phase, offset = clock.t, None, 0.0
-        for r in rows:
-            if r['phase'] != phase:     # phases follow one another on the clock
-                phase, offset = r['phase'], clock.t - base + 0.5
-            at = base + offset + r['t']
-            if not loads or loads[-1][1] != r['load']:
-                loads.append((at, r['load']))
-            clock.t = max(clock.t, at)
-            rep.row = r
-            res = live.infer(frames[len(out) % len(frames)])
-            row = dict(r)
-            row['sim'], row['sim:ran'] = res.inference_ms, res.backend
-            row['sim:backend'] = live.backend_name      # the choice (after the frame)
-            row['t_clock'] = clock.t
-            live.after_frame()
-            out.append(row)
-        return out, live
+    def foreign():
+        seen = [share for t, share in loads if t <= clock.t - lag_s]
+        return seen[-1] if seen else 0.0
+    live = LiveChoice(SimManager(backends), spec, paths.models_dir() / spec.file,
+                      settings=settings, log=lambda s: None, foreign_load=foreign,
+                      clock=clock, observer=RecordingObserver())
+    live.start(backend=next(b for b in backends if b.name == ranked[0]), run=run)
+    for t in live._threads:
+        t.join()
+    live.pacing.next_probe = live.pacing.next_eager = clock.t + delay_s
+    out = []
+    base, phase, offset = clock.t, None, 0.0
+    for r in rows:
+        if r['phase'] != phase:     # phases follow one another on the clock
+            phase, offset = r['phase'], clock.t - base + 0.5
+        at = base + offset + r['t']
+        if not loads or loads[-1][1] != r['load']:
+            loads.append((at, r['load']))
+        clock.t = max(clock.t, at)
+        rep.row = r
+        res = live.infer(frames[len(out) % len(frames)])
+        row = dict(r)
+        row['sim'], row['sim:ran'] = res.inference_ms, res.backend
+        row['sim:backend'] = live.backend_name      # the choice (after the frame)
+        row['t_clock'] = clock.t
+        live.after_frame()
+        out.append(row)
+    return out, live
 
 
 def phases_of(rows, phase_s: float):
@@ -136,7 +138,7 @@ def summary(rows, names, settings, phase_s=20.0, delay_s=0.0):
     table = analyse(out, {'sim': None}, dict.fromkeys(names), phases_of(out, phase_s))
     # the whole run's runner-up time / chosen time (overhead() covers the last horizon_s)
     over = live.overhead(since_start=True)
-    return table, over, live.switches, len(live.pair_log)
+    return table, over, live.switches, len(live.observer.pairs)
 
 
 def main() -> None:

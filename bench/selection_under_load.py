@@ -73,6 +73,7 @@ from edge_infer.backends.live import LiveChoice, LiveSettings
 from edge_infer.backends.manager import BackendManager, load_config
 from edge_infer.backends.profiling import calibration_frames
 from edge_infer.core.registry import load_registry
+from edge_infer.testing.observer import RecordingObserver
 
 REFERENCE = 'onnxruntime/cpu/t1'
 
@@ -175,7 +176,7 @@ def serve(runtimes: dict, pinned: dict, frames, seconds: float, log: list, phase
                 # background thread: let it run alone, off the phase clock (see the
                 # docstring), so that it slows no other session's frames
                 t_wait = time.monotonic()
-                if live.wait_reevaluation():
+                if live.observer.wait_reevaluation():
                     waited = time.monotonic() - t_wait
                     t0 += waited
                     log.append({'phase': phase, 't': now, 'event': f'{name} re-evaluated',
@@ -286,10 +287,12 @@ def main() -> None:
         log=lambda s: None)
     print(f'load average at start: {os.getloadavg()[0]:.2f}; {os.cpu_count()} cores')
     events = []
-    after = LiveChoice(after_mgr, spec, path, log=lambda s: events.append(('after', s)))
+    after = LiveChoice(after_mgr, spec, path, log=lambda s: events.append(('after', s)),
+                       observer=RecordingObserver())
     before = LiveChoice(before_mgr, spec, path,
                         settings=LiveSettings(duty=0.0, provisional=False),
-                        log=lambda s: events.append(('before', s)))
+                        log=lambda s: events.append(('before', s)),
+                        observer=RecordingObserver())
     t = time.perf_counter()
     before.start()
     print(f'before: profiled in {time.perf_counter() - t:.1f} s, chose {before.run.chosen}')
@@ -331,8 +334,8 @@ def main() -> None:
     finally:
         load.run_at(0.0)
     overhead = after.overhead(since_start=True)
-    pair_log = list(after.pair_log)
-    load_log = list(after.load_log)
+    pair_log = list(after.observer.pairs)
+    load_log = list(after.observer.loads)
     table = analyse(rows, runtimes, pinned, [(ph, at) for ph, _, _, at in phases])
     switches = after.switches
     after.close()
@@ -380,7 +383,7 @@ def main() -> None:
         '; '.join(f"{r['event'].split()[0]} in {r['phase']} at {r['t']:.1f} s, "
                   f"{r['seconds']:.1f} s" for r in reevals) or 'none'))
     print('load changes seen (after): ' + '; '.join(
-        f'{when(t)}: {why}' for t, why in after.alerts if t >= starts[0][0]))
+        f'{when(t)}: {why}' for t, why in after.observer.alerts if t >= starts[0][0]))
     print(f'warm start (cache hit, choose + open): {warm_s:.3f} s (goal < 1 s)')
     print("\ntimeline (5 s steps): the runtime's time / the best pinned candidate's, "
           'the backend(s) it ran on; pinned: the three best, time / best')

@@ -2,9 +2,10 @@
 """The online switch rule, on its own and inside LiveChoice with a simulated clock.
 
 No process, no real inference: the candidates are simulated sessions
-(edge_infer.backends.simulated) whose run advances a simulated clock by a
+(edge_infer.testing.simulated) whose run advances a simulated clock by a
 latency the test sets (seeded noise), so a run of minutes takes a second and
-every outcome is the same on every machine.
+every outcome is the same on every machine. The pieces LiveChoice is made of
+are tested on their own in test_live_parts.py.
 """
 
 import math
@@ -15,9 +16,9 @@ from edge_infer import paths
 from edge_infer.backends.live import LiveChoice, LiveSettings
 from edge_infer.backends.live_rule import paired_verdict, sign_test_p
 from edge_infer.backends.profiling import calibration_frames, CandidateResult, ProfileRun
-from edge_infer.backends.simulated import (Clock, SimBackend, SimManager, SimSession,
-                                           simulated_time)
 from edge_infer.core.registry import load_registry
+from edge_infer.testing.observer import RecordingObserver
+from edge_infer.testing.simulated import Clock, SimBackend, SimManager, SimSession
 import pytest
 
 
@@ -90,11 +91,7 @@ def _noisy(base_ms, sigma, seed, load=None, loaded_ms=None):
 
 @pytest.fixture
 def sim(data_home):
-    with simulated_time(Clock()) as clock:
-        yield from _sim(clock, data_home)
-
-
-def _sim(clock, data_home):
+    clock = Clock()
     spec = load_registry(paths.config_dir() / 'models.yaml')['mobilenet_v2']
     frames = calibration_frames(2)[0]
     opened = []
@@ -111,7 +108,7 @@ def _sim(clock, data_home):
                        for b, ms in zip(backends, profile_ms)]
         live = LiveChoice(SimManager(backends), spec, data_home / 'models' / spec.file,
                           settings=settings or LiveSettings(drift_threshold=0),
-                          log=lambda s: None,
+                          log=lambda s: None, clock=clock, observer=RecordingObserver(),
                           foreign_load=lambda: foreign(clock.t) if foreign else None)
         live.start(backend=backends[0], run=run)
         for t in live._threads:         # the runners-up open in the background
@@ -140,6 +137,7 @@ def _sim(clock, data_home):
         live.close()
 
 
+@pytest.mark.slow
 def test_two_candidates_of_equal_speed_do_not_flip_back_and_forth(sim):
     a = ('fake/a', _noisy(5.0, 0.1, seed=1), 1)
     b = ('fake/b', _noisy(5.0, 0.1, seed=2), 1)
@@ -182,7 +180,7 @@ def test_a_load_change_moves_the_choice_and_its_end_moves_it_back(sim):
     # the quiet profile ranks t1 last: it is watched as the one with another thread count
     live = sim.make([t2, other, worse, t1], [4.0, 7.0, 7.5, 8.0],
                     foreign=lambda t: 1.0 if busy(t) else 0.05)
-    assert set(live._runners) == {'fake/other-t2', 'fake/t1'}
+    assert set(live.runners.names()) == {'fake/other-t2', 'fake/t1'}
     served = sim.serve(live, 180.0)
     moved = next(t for t, b in served if t >= t_on and b == 'fake/t1')
     back = next(t for t, b in served if t >= t_off and b == 'fake/t2')
@@ -190,7 +188,8 @@ def test_a_load_change_moves_the_choice_and_its_end_moves_it_back(sim):
     assert [s['to'] for s in live.switches] == ['fake/t1', 'fake/t2'], live.switches
     assert live.overhead() <= 0.05 + 0.01
     # the move back was seen in the foreign load: t1's own latency did not move
-    assert any('foreign load 1.00 -> 0.05' in why for _, why in live.alerts), live.alerts
+    alerts = live.observer.alerts
+    assert any('foreign load 1.00 -> 0.05' in why for _, why in alerts), alerts
 
 
 def _steady_three(jump, loaded_ms):
@@ -206,28 +205,28 @@ def test_a_foreign_load_change_forgets_the_pairs_taken_before_it(sim):
     # another process takes a core; the chosen one's latency does not move
     live = sim.make(*_steady_three(jump, 5.0), foreign=lambda t: 1.0 if t >= jump else 0.05)
     sim.serve(live, 29.9)
-    before = {n: len(p) for n, p in live._pairs.items()}
+    before = {n: len(live.runners.pairs(n)) for n in live.runners.names()}
     assert sum(before.values()) >= 4 and all(before.values()), before
     sim.serve(live, 2.6)            # two 1 s load windows after the change
-    assert [why for _, why in live.alerts] == ['foreign load 0.05 -> 1.00 cores']
+    assert [why for _, why in live.observer.alerts] == ['foreign load 0.05 -> 1.00 cores']
     assert not live.switches
     # pairs from before the older of the two windows are gone
-    assert all(p[0] >= jump - 1.0 for pairs in live._pairs.values() for p in pairs), \
-        live._pairs
+    pairs = {n: live.runners.pairs(n) for n in live.runners.names()}
+    assert all(p[0] >= jump - 1.0 for each in pairs.values() for p in each), pairs
 
 
 def test_a_move_of_the_chosen_ones_latency_alone_is_a_cue_not_a_reset(sim):
     jump = sim.clock.t + 30.0
     live = sim.make(*_steady_three(jump, 6.5))      # 5 -> 6.5 ms, no foreign load
     sim.serve(live, 29.9)
-    kept = {n: list(p) for n, p in live._pairs.items()}
+    kept = {n: live.runners.pairs(n) for n in live.runners.names()}
     runs = live.shadow_runs
     sim.serve(live, 1.2)            # ~20 frames: both medians moved by 30 %
-    assert [why.split()[0] for _, why in live.alerts] == ['latency']
+    assert [why.split()[0] for _, why in live.observer.alerts] == ['latency']
     # the older pairs are still there, and the runners-up are timed eagerly now
     for name, pairs in kept.items():
-        assert pairs[-1] in live._pairs[name], name
-    assert live._alert_until > sim.clock.t
+        assert pairs[-1] in live.runners.pairs(name), name
+    assert live.pacing.eager_until > sim.clock.t
     sim.serve(live, 2.0)
     assert live.shadow_runs - runs >= 4      # steady: one run per 2.4 s here
 
@@ -238,7 +237,7 @@ def test_energy_objective_keeps_its_choice_no_time_race(sim):
     fast = ('fake/fast', _noisy(3.0, 0.02, seed=13), 2)
     live = sim.make([slow, fast], [5.0, 3.0],
                     settings=LiveSettings(drift_threshold=0, objective='energy'))
-    assert live._runners == {}
+    assert len(live.runners) == 0
     sim.serve(live, 60.0)
     assert live.switches == [] and live.shadow_runs == 0
     assert live.backend_name == 'fake/frugal'
@@ -260,14 +259,14 @@ def test_a_fallback_takes_the_open_runner_up_session_without_loading(sim):
     good = ('fake/good', _noisy(5.0, 0.02, seed=15), 1)
     live = sim.make([bad, good], [4.0, 5.0])
     live.manager.__class__ = _SelectingManager
-    opened = live._runners['fake/good']
+    opened = live.runners.get('fake/good')
     loads = []
     for b in live.manager.backends:
-        b.load = lambda path, strict=False, _b=b: loads.append(_b.name)
+        b.load = lambda path, strict=False, input_spec=None, _b=b: loads.append(_b.name)
     live.model.session.__class__ = _FailingSession
     sim.serve(live, 1.0)
     assert live.backend_name == 'fake/good' and live.model.session is opened
-    assert loads == [] and 'fake/good' not in live._runners
+    assert loads == [] and 'fake/good' not in live.runners
     assert [s['trigger'] for s in live.switches] == ['fallback']
 
 
@@ -284,9 +283,10 @@ def test_a_reevaluation_that_keeps_the_choice_is_applied_between_frames(sim):
     assert live._pending_keep is None
 
 
-def test_a_benchmark_can_wait_for_a_reevaluation_without_cancelling_it(sim):
+def test_an_observer_can_wait_for_a_reevaluation_without_cancelling_it(sim):
     # selection_under_load.py runs 'before' (drift re-evaluation in the background)
-    # beside other sessions: it waits for the re-profiling so that it slows no frame
+    # beside other sessions: its observer waits for the re-profiling so that it slows
+    # no frame
     a = ('fake/a', _noisy(5.0, 0.02, seed=21), 2)
     live = sim.make([a], [5.0], settings=LiveSettings(drift_threshold=1.5, duty=0))
     release, done = threading.Event(), []
@@ -300,11 +300,12 @@ def test_a_benchmark_can_wait_for_a_reevaluation_without_cancelling_it(sim):
         return run
     live.manager.profile = profile
     live.manager.select = lambda results, *args: (results[0], 're-measured')
-    assert live.wait_reevaluation() is False        # none running: returns at once
+    observer = live.observer
+    assert observer.wait_reevaluation() is False    # none running: returns at once
     live._start_reevaluation()
     threading.Timer(0.2, release.set).start()
-    assert live.wait_reevaluation() is True
-    assert done == [False]                          # ran to its end, not cancelled
+    assert observer.wait_reevaluation() is True
+    assert done == [False] and observer.reevaluations == 1   # ran to its end, not cancelled
     assert live._pending_keep is not None           # its result waits for the next frame
     sim.serve(live, 0.06)
     assert live.drift.expected_ms == pytest.approx(7.0)
@@ -373,10 +374,10 @@ def test_a_runner_up_that_fails_on_a_served_frame_is_dropped_frame_not_lost(sim)
     live = sim.make([a, b], [5.0, 5.0])
     lines = []
     live.log = lines.append
-    live._runners['fake/b'].__class__ = _FailingSession
+    live.runners.get('fake/b').__class__ = _FailingSession
     out = _run(live, sim, 5.0)
     assert all(ran == 'fake/a' for _, ran, _ in out)    # every frame has its result
-    assert 'fake/b' not in live._runners and live.served_frames == 0
+    assert 'fake/b' not in live.runners and live.served_frames == 0
     assert any('runner-up fake/b failed (device lost)' in x for x in lines), lines
 
 
@@ -392,8 +393,8 @@ def test_no_extra_run_follows_a_served_frame(sim):
     live._serve_next = 'fake/close'
     assert live.infer(frame).backend == 'fake/close'
     live._drop_runner('fake/close')     # left: the far one, due now and eager
-    live._next_eager = live._next_probe = 0.0
-    live._alert_until = sim.clock.t + 10.0
+    live.pacing.next_eager = live.pacing.next_probe = 0.0
+    live.pacing.eager_until = sim.clock.t + 10.0
     runs = live.shadow_runs
     assert not live.after_frame() and live.shadow_runs == runs
     live.infer(frame)                   # the chosen one ran this one: it may pair

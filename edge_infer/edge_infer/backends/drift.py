@@ -1,7 +1,7 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
 """Runtime drift: notice when a model's observed latency stays off its profile.
 
-Seed 004's situation: another process starts loading the accelerator and the
+The situation: another process starts loading the accelerator and the
 profiled choice is no longer the best. The monitor watches each frame's
 inference latency; it fires when, over a window of at least ``window_s``
 seconds and ``min_samples`` frames, the MEDIAN latency exceeds
@@ -21,7 +21,6 @@ import threading
 import time
 from typing import Optional
 
-from ..core.model import Model
 
 _REEVALUATION = threading.Lock()    # one at a time: two models measuring at once meet
 
@@ -80,6 +79,8 @@ class DriftReevaluation:
                   f'{d.expected_ms:.1f} ms profiled (x{d.last_median_ms / d.expected_ms:.2f}); '
                   f're-evaluating backends in the background')
         self._cancel.clear()
+        if self.observer is not None:
+            self.observer.reevaluation_started()
         self._spawn(self._reevaluate, 'reeval')
 
     def _reevaluate(self) -> None:
@@ -111,14 +112,15 @@ class DriftReevaluation:
                     self.spec, self.model_path)}[chosen.backend]
                 self._pending_why = (chosen.backend, why)
                 self._pending_run = run
-                self._pending = Model(self.spec, backend, self.models_dir,
-                                      verify_checksum=False, **self.overrides)
+                self._pending = self._open_model(backend)
             else:   # applied between frames: drift.add() runs on the frame thread
                 self._pending_keep = (run, chosen.p50_ms)
         except Exception as exc:  # keep serving on the current backend
             self.log(f're-evaluation failed: {type(exc).__name__}: {exc}')
         finally:
             self._reevaluating.release()
+            if self.observer is not None:
+                self.observer.reevaluation_done()
 
     def _swap_pending(self) -> None:
         new, self._pending = self._pending, None
@@ -129,14 +131,3 @@ class DriftReevaluation:
         old.close()
         self._drop_runner(name)
         self._switched(old_name, name, 'drift', why)
-
-    def wait_reevaluation(self, timeout: float = 120.0) -> bool:
-        """Wait for a background re-evaluation to end, not cancelling it; False if none ran.
-
-        For a benchmark that runs several runtimes side by side in one process:
-        one's re-profiling would otherwise slow the others' frames.
-        """
-        running = [x for x in self._threads if x.name.endswith('-reeval') and x.is_alive()]
-        for th in running:
-            th.join(timeout=timeout)
-        return bool(running)

@@ -9,56 +9,72 @@
     live.close()
 
 A profile says what was best when it was measured; the robot's load then
-changes (a SLAM node starts, a core frees up, another model stops). This
-object keeps the choice right while running:
+changes. :class:`LiveChoice` keeps the choice right while running and
+orchestrates the pieces that do it:
 
-- **online re-selection on real frames** (objective ``latency`` only: the
-  rule compares time, so for ``energy`` / ``edp`` it would override the
-  measured choice; those keep drift and fallback): the runners-up (the next best
-  candidates of the profile, at most ``runners_up``; the last place goes to
-  the best one with another thread count than the chosen one's when none of
-  the others has one) stay open, are sampled on real frames (served or as
-  an extra run) within a ``duty``, and one takes over when the switch rule
-  says it was faster: :mod:`.live_rule` says how, and why so;
-- **drift**: when the chosen one's median latency stays over
-  ``drift_threshold`` x its profile, the runners-up are timed on the next
-  frames at once (online re-selection on), or (re-selection off, or no
-  runner-up open) every working candidate is measured again in the
-  background (never written to the board's profile) and the best one taken
-  between two frames;
+- **online re-selection** (objective ``latency`` only): the runners-up stay
+  open (:mod:`.live_runners`), are sampled on real frames at a pace within
+  ``duty`` (:mod:`.live_pacing`), eagerly when the load changed
+  (:mod:`.live_load`), and one takes over when the switch rule says it was
+  faster (:mod:`.live_rule`);
+- **drift** (:mod:`.drift`): a latency that stays over ``drift_threshold``
+  x the profile times the runners-up at once, or (none open) measures every
+  candidate again in the background;
 - **fallback**: a backend that raises is replaced by the next best measured
-  candidate and the frame is run again on it: no frame is lost.
-- **provisional start** (:mod:`.startup`): when the cache lacks figures for
-  some candidate, :meth:`LiveChoice.start` opens a provisional backend at
-  once and the profile runs in a background thread from the first frame
-  served (``profile_after_s`` at most); its choice takes over between two
-  frames (trigger ``profiled``), and only then do drift and the runners-up
-  start. A deactivation stops it, :meth:`LiveChoice.resume` restarts it.
+  one and the frame is run again on it: no frame is lost;
+- **provisional start** (:mod:`.startup`): an incomplete profile runs in
+  the background while a provisional backend serves.
 
 Every switch calls ``report(run, trigger)`` (``online``, ``drift``,
-``fallback``, ``profiled``) with the evidence in ``run.why``, and logs one line.
+``fallback``, ``profiled``) with the evidence in ``run.why``, and logs one
+line. Time is read from ``clock`` (the time module; tests and benchmarks
+give a simulated one, :mod:`edge_infer.testing.simulated`), and an optional
+:class:`Observer` is told every sample, load reading and cue. The reasons
+and figures: docs/backend_choice.md, "A choice that stays right while the
+load changes".
 """
 
-from collections import deque
 import contextlib
 import math
 import pathlib
-import statistics
 import threading
 import time
-from typing import Callable, Deque, Dict, List, Optional, Tuple
+from typing import Callable, List, Optional, Tuple
 
 from .drift import DriftMonitor, DriftReevaluation
 from .gate import GATE
-from .live_rule import ForeignLoad, LiveSettings, paired_verdict, Window
+from .live_load import Foreign, LoadWatch
+from .live_pacing import Pacing, SERVE
+from .live_rule import LiveSettings, paired_verdict
+from .live_runners import RunnerPool, wanted
 from .profiling import CandidateResult, ProfileRun
 from .selection import latency_at, stalls
 from .startup import ProvisionalStart
-from ..core.backend import first_line, input_kind, open_session
+from ..core.backend import first_line, input_kind
 from ..core.model import Model, Result
 from ..core.registry import ModelSpec
 
 Log = Callable[[str], None]
+
+
+class Observer:
+    """What a LiveChoice tells an observer (tests, benchmarks); here each call does nothing."""
+
+    def paired(self, t: float, chosen: str, runner: str, chosen_ms: float,
+               runner_ms: float) -> None:
+        """Take one sample of ``runner`` against ``chosen`` (ms each) at time ``t``."""
+
+    def load(self, t: float, cores: float) -> None:
+        """Take one reading of the cores other processes used."""
+
+    def alert(self, t: float, why: str) -> None:
+        """Take a cue that the load changed."""
+
+    def reevaluation_started(self) -> None:
+        """Note that a background re-evaluation (drift) started."""
+
+    def reevaluation_done(self) -> None:
+        """Note that it ended."""
 
 
 class LiveChoice(ProvisionalStart, DriftReevaluation):
@@ -68,15 +84,17 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
                  models_dir: Optional[pathlib.Path] = None,
                  settings: Optional[LiveSettings] = None, overrides: Optional[dict] = None,
                  log: Log = print, report: Optional[Callable[[ProfileRun, str], None]] = None,
-                 warn: Optional[Log] = None, scope=None,
-                 foreign_load: Optional[Callable[[], Optional[float]]] = None):
+                 warn: Optional[Log] = None, scope=None, foreign_load: Optional[Foreign] = None,
+                 clock=time, observer: Optional[Observer] = None):
         """Keep one model's backend right at run time.
 
         ``foreign_load``: returns the cores other processes used since its last
-        call (None: unknown); default: from /proc (:class:`.load.LoadProbe`).
+        call (None: unknown); default: from /proc (:class:`.live_load.ForeignLoad`).
         ``log`` / ``warn``: info and warning lines; ``scope``: a context manager
         factory entered around background work (a node routes the manager's
-        lines under itself with it).
+        lines under itself with it). ``clock``: ``monotonic()`` and
+        ``perf_counter()``, the time module's by default. ``observer``: told
+        what happens (:class:`Observer`), when given.
         """
         self.manager = manager
         self.spec = spec
@@ -88,6 +106,8 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
         self.warn = warn or log
         self.scope = scope or contextlib.nullcontext
         self.report = report or (lambda run, trigger: None)
+        self.clock = clock
+        self.observer = observer
         self.model: Optional[Model] = None
         self.run: Optional[ProfileRun] = None
         self.fixed = False                  # forced / executor: never switched by measurement
@@ -98,43 +118,19 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
         self._can_fall_back = True          # False for a fixed executor backend
         self.drift: Optional[DriftMonitor] = None
         self.switches: List[dict] = []      # every switch: time, from, to, trigger, evidence
-        self.shadow_runs = 0
+        self.shadow_runs = 0                # runner-up samples (served frames among them)
+        self.served_frames = 0
         self._failed: set = set()
         self._pending: Optional[Model] = None     # set by a background re-evaluation
         self._pending_why: Tuple[str, str] = ('', '')
         self._pending_run: Optional[ProfileRun] = None
         self._pending_keep = None     # (run, p50): a re-evaluation kept the choice
-        self._runners: Dict[str, object] = {}     # name -> open session (runners-up)
-        self._runners_lock = threading.Lock()
-        self._pairs: Dict[str, Deque[Tuple[float, float, float]]] = {}
-        self._known: Dict[str, Tuple[float, float]] = {}   # name -> (time, median ratio)
-        self._rotation = 0
-        self._primary = Window(self.settings.horizon_s)
-        self._shadow = Window(self.settings.horizon_s)
-        self._recent = deque(maxlen=2 * self.settings.level_frames)  # (t, ms): chosen
-        self._level = float('nan')                # its level when last settled
-        self._alert_until = 0.0
-        self._changed_at = -math.inf              # the last cue that the load changed
-        self._next_probe = 0.0
-        self._next_eager = 0.0
-        self._t_first = float('nan')              # the first frame's time
-        self._last_ms = float('nan')
-        self._chosen_ms: Deque[float] = deque(maxlen=self.settings.reference_frames)
+        self.runners = RunnerPool(self.settings)
+        self.pacing = Pacing(self.settings)
+        self.load_watch = LoadWatch(self.settings, foreign_load, observer)
         self._serve_next: Optional[str] = None     # the runner-up that runs the next frame
-        self._frames_since_served = 0
-        self._served_models: Dict[str, Model] = {}
-        self._costs: Dict[str, Deque[float]] = {}  # name -> compute its last samples added
-        self.served_frames = 0
-        self.spent_ms = [0.0, 0.0]      # since start: the chosen one's time, runners-up's extra
         self._cancel = threading.Event()
         self._threads: List[threading.Thread] = []
-        self._foreign = foreign_load
-        self._next_load = 0.0
-        self._load_level = float('nan')           # foreign cores when last settled
-        self._load_last = float('nan')
-        self.alerts: List[Tuple[float, str]] = []  # (time, why) of every load change seen
-        self.pair_log: Deque[Tuple[float, str, str, float, float]] = deque(maxlen=5000)
-        self.load_log: Deque[Tuple[float, float]] = deque(maxlen=5000)  # (t, foreign cores)
         self._reevaluating = threading.Lock()
 
     # ------------------------------------------------------------------- start
@@ -158,8 +154,7 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
                 max_latency_ms=st.max_latency_ms, min_accuracy=st.min_accuracy, force=force,
                 use_cache=use_cache, latency_percentile=st.latency_percentile)
         self.fixed = bool(force)
-        self.model = Model(self.spec, backend, self.models_dir, verify_checksum=False,
-                           **self.overrides)
+        self.model = self._open_model(backend)
         self.run = run
         self.report(run, 'forced' if force else 'configure')
         self._watch()
@@ -175,16 +170,14 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
         # override the measured choice, so they keep drift and fallback only
         if st.duty > 0 and st.objective == 'latency' and not self.fixed and \
                 self.manager is not None:
-            if self._foreign is None and st.load_change_cores > 0:
-                self._foreign = ForeignLoad()
+            self.load_watch.start()
             self._spawn(self._open_runners, 'runners')
 
     def fix(self, backend, run: ProfileRun) -> ProfileRun:
         """Open ``backend`` as a fixed choice (no re-selection: e.g. the shared executor)."""
         self.fixed = True
         self._can_fall_back = False
-        self.model = Model(self.spec, backend, self.models_dir, verify_checksum=False,
-                           **self.overrides)
+        self.model = self._open_model(backend)
         self.run = run
         self.report(run, 'configure')
         return run
@@ -193,6 +186,10 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
     def backend_name(self) -> str:
         """Return the name of the backend the next frame runs on."""
         return self.model.backend_name if self.model else ''
+
+    def _open_model(self, backend) -> Model:
+        return Model(self.spec, backend, self.models_dir, verify_checksum=False,
+                     clock=self.clock, **self.overrides)
 
     def _result(self, name: Optional[str]) -> Optional[CandidateResult]:
         return next((r for r in self.run.results if r.backend == name), None) \
@@ -222,32 +219,10 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
             by_name = {b.name: b for b in self.manager.candidates(self.spec, self.model_path)}
             ranked = [r.backend for r in self._ranked()
                       if r.backend != self.run.chosen and r.backend in by_name]
-            want = ranked[:self.settings.runners_up]
-
-            def threads(name):
-                return getattr(by_name.get(name), 'intra_op_threads', None)
-            mine = threads(self.run.chosen)
-            if want and mine is not None and all(threads(n) == mine for n in want):
-                # foreign load mostly changes which thread count wins (measured: a busy
-                # core makes 1-thread OpenVINO beat 2-thread by 5-10 %): watch the best
-                # candidate with another thread count even when the quiet profile
-                # ranks it lower
-                other = next((n for n in ranked if threads(n) not in (None, mine)), None)
-                if other is not None:
-                    want[-1] = other
-            for name in want:
-                if self._cancel.is_set():
-                    return
-                if name in self._runners or name not in by_name:
-                    continue
-                try:
-                    sess = open_session(by_name[name], self.model_path, self.model.spec.input_spec)
-                except Exception as exc:  # a runner-up that cannot load is left out
-                    self.log(f'runner-up {name} not opened: {first_line(exc)}')
-                    continue
-                with self._runners_lock:
-                    self._runners[name] = sess
-                    self._pairs[name] = deque()
+            threads = {n: getattr(b, 'intra_op_threads', None) for n, b in by_name.items()}
+            want = wanted(ranked, threads, self.run.chosen, self.settings.runners_up)
+            self.runners.open_sessions(want, by_name, self.model_path,
+                                       self.model.spec.input_spec, self._cancel, self.log)
         except Exception as exc:  # keep serving on the chosen backend
             self.log(f'online re-selection off: {type(exc).__name__}: {exc}')
 
@@ -276,7 +251,7 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
             result = self._serve(name, frame, around_run)
             if result is not None:
                 return result
-        self._frames_since_served += 1
+        self.pacing.frames_since_served += 1
         try:
             result = self.model.infer(frame, around_run=around_run)
         except Exception as exc:
@@ -290,17 +265,13 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
 
     def _serve(self, name: str, frame, around_run) -> Optional[Result]:
         """Run the frame on runner-up ``name`` (its result goes out); None: it could not."""
-        with self._runners_lock:
-            sess = self._runners.get(name)
-        if sess is None or len(self._chosen_ms) < self._chosen_ms.maxlen:
+        if not self.pacing.reference_full():
             return None
-        model = self._served_models.get(name)
-        if model is None or model.session is not sess:
-            model = self._served_models[name] = self.model.with_session(sess)
-        now = time.monotonic()
-        # the chosen one's time over its last frames: a mean, as the robot pays it (a
-        # median would leave out the stalls a busy core gives a 2-thread choice)
-        ref = statistics.fmean(self._chosen_ms)
+        model = self.runners.model(name, self.model)
+        if model is None:
+            return None
+        now = self.clock.monotonic()
+        ref = self.pacing.reference_ms()
         try:
             result = model.infer(frame, around_run=around_run)
         except Exception as exc:
@@ -310,41 +281,24 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
             self.log(f'runner-up {name} failed ({first_line(exc)}): no longer watched')
             self._drop_runner(name)
             return None     # the chosen one runs the frame: none is lost
-        self._frames_since_served = 0
+        self.pacing.frames_since_served = 0
         self.served_frames += 1
         ms = result.inference_ms + self._pre_delta(name)
         self._sampled(name, now, ref, ms, max(0.0, ms - ref), served=True)
         return result
 
     def _observe(self, ms: float) -> None:
-        now = time.monotonic()
-        if not math.isfinite(self._t_first):
-            self._t_first = now
-        self._last_ms = ms
-        self._chosen_ms.append(ms)
-        self._primary.add(now, ms)
-        self.spent_ms[0] += ms
-        self._recent.append((now, ms))
-        if len(self._recent) == self._recent.maxlen:
-            items = [v for _, v in self._recent]
-            k = len(items) // 2
-            older, level = statistics.median(items[:k]), statistics.median(items[k:])
-            if not math.isfinite(self._level):
-                self._level = level
-            else:
-                moves = (older / self._level - 1, level / self._level - 1)
-                if (min(moves) > self.settings.alert_change or
-                        max(moves) < -self.settings.alert_change):
-                    # a cue to look, not proof: under a busy core the chosen one's
-                    # own latency swings by 30-90 % every second or two
-                    self._alert(now, f'latency {self._level:.2f} -> {level:.2f} ms')
-                    self._level = level
-                    self._recent.clear()
-        if self._foreign is not None and self._runners and now >= self._next_load:
-            self._next_load = now + self.settings.load_period_s
-            self._watch_load(now)
+        now = self.clock.monotonic()
+        self.pacing.chosen_ran(now, ms)
+        why = self.load_watch.latency(now, ms)
+        if why is not None:     # a cue to look, not proof: pairs are kept
+            self._alert(now, why)
+        if self.runners and self.load_watch.due(now):
+            change = self.load_watch.poll(now)
+            if change is not None:
+                self._alert(now, *change)
         if self.drift is not None and self.drift.add(ms, now):
-            if self._runners and self.settings.duty > 0:
+            if self.runners and self.settings.duty > 0:
                 # online re-selection is on: compare the runners-up on the next real
                 # frames (paired, same load) rather than re-profile every candidate
                 # in the background, which competes with the frames for the cores
@@ -358,96 +312,51 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
 
     def _alert(self, now: float, why: str, since: Optional[float] = None) -> None:
         """Look now (eager runs); with ``since`` (the load changed then) forget older pairs."""
-        self._alert_until = now + self.settings.alert_s
-        self._changed_at = now
+        self.pacing.cue(now)
         if since is not None:
-            with self._runners_lock:    # runners may still be opening (another thread)
-                for pairs in self._pairs.values():
-                    while pairs and pairs[0][0] < since:
-                        pairs.popleft()     # they describe the load before the change
-        self.alerts.append((now, why))
-        del self.alerts[:-100]
-
-    def _watch_load(self, now: float) -> None:
-        """Alert when two successive load windows both moved the same way from the level."""
-        try:
-            cores = self._foreign()
-        except Exception:  # /proc unreadable: the latency watch still works
-            cores = None
-        if cores is None:
-            return
-        self.load_log.append((now, cores))
-        if not math.isfinite(self._load_level):
-            self._load_level = self._load_last = cores
-            return
-        step = self.settings.load_change_cores
-        moves = (self._load_last - self._load_level, cores - self._load_level)
-        self._load_last = cores
-        if min(moves) > step or max(moves) < -step:
-            self._alert(now, f'foreign load {self._load_level:.2f} -> {cores:.2f} cores',
-                        since=now - 2 * self.settings.load_period_s)  # both windows moved
-            self._load_level = cores
+            self.runners.forget_before(since)
+        if self.observer is not None:
+            self.observer.alert(now, why)
 
     def after_frame(self) -> bool:
         """Time one runner-up on the last frame's input when the duty allows; True if it did."""
-        if self.fixed or not self._runners or self.model is None or \
-                self._frames_since_served == 0:     # a runner-up ran it: no chosen run to pair
+        # after a served frame no chosen run is there to pair with
+        if self.fixed or not self.runners or self.model is None or \
+                not self.pacing.may_pair() or getattr(self.model, 'last_input', None) is None:
             return False
-        if getattr(self.model, 'last_input', None) is None or not math.isfinite(self._last_ms):
+        now = self.clock.monotonic()
+        picked = self.runners.pick(now)
+        if picked is None:
             return False
-        now = time.monotonic()
-        st = self.settings
-        with self._runners_lock:
-            names = list(self._runners)
-        if not names:
+        name, ratio = picked
+        if not self.pacing.due(now, ratio, len(self.runners.pairs(name))):
             return False
-        name, ratio = self._pick(names, now)
-        # eager (the whole duty): after the load changed, or while the runner-up picked
-        # is ahead; otherwise the steady pace (half the duty at most)
-        # and, after a load change, until the runner-up picked has a full set of pairs
-        # (under the change's transient both run slow and noisy: a few early pairs
-        # against it must not send it back to the steady pace)
-        eager = (now < self._alert_until or ratio < 1.0 or
-                 (now - self._changed_at < st.window_s and
-                  len(self._pairs.get(name, ())) < st.max_pairs))
-        if now < (self._next_eager if eager else self._next_probe):
+        how = self.pacing.allows(now, self._expected_ratio(name))
+        if how is None:
             return False
-        expect = self._expected_ratio(name)
-        serve = (st.serve and expect <= st.serve_max_ratio and
-                 len(self._chosen_ms) == self._chosen_ms.maxlen)
-        if serve and self._frames_since_served + 1 < st.serve_every:
-            return False
-        # the bound: a run may take longer than the last one did (served: what it
-        # takes beyond the chosen one's time is the cost)
-        guess = self._last_ms * (max(0.0, expect - 1.0) if serve else expect)
-        if self._shadow.total(now) + 1.5 * guess > st.duty * self._primary.total(now):
-            return False
-        self._rotation += 1
-        if serve:
+        self.runners.rotation += 1
+        if how == SERVE:
             self._serve_next = name     # the next frame runs on it
             return False
-        sess = self._runners[name]
+        sess = self.runners.get(name)
         try:
             x = self.model.input_for(input_kind(sess))
             with GATE.shared():
-                t = time.perf_counter()
+                t = self.clock.perf_counter()
                 sess.run(x)
-                ms = (time.perf_counter() - t) * 1e3 + self._pre_delta(name)
+                ms = (self.clock.perf_counter() - t) * 1e3 + self._pre_delta(name)
         except Exception as exc:  # a runner-up that fails is dropped, not fatal
             self.log(f'runner-up {name} failed ({first_line(exc)}): no longer watched')
             self._drop_runner(name)
             return False
-        self._sampled(name, now, self._last_ms, ms, ms)
+        self._sampled(name, now, self.pacing.last_ms, ms, ms)
         return True
 
     def _expected_ratio(self, name: str) -> float:
         """Return runner-up ``name``'s time / the chosen one's: as last seen, else profiled."""
-        pairs = self._pairs.get(name)
-        if pairs:
-            return statistics.median(p[2] / p[1] for p in list(pairs)[-self.settings.min_pairs:])
-        known = self._known.get(name)
-        if known and known[1] > 0:
-            return known[1]
+        seen = self.runners.ratio(name)
+        if seen is not None:
+            return seen
         mine, other = self._result(self.run.chosen), self._result(name)
         if mine and other and mine.p50_ms > 0 and math.isfinite(other.p50_ms):
             return (other.p50_ms + self._pre_delta(name)) / mine.p50_ms
@@ -467,79 +376,23 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
     def _sampled(self, name: str, now: float, chosen_ms: float, ms: float, cost: float,
                  served: bool = False) -> None:
         """Record one sample of runner-up ``name`` (``cost``: the compute it added), judge."""
-        st = self.settings
-        with self._runners_lock:
-            pairs = self._pairs.get(name)
-            names = len(self._runners)
-        if pairs is None:
+        if name not in self.runners:
             return
         self.shadow_runs += 1
-        self._shadow.add(now, cost)
-        self.spent_ms[1] += cost
-        if served:      # the chosen one did not run this frame: count what it would take
-            self._primary.add(now, chosen_ms)
-            self.spent_ms[0] += chosen_ms
-        # spread the runs evenly at the duty's pace (a burst of pairs from one moment
-        # says little more than one pair, and spends the duty the next change needs);
-        # eager, the reserve left under the bound is spent over reserve_s as well
-        elapsed = min(st.horizon_s, max(now - self._t_first, 1.0))
-        primary = self._primary.total(now)
-        rate = primary / elapsed      # the chosen one's ms per second
-        reserve = max(0.0, st.duty * primary - self._shadow.total(now))
-        # a typical run sets the pace (one stall of 40 ms would stop the runs for 8 s;
-        # the bound over the horizon still pays for it)
-        costs = self._costs.setdefault(name, deque(maxlen=st.min_pairs))
-        costs.append(cost)
-        cost = statistics.median(costs)
-        spacing = cost / (st.duty * rate) if rate > 0 else 0.0
-        self._next_eager = now + (cost / (st.duty * rate + reserve / st.reserve_s)
-                                  if rate > 0 else 0.0)
-        self._next_probe = now + max(st.probe_interval_s / max(1, names),
-                                     spacing / st.steady_share)
-        pairs.append((now, chosen_ms, ms))
-        self.pair_log.append((now, self.run.chosen, name, chosen_ms, ms))
-        while len(pairs) > st.max_pairs:
-            pairs.popleft()
-        recent = list(pairs)[-st.min_pairs:]
-        self._known[name] = (now, statistics.median(p[2] / p[1] for p in recent))
+        self.pacing.spent(name, now, cost, chosen_ms, served, len(self.runners))
+        self.runners.record(name, now, chosen_ms, ms)
+        if self.observer is not None:
+            self.observer.paired(now, self.run.chosen, name, chosen_ms, ms)
         self._consider(name, now)
 
-    def _pick(self, names: List[str], now: float) -> Tuple[str, float]:
-        """Return the runner-up to time next and its median ratio as last seen (0: unknown).
-
-        One not timed in the last ``window_s`` first (in turn), else the lowest
-        median ratio over its last ``min_pairs`` pairs: the one most likely to be
-        faster gathers its evidence first, and a clearly slower one costs one
-        run per ``window_s``. The ratio is remembered when pairs are forgotten
-        (a load change): it still says which one to time first.
-        """
-        ratios = {}
-        for name in names:
-            pairs = self._pairs[name]
-            while pairs and pairs[0][0] < now - self.settings.window_s:
-                pairs.popleft()         # measured under the load of another moment
-            known = self._known.get(name)
-            ratios[name] = known[1] if known and known[0] >= now - self.settings.window_s \
-                else 0.0
-        start = self._rotation % len(names)
-        order = names[start:] + names[:start]
-        name = min(order, key=ratios.get)       # min keeps the first of equals: in turn
-        return name, ratios[name]
-
     def _drop_runner(self, name: str) -> None:
-        with self._runners_lock:
-            sess = self._runners.pop(name, None)
-            self._pairs.pop(name, None)
-            self._known.pop(name, None)
-            self._costs.pop(name, None)
-            self._served_models.pop(name, None)
-        if sess is not None:
-            sess.close()
+        self.runners.drop(name)
+        self.pacing.forget(name)
 
     def _consider(self, name: str, now: float) -> None:
         """Switch to runner-up ``name`` when its pairs pass the rule (:func:`paired_verdict`)."""
         st = self.settings
-        pairs = self._pairs[name]
+        pairs = self.runners.pairs(name)
         v = paired_verdict([(p[1], p[2]) for p in pairs], st.min_pairs, st.min_margin,
                            st.alpha)
         if not v.switch:
@@ -549,18 +402,10 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
                     f'paired in the last {now - pairs[0][0]:.1f} s (median {v.runner_ms:.2f} '
                     f'vs {v.chosen_ms:.2f} ms; margin {st.min_margin:.0%}), faster in '
                     f'{v.wins} of {v.n} (sign test p = {v.p:.3f} <= {st.alpha:g})')
-        with self._runners_lock:
-            sess = self._runners.pop(name)
-            self._pairs.pop(name)
-            self._known.pop(name, None)
-            # what is known of the others, now relative to the new choice
-            self._known = {n: (t, r / v.time_ratio) for n, (t, r) in self._known.items()}
-            self._known[old] = (now, 1 / v.time_ratio)
+        # the runner-up's open session takes over; the old choice is now watched as one
         old_model = self.model
-        self.model = old_model.with_session(sess)   # the runner-up's open session takes over
-        with self._runners_lock:      # the old choice is now watched as a runner-up
-            self._runners[old] = old_model.session
-            self._pairs[old] = deque()
+        sess = self.runners.promote(name, old, old_model.session, v.time_ratio, now)
+        self.model = old_model.with_session(sess)
         self._switched(old, name, 'online', evidence, expected_ms=v.runner_ms)
 
     def _switched(self, old: str, new: str, trigger: str, evidence: str,
@@ -570,20 +415,16 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
         for r in run.results:
             r.chosen = r.backend == new
         run.chosen, run.why = new, f'{trigger}: {evidence}'
-        with self._runners_lock:    # runners may still be opening (another thread)
-            for pairs in self._pairs.values():
-                pairs.clear()       # pairs measured against the old choice
-        self._recent.clear()
-        self._chosen_ms.clear()     # the new choice's level is measured from its own frames
-        self._costs.clear()
-        self._served_models.clear()
+        # what was measured of the old choice says nothing of the new one
+        self.runners.new_choice()
+        self.load_watch.new_choice()
+        self.pacing.new_choice()
         self._serve_next = None
-        self._level = float('nan')
         res = self._result(new)
         if self.drift is not None:     # expect what the new backend was measured at
             self.drift.rebase(expected_ms if expected_ms is not None else
                               res.p50_ms if res else self.drift.expected_ms)
-        self.switches.append({'t': time.monotonic(), 'from': old, 'to': new,
+        self.switches.append({'t': self.clock.monotonic(), 'from': old, 'to': new,
                               'trigger': trigger, 'evidence': evidence})
         if trigger == 'fallback':
             self.warn(f'{evidence}; falling back to {new}')
@@ -609,17 +450,13 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
             self.warn(f'backend {failed} failed ({first}) and no other candidate is usable: '
                       f'{why}')
             return False
-        with self._runners_lock:    # already open as a runner-up: no load on this frame
-            sess = self._runners.pop(chosen.backend, None)
-            self._pairs.pop(chosen.backend, None)
-            self._known.pop(chosen.backend, None)
+        sess = self.runners.take(chosen.backend)  # open as a runner-up: no load on this frame
         if sess is not None:
             new = self.model.with_session(sess)
         else:
             backend = {b.name: b for b in self.manager.candidates(
                 self.spec, self.model_path)}[chosen.backend]
-            new = Model(self.spec, backend, self.models_dir, verify_checksum=False,
-                        **self.overrides)
+            new = self._open_model(backend)
         old, self.model = self.model, new
         try:
             old.close()
@@ -628,7 +465,6 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
         self._switched(failed, chosen.backend, 'fallback', f'backend {failed} failed ({first})')
         return True
 
-    # ------------------------------------------------------------------- drift
     # ------------------------------------------------------------------ close
     def cancel(self) -> None:
         """Stop background work at its next check (re-evaluation between candidates)."""
@@ -645,11 +481,7 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
     def close(self) -> None:
         """Stop background work and free every session."""
         self.join()
-        with self._runners_lock:
-            runners, self._runners = dict(self._runners), {}
-            self._pairs = {}
-        for sess in runners.values():
-            sess.close()
+        self.runners.close()
         for model in (self.model, self._pending):
             if model is not None:
                 model.close()
@@ -661,8 +493,4 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
         Over the last ``horizon_s`` (the bound), or ``since_start``. A frame a
         runner-up ran counts what it took beyond the chosen one's level as extra.
         """
-        if since_start:
-            return self.spent_ms[1] / self.spent_ms[0] if self.spent_ms[0] else 0.0
-        now = time.monotonic()
-        primary = self._primary.total(now)
-        return self._shadow.total(now) / primary if primary else 0.0
+        return self.pacing.overhead(self.clock.monotonic(), since_start)

@@ -3,8 +3,9 @@
 
 :class:`.live.LiveChoice` keeps the chosen backend right at run time; this
 module holds what it decides by: :class:`LiveSettings` (node parameters map
-onto them), the switch rule (:func:`paired_verdict`, :func:`sign_test_p`)
-and the bookkeeping it measures with (:class:`Window`, :class:`ForeignLoad`).
+onto them) and the switch rule (:func:`paired_verdict`, :func:`sign_test_p`).
+How samples are paced: :mod:`.live_pacing`; the cues that the load changed:
+:mod:`.live_load`.
 
 How runners-up are sampled and judged (objective ``latency`` only): the
 runners-up (the next best candidates of the profile, at most ``runners_up``;
@@ -91,13 +92,11 @@ faster on 70-80 % of the frames takes 5-20 s to be recognised that way;
 served frames of a close one (cost ~0) come every ``serve_every`` frames.
 """
 
-from collections import deque
 from dataclasses import dataclass
 import math
 import statistics
-from typing import Deque, Dict, Optional, Sequence, Tuple
+from typing import Dict, Optional, Sequence, Tuple
 
-from .load import LoadProbe
 from .selection import OBJECTIVES, PERCENTILES
 
 
@@ -201,40 +200,3 @@ def paired_verdict(pairs: Sequence[Tuple[float, float]], min_pairs: int = 5,
     return Verdict(n, wins, p, ratio, statistics.median(c for c, _ in pairs),
                    statistics.median(r for _, r in pairs),
                    n >= min_pairs and ratio < 1 - min_margin and p <= alpha)
-
-
-class ForeignLoad:
-    """The cores other processes used since the last call, from /proc (None: unknown)."""
-
-    def __init__(self):
-        self.probe = LoadProbe().start()
-
-    def __call__(self) -> Optional[float]:
-        cond = self.probe.stop()
-        self.probe.start()
-        if not cond or cond.get('window_s', 0.0) < 0.2:
-            return None
-        return float(cond['foreign_cores'])
-
-
-class Window:
-    """(time, value) samples over a sliding time window."""
-
-    def __init__(self, seconds: float):
-        self.seconds = seconds
-        self.items: Deque[Tuple[float, float]] = deque()
-
-    def add(self, now: float, value: float) -> None:
-        """Add a sample taken at ``now``."""
-        self.items.append((now, value))
-        self.trim(now)
-
-    def trim(self, now: float) -> None:
-        """Forget samples older than the window."""
-        while self.items and self.items[0][0] < now - self.seconds:
-            self.items.popleft()
-
-    def total(self, now: float) -> float:
-        """Return the sum of the samples in the window ending ``now``."""
-        self.trim(now)
-        return sum(v for _, v in self.items)

@@ -22,12 +22,10 @@ describe a busy board and be cached as the board's profile), nor the other
 way round: :data:`.gate.GATE` keeps them apart.
 """
 
-import time
 from typing import Optional, Tuple
 
 from .profiling import describe, ProfileRun
 from ..core.backend import first_line
-from ..core.model import Model
 
 
 def provisional(manager, spec, model_path, settings) -> Optional[Tuple[object, ProfileRun]]:
@@ -74,8 +72,7 @@ class ProvisionalStart:
         if pick is None:
             return None
         backend, run = pick
-        self.model = Model(self.spec, backend, self.models_dir, verify_checksum=False,
-                           **self.overrides)
+        self.model = self._open_model(backend)
         self.run, self.provisional = run, True
         self.report(run, 'provisional')
         self._spawn(self._profile_behind, 'profile')
@@ -97,7 +94,7 @@ class ProvisionalStart:
         # inference needed (first detection 3.6-4.1 s after `ros2 launch` instead of
         # 2.4 s on this VM)
         self._served.wait(st.profile_after_s)
-        t0 = time.monotonic()
+        t0 = self.clock.monotonic()
         try:
             if self._cancel.is_set():
                 return
@@ -107,8 +104,7 @@ class ProvisionalStart:
                 latency_percentile=st.latency_percentile, cancel=self._cancel)
             new = None
             if backend.name != self.model.backend_name:
-                new = Model(self.spec, backend, self.models_dir, verify_checksum=False,
-                            **self.overrides)
+                new = self._open_model(backend)
         except Exception as exc:  # keep serving on the provisional backend
             if not self._cancel.is_set():
                 self.warn(f'profile failed ({type(exc).__name__}: {first_line(exc)}): '
@@ -124,11 +120,10 @@ class ProvisionalStart:
             if new is not None:
                 previous, self.model = self.model, new
                 previous.close()
-            self._chosen_ms.clear()     # the provisional one's frames say nothing of it
-            self._recent.clear()
-            self._level = float('nan')
-            self.settled_s = time.monotonic() - t0
-            self.switches.append({'t': time.monotonic(), 'from': old, 'to': run.chosen,
+            self.pacing.new_choice()    # the provisional one's frames say nothing of it
+            self.load_watch.new_choice()
+            self.settled_s = self.clock.monotonic() - t0
+            self.switches.append({'t': self.clock.monotonic(), 'from': old, 'to': run.chosen,
                                   'trigger': 'profiled', 'evidence': run.why})
             self.log(f'profile done in {self.settled_s:.1f} s: '
                      + (f'switching backend {old} -> {run.chosen}' if new is not None else

@@ -1,15 +1,15 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
-"""Candidates on a simulated clock, to drive :class:`.live.LiveChoice` without inference.
+"""Candidates on a simulated clock, to drive :class:`.backends.live.LiveChoice` without inference.
 
 A run advances the clock by the time a latency function gives (a recorded
 frame's time, or a seeded noise model), so minutes of frames take a second
-and every outcome is the same on every machine. ``bench/replay_selection.py``
-replays a recorded regret run through the run-time choice with it, and the
-tests of the switch rule use it.
+and every outcome is the same on every machine. Give the same
+:class:`Clock` to the LiveChoice (``clock=``): it and its models read it.
+``bench/replay_selection.py`` replays a recorded regret run through the
+run-time choice with it, and the tests of the switch rule use it.
 """
 
-import contextlib
-from typing import Callable, Iterator, List, Optional
+from typing import Callable, List, Optional
 
 import numpy as np
 
@@ -19,15 +19,17 @@ Latency = Callable[[float], float]      # the clock's time -> ms the run takes
 
 
 class Clock:
-    """Stands in for the time module in live.py and model.py: runs advance it."""
+    """A clock that stands still until set or a simulated run advances it (seconds)."""
 
     def __init__(self, t: float = 1000.0):
         self.t = t
 
     def monotonic(self) -> float:
+        """Return the simulated time."""
         return self.t
 
     def perf_counter(self) -> float:
+        """Return the simulated time (one clock for both)."""
         return self.t
 
 
@@ -39,6 +41,7 @@ class SimSession(Session):
         self.runs = 0
 
     def run(self, tensor):
+        """Advance the clock by the run's latency; return a zero output."""
         self.runs += 1
         self.clock.t += self.latency(self.clock.t) / 1e3
         return [np.zeros((1, 1000), np.float32)]
@@ -52,7 +55,8 @@ class SimBackend(Backend):
         self.name, self.clock, self.latency = name, clock, latency
         self.intra_op_threads = threads
 
-    def load(self, model_path, strict=False):
+    def load(self, model_path, strict=False, input_spec=None):
+        """Return a new simulated session."""
         return SimSession(self.name, self.clock, self.latency)
 
 
@@ -65,17 +69,5 @@ class SimManager:
         self.backends = backends
 
     def candidates(self, spec=None, model_path=None) -> List[Backend]:
+        """Return the simulated candidates."""
         return list(self.backends)
-
-
-@contextlib.contextmanager
-def simulated_time(clock: Clock) -> Iterator[Clock]:
-    """Let LiveChoice and Model read ``clock`` instead of the time module, within."""
-    from . import live
-    from ..core import model
-    saved = live.time, model.time
-    live.time = model.time = clock
-    try:
-        yield clock
-    finally:
-        live.time, model.time = saved

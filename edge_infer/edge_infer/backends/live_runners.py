@@ -1,0 +1,218 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""The runners-up of the run-time choice: their open sessions and their samples (no ROS).
+
+:class:`RunnerPool` holds the sessions of the next best backends, open so
+that one can be sampled on a real frame or take over between two frames
+without a load, and each one's pairs (time, the chosen one's ms, its ms):
+the evidence the switch rule (:func:`.live_rule.paired_verdict`) judges.
+The background thread that opens them and the frame thread share it: every
+method takes its lock. :func:`wanted` says which to open. It reads no
+clock: every call is given ``now``.
+"""
+
+from collections import deque
+import statistics
+import threading
+from typing import Callable, Deque, Dict, List, Optional, Sequence, Tuple
+
+from .live_rule import LiveSettings
+from ..core.backend import first_line, open_session
+
+Pair = Tuple[float, float, float]       # (time, the chosen one's ms, the runner-up's ms)
+
+
+def wanted(ranked: Sequence[str], threads: Dict[str, Optional[int]], chosen: str,
+           count: int) -> List[str]:
+    """Return the runners-up to open: the best ``count`` of ``ranked`` (the chosen one left out).
+
+    When all of them run with the chosen one's thread count, the last place
+    goes to the best one with another: foreign load mostly changes which
+    thread count wins (measured: a busy core makes 1-thread OpenVINO beat
+    2-thread by 5-10 %), even where the quiet profile ranks it lower.
+    """
+    want = list(ranked[:count])
+    mine = threads.get(chosen)
+    if want and mine is not None and all(threads.get(n) == mine for n in want):
+        other = next((n for n in ranked if threads.get(n) not in (None, mine)), None)
+        if other is not None:
+            want[-1] = other
+    return want
+
+
+class RunnerPool:
+    """Open runner-up sessions, their pairs, and what each one's ratio was when last seen."""
+
+    def __init__(self, settings: LiveSettings):
+        self.settings = settings
+        self._lock = threading.Lock()
+        self._sessions: Dict[str, object] = {}
+        self._pairs: Dict[str, Deque[Pair]] = {}
+        self._known: Dict[str, Tuple[float, float]] = {}   # name -> (time, median ratio)
+        self._models: Dict[str, object] = {}    # name -> the Model that serves frames on it
+        self.rotation = 0       # whose turn it is among equals
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._sessions
+
+    def names(self) -> List[str]:
+        """Return the open runners-up's names."""
+        with self._lock:
+            return list(self._sessions)
+
+    def get(self, name: str):
+        """Return runner-up ``name``'s session, None if it is not open."""
+        with self._lock:
+            return self._sessions.get(name)
+
+    def add(self, name: str, session) -> None:
+        """Watch ``session`` as runner-up ``name``, with no pairs yet."""
+        with self._lock:
+            self._sessions[name] = session
+            self._pairs[name] = deque()
+
+    def open_sessions(self, names: Sequence[str], backends: Dict[str, object], model_path,
+                      input_spec, cancel: threading.Event,
+                      log: Callable[[str], None]) -> None:
+        """Open the runners-up ``names`` not open yet; one that cannot load is left out."""
+        for name in names:
+            if cancel.is_set():
+                return
+            if name in self._sessions or name not in backends:
+                continue
+            try:
+                sess = open_session(backends[name], model_path, input_spec)
+            except Exception as exc:  # a runner-up that cannot load is left out
+                log(f'runner-up {name} not opened: {first_line(exc)}')
+                continue
+            self.add(name, sess)
+
+    def model(self, name: str, base):
+        """Return a Model running runner-up ``name`` with ``base``'s pre/post-processing.
+
+        Made once per session (``base.with_session``); None if it is not open.
+        """
+        sess = self.get(name)
+        if sess is None:
+            return None
+        model = self._models.get(name)
+        if model is None or model.session is not sess:
+            model = self._models[name] = base.with_session(sess)
+        return model
+
+    def take(self, name: str):
+        """Stop watching runner-up ``name`` and return its session (None: not open)."""
+        with self._lock:
+            self._pairs.pop(name, None)
+            self._known.pop(name, None)
+            return self._sessions.pop(name, None)
+
+    def drop(self, name: str) -> None:
+        """Stop watching runner-up ``name`` and close its session."""
+        with self._lock:
+            sess = self._sessions.pop(name, None)
+            self._pairs.pop(name, None)
+            self._known.pop(name, None)
+            self._models.pop(name, None)
+        if sess is not None:
+            sess.close()
+
+    def promote(self, name: str, old: str, old_session, time_ratio: float, now: float):
+        """Return runner-up ``name``'s session, taking over from ``old`` (now a runner-up).
+
+        ``time_ratio``: ``name``'s time / ``old``'s; what is known of the
+        others' ratios becomes relative to ``name``.
+        """
+        with self._lock:
+            sess = self._sessions.pop(name)
+            self._pairs.pop(name)
+            self._known.pop(name, None)
+            self._known = {n: (t, r / time_ratio) for n, (t, r) in self._known.items()}
+            self._known[old] = (now, 1 / time_ratio)
+            self._sessions[old] = old_session
+            self._pairs[old] = deque()
+        return sess
+
+    def record(self, name: str, now: float, chosen_ms: float, ms: float) -> None:
+        """Add a pair of runner-up ``name`` (its last ``max_pairs`` are kept)."""
+        st = self.settings
+        with self._lock:
+            pairs = self._pairs.get(name)
+            if pairs is None:
+                return
+            pairs.append((now, chosen_ms, ms))
+            while len(pairs) > st.max_pairs:
+                pairs.popleft()
+            recent = list(pairs)[-st.min_pairs:]
+            self._known[name] = (now, statistics.median(p[2] / p[1] for p in recent))
+
+    def pairs(self, name: str) -> List[Pair]:
+        """Return runner-up ``name``'s pairs, oldest first."""
+        with self._lock:
+            return list(self._pairs.get(name, ()))
+
+    def ratio(self, name: str) -> Optional[float]:
+        """Return ``name``'s time / the chosen one's as last seen; None: never seen.
+
+        The median over its last ``min_pairs`` pairs, else the ratio
+        remembered when its pairs were forgotten.
+        """
+        with self._lock:
+            pairs = list(self._pairs.get(name, ()))
+            known = self._known.get(name)
+        if pairs:
+            return statistics.median(p[2] / p[1] for p in pairs[-self.settings.min_pairs:])
+        if known and known[1] > 0:
+            return known[1]
+        return None
+
+    def pick(self, now: float) -> Optional[Tuple[str, float]]:
+        """Return the runner-up to sample next and its median ratio as last seen (0: unknown).
+
+        One not timed in the last ``window_s`` first (in turn), else the lowest
+        median ratio over its last ``min_pairs`` pairs: the one most likely to be
+        faster gathers its evidence first, and a clearly slower one costs one
+        run per ``window_s``. The ratio is remembered when pairs are forgotten
+        (a load change): it still says which one to time first. None: none open.
+        """
+        window = self.settings.window_s
+        ratios = {}
+        with self._lock:
+            names = list(self._sessions)
+            for name in names:
+                pairs = self._pairs[name]
+                while pairs and pairs[0][0] < now - window:
+                    pairs.popleft()         # measured under the load of another moment
+                known = self._known.get(name)
+                ratios[name] = known[1] if known and known[0] >= now - window else 0.0
+        if not names:
+            return None
+        start = self.rotation % len(names)
+        order = names[start:] + names[:start]
+        name = min(order, key=ratios.get)       # min keeps the first of equals: in turn
+        return name, ratios[name]
+
+    def forget_before(self, since: float) -> None:
+        """Forget the pairs taken before ``since`` (they describe the load before a change)."""
+        with self._lock:
+            for pairs in self._pairs.values():
+                while pairs and pairs[0][0] < since:
+                    pairs.popleft()
+
+    def new_choice(self) -> None:
+        """Forget every pair (measured against the old choice) and the serving Models."""
+        with self._lock:
+            for pairs in self._pairs.values():
+                pairs.clear()
+            self._models.clear()
+
+    def close(self) -> None:
+        """Close every session."""
+        with self._lock:
+            sessions, self._sessions = dict(self._sessions), {}
+            self._pairs = {}
+            self._models = {}
+        for sess in sessions.values():
+            sess.close()
