@@ -28,7 +28,6 @@ import tempfile
 
 from backend_selection import side_by_side
 from edge_infer import paths
-from edge_infer.backends import manager as manager_mod
 from edge_infer.backends.manager import BackendManager, load_config
 from edge_infer.core.registry import load_registry
 import numpy as np
@@ -59,16 +58,16 @@ def main() -> None:
         spec = reg[name]
         path = paths.models_dir() / spec.file
         for setting, budget in (('alone', 0), ('budget 1', 1)):
-            manager_mod.set_thread_budget(budget, 'bench: two models on two cores')
+            cache = pathlib.Path(tempfile.mkdtemp(prefix='edge_infer_bench_'))
+            mgr = BackendManager(cache, config=load_config(), log=lambda s: None)
+            mgr.cap_threads(budget, 'bench: two models on two cores')
             try:
-                cache = pathlib.Path(tempfile.mkdtemp(prefix='edge_infer_bench_'))
-                mgr = BackendManager(cache, config=load_config(), log=lambda s: None)
                 backend, run = mgr.choose(spec, path, use_cache=False)
                 by_name = {b.name: b for b in mgr.candidates(spec, path)}
                 pair = [backend] + ([by_name[REFERENCE]] if backend.name != REFERENCE else [])
                 times = side_by_side(spec, path, pair, args.rounds, args.runs)
             finally:
-                manager_mod.set_thread_budget(0)
+                mgr.cap_threads(0)
             chosen, ref = times[backend.name], times[REFERENCE]
             ratio = statistics.median(ref) / statistics.median(chosen)
             ratios.append((name, setting, ratio))

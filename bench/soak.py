@@ -14,7 +14,7 @@ import pathlib
 import tempfile
 
 from edge_infer import procs
-from edge_infer.reliability import soak
+from edge_infer.testing.reliability import soak
 
 
 def main() -> None:

@@ -1,7 +1,7 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
 """The perception node switches backend when the chosen one drifts, without a gap.
 
-Seed 004's situation made deterministic: two candidates run the real
+Kim 2021's situation made deterministic: two candidates run the real
 MobileNetV2 (ONNX Runtime), one adding a fixed 15 ms, the other fast until
 the test "loads the accelerator" (it then adds 80 ms per run, as a busy GPU
 queue would). The node (in this process, real rclpy) must pick the fast one at
@@ -44,8 +44,9 @@ class _DelayedBackend(OrtBackend):
         super().__init__(intra_op_threads=1)
         self.name, self._delay_s = name, delay_s
 
-    def load(self, model_path, strict=False):
-        return _DelayedSession(super().load(model_path), self.name, self._delay_s)
+    def load(self, model_path, strict=False, input_spec=None):
+        return _DelayedSession(super().load(model_path, strict, input_spec), self.name,
+                               self._delay_s)
 
 
 class _TwoCandidates(manager_mod.BackendManager):
@@ -66,6 +67,7 @@ def injected_manager(tmp_path, monkeypatch):
     manager_mod._shared.pop(str(tmp_path), None)
 
 
+@pytest.mark.slow
 def test_drift_switches_backend_without_dropping_the_stream(ros, injected_manager):
     node = PerceptionNode('drift_node', context=ros.ctx, parameter_overrides=[
         Parameter('model', value='mobilenet_v2'), Parameter('image_topic', value='/drift_cam'),
@@ -131,8 +133,8 @@ def test_drift_switches_backend_without_dropping_the_stream(ros, injected_manage
 
 
 class _Failing(_DelayedBackend):
-    def load(self, model_path, strict=False):
-        sess = super().load(model_path)
+    def load(self, model_path, strict=False, input_spec=None):
+        sess = super().load(model_path, strict, input_spec)
         real = sess.run
 
         def run(tensor):

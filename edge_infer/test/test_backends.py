@@ -10,6 +10,7 @@ import math
 import pathlib
 import time
 
+from candidate_profile import profile_candidate
 import cv2
 from edge_infer import paths
 from edge_infer.backends import manager as manager_mod
@@ -19,7 +20,7 @@ from edge_infer.backends.manager import BackendManager
 from edge_infer.backends.opencv_dnn import OpenCvDnnBackend
 from edge_infer.backends.ort import OrtBackend
 from edge_infer.backends.profiling import (calibration_frames, CandidateResult, probe_backend,
-                                           profile_candidate, Reference)
+                                           Reference)
 from edge_infer.backends.selection import select
 from edge_infer.core.backend import BackendError, Session
 from edge_infer.core.registry import load_registry
@@ -62,6 +63,12 @@ def test_trap_ort_provider_missing_from_build_falls_back_silently_and_is_caught(
     with pytest.warns(UserWarning, match='not in available provider names'):
         with pytest.raises(BackendError, match='silent fallback'):
             backend.load(mobilenet[1])
+    # fallback off: ONNX Runtime itself refuses the nodes left to the CPU EP
+    strict = OrtBackend('CUDAExecutionProvider', allow_fallback=False)
+    assert 'allow_fallback' not in backend.options() and not strict.options()['allow_fallback']
+    with pytest.warns(UserWarning, match='not in available provider names'):
+        with pytest.raises(BackendError, match='fallback to CPU EP has been explicitly disabled'):
+            strict.load(mobilenet[1])
 
 
 def test_trap_opencv_opencl_without_device_is_unavailable_not_cpu(tmp_path, mobilenet):
@@ -107,8 +114,8 @@ class _RolledBackend(OrtBackend):
         super().__init__(intra_op_threads=1)
         self.name = 'test/rolled'
 
-    def load(self, model_path, strict=False):
-        return _SwappedClasses(super().load(model_path))
+    def load(self, model_path, strict=False, input_spec=None):
+        return _SwappedClasses(super().load(model_path, strict, input_spec))
 
 
 def test_accuracy_guard_rejects_a_backend_with_wrong_outputs(mobilenet):
@@ -141,7 +148,7 @@ def test_detector_accuracy_compares_boxes(registry, data_home):
 
 # -------------------------------------------------------------------- selection
 def _recorded(name):
-    """Jetson TX2 profiles shaped after seed 000's Table 2 (see the fixture's note)."""
+    """Jetson TX2 profiles shaped after Lee & Shin 2019's Table 2 (see the fixture's note)."""
     data = json.loads((FIXTURES / name).read_text())
     return {m: [CandidateResult.from_dict(r) for r in rs] for m, rs in data['models'].items()}
 
@@ -151,7 +158,7 @@ def test_objective_changes_the_pick_where_the_data_says_so():
     fast, why_fast = select(prof['squeezenet'], 'latency')
     frugal, why_frugal = select(prof['squeezenet'], 'energy')
     edp, _ = select(prof['squeezenet'], 'edp')
-    # seed 000, TX2 SqueezeNet: the fastest (TVM gpu, 1.6x) is not the most efficient
+    # Lee & Shin 2019, TX2 SqueezeNet: the fastest (TVM gpu, 1.6x) is not the most efficient
     assert fast.backend == 'tvm/gpu' and frugal.backend == 'cudnn/gpu'
     assert edp.backend == 'cudnn/gpu'        # 0.30 J x 30 ms < 0.50 J x 18.75 ms
     assert 'best p50 latency' in why_fast and 'next cudnn/gpu' in why_fast and '1.60x' in why_fast
@@ -288,9 +295,9 @@ def test_results_round_trip_and_edp():
 def test_thread_budget_leaves_out_candidates_that_need_more_cores(tmp_path, mobilenet):
     import cv2
     before = cv2.getNumThreads()
-    manager_mod.set_thread_budget(1, '2 models share 2 cores in this process')
+    mgr = _small_manager(tmp_path, ort_threads=[1, 2], variants=['fp16'])
+    mgr.cap_threads(1, '2 models share 2 cores in this process')
     try:
-        mgr = _small_manager(tmp_path, ort_threads=[1, 2], variants=['fp16'])
         backend, run = mgr.choose(*mobilenet)
         by = {r.backend: r for r in run.results}
         assert by['onnxruntime/cpu/t2'].status == 'unavailable'
@@ -298,22 +305,25 @@ def test_thread_budget_leaves_out_candidates_that_need_more_cores(tmp_path, mobi
         assert 'onnxruntime/cpu/t1/fp16' in by             # the variant runs within the cap
         assert backend.name != 'onnxruntime/cpu/t2'
         assert cv2.getNumThreads() == 1                    # OpenCV's pool capped as well
+        # the budget is the manager's: another one in the process keeps every candidate
+        other = _small_manager(tmp_path / 'other', ort_threads=[1, 2])
+        assert not other.over_budget(OrtBackend(intra_op_threads=2))
     finally:
-        manager_mod.set_thread_budget(0)
+        mgr.cap_threads(0)
         cv2.setNumThreads(before)
 
 
 def test_variant_chosen_under_a_thread_budget_is_loadable_by_name(tmp_path, mobilenet):
     """A variant's name under the budget is the same wherever the manager lists it."""
-    manager_mod.set_thread_budget(1)
+    mgr = _small_manager(tmp_path, ort_threads=[1], opencv_targets=[], variants=['fp16'],
+                         min_accuracy={'classification': 0.0})
+    mgr.cap_threads(1)
     try:
-        mgr = _small_manager(tmp_path, ort_threads=[1], opencv_targets=[], variants=['fp16'],
-                             min_accuracy={'classification': 0.0})
         backend, run = mgr.choose(*mobilenet, force='onnxruntime/cpu/t1/fp16')
         assert backend.name == run.chosen == 'onnxruntime/cpu/t1/fp16'
         assert {b.name for b in mgr.candidates(*mobilenet)} >= {r.backend for r in run.results}
     finally:
-        manager_mod.set_thread_budget(0)
+        mgr.cap_threads(0)
 
 
 def test_detector_agreement_punishes_a_frame_that_loses_all_its_objects():
@@ -379,8 +389,8 @@ class _SlowBackend(OrtBackend):
         self.delay_s = delay_s
         self.session = None
 
-    def load(self, model_path, strict=False):
-        self.session = _SlowSession(super().load(model_path), self.delay_s)
+    def load(self, model_path, strict=False, input_spec=None):
+        self.session = _SlowSession(super().load(model_path, strict, input_spec), self.delay_s)
         return self.session
 
 

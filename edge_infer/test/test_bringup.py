@@ -66,6 +66,7 @@ def _image(stamp: int, rgb):
     return m
 
 
+@pytest.mark.slow
 def test_two_cameras_into_two_detectors(ros, tmp_path, footage):
     import cv2
     rgb = cv2.cvtColor(cv2.imread(str(next(p for p in footage['photos']
@@ -113,6 +114,7 @@ def _zombie_segments():
     return out
 
 
+@pytest.mark.slow
 def test_kill_9_during_replay_then_restart_recovers(ros, tmp_path, small_bag):
     plans = graph.plan(nodes=['detector'])
     got = []
@@ -154,12 +156,13 @@ def test_kill_9_during_replay_then_restart_recovers(ros, tmp_path, small_bag):
         assert third.stop() == {'perception_container': 0}
 
 
+@pytest.mark.slow
 def test_overload_newest_frame_counted_drops_bounded_latency_flat_memory(ros, tmp_path,
                                                                          data_home):
     """2,000 frames at twice the detector's speed or more (bench/soak.py runs 10,000)."""
     from edge_infer.backends.ort import OrtBackend
     from edge_infer.core.registry import load_registry
-    from edge_infer.reliability import soak
+    from edge_infer.testing.reliability import soak
     # The detector is held on ONNX Runtime, 1 thread: the measured choice
     # (OpenVINO bf16) nearly keeps up with 60 Hz, and this test is about the
     # newest-frame policy when the model cannot. How fast that is depends on the
@@ -192,6 +195,7 @@ def test_overload_newest_frame_counted_drops_bounded_latency_flat_memory(ros, tm
     assert r['rss_growth'] < 0.05, r
 
 
+@pytest.mark.slow
 def test_bag_player_dying_mid_bag_leaves_the_graph_serving(ros, tmp_path, small_bag):
     plans = graph.plan(nodes=['detector'])
     got = []

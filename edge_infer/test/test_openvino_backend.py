@@ -86,7 +86,7 @@ def test_f32_matches_onnx_runtime_on_real_frames(real_inputs, model):
 
 @pytest.mark.parametrize('model', ['mobilenet_v2', 'nanodet'])
 def test_native_precision_runs_and_the_guard_measures_it(real_inputs, model):
-    from edge_infer.backends.profiling import profile_candidate
+    from candidate_profile import profile_candidate
     prec, _ = native_precision()
     if prec == 'fp32':
         pytest.skip('this CPU runs f32 natively: no reduced-precision candidate')

@@ -120,11 +120,9 @@ class TracedBackend:
         self._tracer.touch(self._inner.name, 'available')
         return self._inner.available()
 
-    def load(self, model_path, strict: bool = False, **kw):
+    def load(self, model_path, strict: bool = False, input_spec=None):
         self._tracer.touch(self._inner.name, 'load')
-        load = self._inner.load
-        sess = (load(model_path, strict=strict, **kw) if 'strict' in load.__code__.co_varnames
-                else load(model_path, **kw))
+        sess = self._inner.load(model_path, strict=strict, input_spec=input_spec)
         return TracedSession(sess, self._inner, model_path, self._tracer)
 
 

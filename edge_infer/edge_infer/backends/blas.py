@@ -1,7 +1,8 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
 """A BLAS backend: the ONNX graph run layer by layer in numpy, conv lowering chosen per layer.
 
-Seed 002 measured that how a convolution is lowered is worth up to 17.68x.
+Park & Chung (a performance comparison of acceleration methods on CPUs)
+measured that how a convolution is lowered is worth up to 17.68x.
 This backend runs an ONNX graph with numpy (whose GEMM is the BLAS numpy was
 built with, OpenBLAS in the wheels) and lowers every dense convolution one of
 three ways:
@@ -520,8 +521,13 @@ class BlasBackend(Backend):
         name, version = _blas_info()
         return True, f'numpy {np.__version__} with {name} {version}'.strip()
 
-    def load(self, model_path: pathlib.Path) -> Session:
-        """Parse the model, plan every op and (auto) time the conv lowerings per layer."""
+    def load(self, model_path: pathlib.Path, strict: bool = False,
+             input_spec=None) -> Session:
+        """Parse the model, plan every op and (auto) time the conv lowerings per layer.
+
+        CPU only, so ``strict`` changes nothing; ``input_spec`` is not needed
+        (float input).
+        """
         path = pathlib.Path(model_path)
         if not path.is_file():
             raise BackendError(f'model file {path} not found')

@@ -3,7 +3,7 @@
 
     manager = BackendManager(cache_dir, config=load_config())
     backend, run = manager.choose(spec, model_path, objective='latency')
-    session = backend.load(model_path)
+    session = open_session(backend, model_path, spec.input_spec)
 
 Steps (each logged):
 1. candidates: ONNX Runtime providers (CPU once per thread setting), OpenCV
@@ -22,7 +22,6 @@ A warm start reads steps 2-3 from the cache and loads only the chosen
 session.
 """
 
-import math
 import os
 import pathlib
 import threading
@@ -78,7 +77,6 @@ DEFAULTS = {
 }
 
 
-_thread_budget = {'threads': 0, 'why': ''}
 # Part of every profile's cache key: bump when the accuracy check changes, so
 # candidates accepted by an older check are measured again (v2: a detector
 # frame that loses all its objects counts; v3: frames spread over the whole video;
@@ -87,29 +85,6 @@ ACCURACY_CHECK_VERSION = 4
 # What a cached profile's figures cover: the run, with the CPU preprocessing
 # of the candidate's input kind beside it (CandidateResult.frame_ms).
 FIGURES = 'run+preprocess_ms'
-
-
-def set_thread_budget(threads: int, why: str = '') -> None:
-    """Cap the threads one model may use (0 = no cap): the container sets it.
-
-    Profiling runs one model alone, so on a 2-core board every model would
-    pick a 2-thread session; run together they then fight for the cores
-    (measured in the demo: both models drifted 1.5-2.2x off their profile).
-    With N models in one process the container caps each at cores // N
-    (ONNX Runtime candidates above the cap are left out, OpenCV's pool is set
-    to the cap; numpy's OpenBLAS pool is not capped: it is fixed at import).
-    """
-    capped_before = _thread_budget['threads'] > 0
-    _thread_budget['threads'] = max(0, int(threads))
-    _thread_budget['why'] = why
-    if threads <= 0 and capped_before:
-        import cv2
-        cv2.setNumThreads(-1)       # OpenCV's default pool again
-    if threads > 0:
-        # OpenCV's thread pool is process-wide: cap it too, so the OpenCV DNN
-        # candidate is profiled and run with the same share as the others
-        import cv2
-        cv2.setNumThreads(int(threads))
 
 
 def load_config(path: Optional[pathlib.Path] = None) -> dict:
@@ -161,20 +136,25 @@ class VariantBackend(Backend):
         return make_variant(pathlib.Path(model_path), self.kind, self.cache_dir / 'variants',
                             calibration=calib, log=lambda s: None)
 
-    def load(self, model_path: pathlib.Path, strict: bool = False) -> Session:
-        """Convert (cached) and load the variant on the base backend."""
+    def load(self, model_path: pathlib.Path, strict: bool = False,
+             input_spec=None) -> Session:
+        """Convert (cached) and load the variant on the base backend (arguments passed on)."""
         try:
             path = self.variant_path(model_path)
         except Exception as exc:  # VariantError or an onnx/ORT error during conversion
             raise BackendError(f'{self.name}: cannot make the {self.kind} variant: {exc}') \
                 from None
-        sess = self.base.load(path)
+        sess = self.base.load(path, strict=strict, input_spec=input_spec)
         sess.backend_name = self.name
         return sess
 
 
 class BackendManager:
-    """Probes candidates, profiles models on them, chooses, caches (thread-safe)."""
+    """Probes candidates, profiles models on them, chooses, caches (thread-safe).
+
+    ``thread_budget`` (threads one model may use, 0 = no cap) and
+    ``thread_budget_why``: see :meth:`cap_threads`.
+    """
 
     def __init__(self, cache_dir: Optional[pathlib.Path] = None, config: Optional[dict] = None,
                  log: Log = print, meter=None, root: str = '/'):
@@ -188,6 +168,32 @@ class BackendManager:
         self.cache = ProfileCache(self.cache_dir / 'backend_profiles.json', log=log)
         self._lock = threading.RLock()
         self._frames = None
+        self.thread_budget = 0
+        self.thread_budget_why = ''
+
+    def cap_threads(self, threads: int, why: str = '') -> None:
+        """Cap the threads one model may use (0 = no cap): the container sets it.
+
+        Profiling runs one model alone, so on a 2-core board every model would
+        pick a 2-thread session; run together they then fight for the cores
+        (measured in the demo: both models drifted 1.5-2.2x off their profile).
+        With N models in one process the container caps each at cores // N
+        (ONNX Runtime candidates above the cap are left out, OpenCV's pool is set
+        to the cap; numpy's OpenBLAS pool is not capped: it is fixed at import).
+        OpenCV's pool is process-wide: a budget serves one manager per process
+        (:func:`shared_manager`).
+        """
+        capped_before = self.thread_budget > 0
+        self.thread_budget = max(0, int(threads))
+        self.thread_budget_why = why
+        if threads <= 0 and capped_before:
+            import cv2
+            cv2.setNumThreads(-1)       # OpenCV's default pool again
+        if threads > 0:
+            # cap OpenCV's pool too, so the OpenCV DNN candidate is profiled
+            # and run with the same share as the others
+            import cv2
+            cv2.setNumThreads(int(threads))
 
     # ---------------------------------------------------------------- candidates
     def candidates(self, spec: Optional[ModelSpec] = None,
@@ -223,8 +229,8 @@ class BackendManager:
                                        vulkan=bool(cfg['ncnn_vulkan']))
         if spec is not None and model_path is not None:
             base_threads = int(cfg['variant_threads'])
-            if _thread_budget['threads']:       # variants run within the budget
-                base_threads = min(base_threads, _thread_budget['threads'])
+            if self.thread_budget:       # variants run within the budget
+                base_threads = min(base_threads, self.thread_budget)
             for kind in cfg['variants']:
                 out.append(VariantBackend(
                     OrtBackend(intra_op_threads=base_threads), kind, self.cache_dir,
@@ -234,12 +240,12 @@ class BackendManager:
 
     def over_budget(self, backend: Backend) -> str:
         """Return why a candidate exceeds the process's thread budget ('' if it does not)."""
-        cap = _thread_budget['threads']
+        cap = self.thread_budget
         base = getattr(backend, 'base', backend)
         threads = getattr(base, 'intra_op_threads', 0) or getattr(base, 'threads', 0)
         if cap and threads > cap:
             return (f'needs {threads} threads; thread budget {cap} per model'
-                    + (f" ({_thread_budget['why']})" if _thread_budget['why'] else ''))
+                    + (f' ({self.thread_budget_why})' if self.thread_budget_why else ''))
         return ''
 
     def _versions_key(self, backend: Backend) -> dict:
@@ -549,15 +555,6 @@ def release_freed_memory() -> bool:
         return True
     except (OSError, AttributeError):
         return False
-
-
-def regret(run: ProfileRun) -> float:
-    """Return chosen p50 / best measured p50 of a run (1.0 = the fastest was chosen)."""
-    ok = [r for r in run.results if r.status == 'ok' and math.isfinite(r.p50_ms)]
-    chosen = next((r for r in ok if r.backend == run.chosen), None)
-    if chosen is None or not ok:
-        return float('nan')
-    return chosen.p50_ms / min(r.p50_ms for r in ok)
 
 
 def default_cache_dir() -> pathlib.Path:

@@ -475,8 +475,13 @@ class NcnnBackend(Backend):
             found += " (a software Vulkan device on the CPU: expect 15-50x ONNX Runtime's time)"
         return True, found
 
-    def load(self, model_path: pathlib.Path) -> Session:
-        """Convert (cached) and open the model; BackendError saying why when it cannot."""
+    def load(self, model_path: pathlib.Path, strict: bool = False,
+             input_spec=None) -> Session:
+        """Convert (cached) and open the model; BackendError saying why when it cannot.
+
+        Every load is strict: a Vulkan net that ncnn turns back to the CPU
+        fails. ``input_spec`` is not needed (float input).
+        """
         path = pathlib.Path(model_path)
         if not path.is_file():
             raise BackendError(f'{self.name}: model file {path} not found')

@@ -112,8 +112,15 @@ class OpenCvDnnBackend(Backend):
                            'without CUDA; build OpenCV with CUDA + cuDNN)')
         return True, f'{n} CUDA device(s)'
 
-    def load(self, model_path: pathlib.Path) -> Session:
-        """Read the ONNX model and set the backend/target; BackendError when it cannot."""
+    def load(self, model_path: pathlib.Path, strict: bool = False,
+             input_spec=None) -> Session:
+        """Read the ONNX model and set the backend/target; BackendError when it cannot.
+
+        ``strict`` changes nothing: OpenCV gives no way to forbid its own
+        fallback to the CPU for layers the target lacks (the probe's
+        comparison with ONNX Runtime is the check). ``input_spec`` is not
+        needed (float input).
+        """
         import cv2
         path = pathlib.Path(model_path)
         if not path.is_file():

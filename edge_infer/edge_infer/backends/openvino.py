@@ -218,11 +218,13 @@ class OpenVinoBackend(Backend):
                                f'{self.precision}')
         return True, f'OpenVINO {ov.__version__} {self.ov_device} {name!r}'
 
-    def load(self, model_path: pathlib.Path, input_spec=None) -> Session:
+    def load(self, model_path: pathlib.Path, strict: bool = False,
+             input_spec=None) -> Session:
         """Compile the ONNX model; BackendError on a bad file or when the precision differs.
 
         ``+pre`` candidates need ``input_spec`` (the model's InputSpec): its
-        mean, std and layout go into the graph.
+        mean, std and layout go into the graph. Every load is strict: the
+        model compiles on the device named, or the load fails.
         """
         path = pathlib.Path(model_path)
         if not path.is_file():

@@ -93,15 +93,22 @@ REMOTE = {'AzureExecutionProvider'}
 
 
 class OrtBackend(Backend):
-    """ONNX Runtime with one execution provider (and the CPU EP for nodes it leaves)."""
+    """ONNX Runtime with one execution provider (and the CPU EP for nodes it leaves).
+
+    ``allow_fallback``: a non-CPU provider's session may hand the nodes it
+    cannot take to the CPU EP (the default); False: every node must run on
+    the provider, or the load fails. A load with ``strict`` (the probe's)
+    never falls back, whatever this says.
+    """
 
     library = 'onnxruntime'
     tensor_passing = 'zero-copy io-binding (input by pointer, outputs into preallocated arrays)'
 
     def __init__(self, provider: str = 'CPUExecutionProvider', intra_op_threads: int = 0,
                  provider_options: Optional[dict] = None, cache_dir: Optional[str] = None,
-                 precision: str = 'fp32'):
+                 precision: str = 'fp32', allow_fallback: bool = True):
         self.provider = provider
+        self.allow_fallback = bool(allow_fallback)
         self.intra_op_threads = int(intra_op_threads)
         short, self.device = PROVIDERS.get(provider, (provider.replace('ExecutionProvider', '')
                                                       .lower(), 'unknown'))
@@ -122,10 +129,13 @@ class OrtBackend(Backend):
             self.tensor_passing = 'copy to device by the provider (CPU-side io-binding)'
 
     def options(self) -> Dict[str, object]:
-        """Return provider, threads and provider options."""
-        return {'provider': self.provider, 'intra_op_threads': self.intra_op_threads,
-                'provider_options': {k: str(v) for k, v in sorted(self.provider_options.items())
-                                     if not k.endswith('_path')}}
+        """Return provider, threads, provider options; ``allow_fallback`` too when off."""
+        out = {'provider': self.provider, 'intra_op_threads': self.intra_op_threads,
+               'provider_options': {k: str(v) for k, v in sorted(self.provider_options.items())
+                                    if not k.endswith('_path')}}
+        if not self.allow_fallback:     # only then: the default's cache keys stay as they were
+            out['allow_fallback'] = False
+        return out
 
     def versions(self) -> Dict[str, str]:
         """Return the onnxruntime version (and build flavour)."""
@@ -147,11 +157,12 @@ class OrtBackend(Backend):
                            f'(lists {", ".join(listed)})')
         return True, f'onnxruntime {ort.__version__} lists {self.provider}'
 
-    def load(self, model_path: pathlib.Path, strict: bool = False) -> Session:
+    def load(self, model_path: pathlib.Path, strict: bool = False,
+             input_spec=None) -> Session:
         """Open the model; BackendError on a bad file or when the provider did not take it.
 
-        ``strict``: disable the CPU fallback (every node must run on the
-        provider); the probe uses it.
+        ``strict``: no CPU fallback for this load (see ``allow_fallback``);
+        ``input_spec`` is not needed (float input).
         """
         import onnxruntime as ort
         path = pathlib.Path(model_path)
@@ -167,10 +178,10 @@ class OrtBackend(Backend):
             so.add_session_config_entry('session.intra_op.allow_spinning', '0')
         providers: list = [(self.provider, self.provider_options)]
         if self.provider != 'CPUExecutionProvider':
-            if strict:
-                so.add_session_config_entry('session.disable_cpu_ep_fallback', '1')
-            else:
+            if self.allow_fallback and not strict:
                 providers.append('CPUExecutionProvider')
+            else:
+                so.add_session_config_entry('session.disable_cpu_ep_fallback', '1')
         if self.provider == 'TensorrtExecutionProvider' and 'trt_engine_cache_path' in \
                 self.provider_options:
             os.makedirs(self.provider_options['trt_engine_cache_path'], exist_ok=True)

@@ -11,11 +11,12 @@
   what preparing them costs on the CPU (``preprocess_ms``): a candidate's
   frame cost is that plus its run (:attr:`CandidateResult.frame_ms`); the
   decode is the same for every candidate and left out.
-- :func:`profile_candidate`: load, accuracy against the reference, warm up,
+- :func:`screen_candidate`: load, accuracy against the reference, warm up,
   timed runs within a time budget (median, p90 and max), energy per
   inference from the power meter when one is given. A candidate whose median
   after ``cut_runs`` runs exceeds ``cut_ms`` (a multiple of the best so far)
   stops there: its figures are real but few, and it says so.
+- :func:`interleave`: the leading candidates side by side in rounds.
 """
 
 from dataclasses import asdict, dataclass, field
@@ -151,18 +152,14 @@ def probe_backend(backend: Backend, cache_dir: pathlib.Path) -> Tuple[bool, str]
         ref = OrtBackend().load(path).run(x)[0].copy()
     except BackendError as exc:
         return False, f'no CPU reference for the probe: {exc}'
-    feed = x
+    feed, input_spec = x, InputSpec(32, 32)     # mean 0, std 1: pixels as they are
     try:
         if input_kind(backend) == 'u8':     # the graph normalises: feed pixels
             u8 = np.random.default_rng(11).integers(0, 256, (1, 32, 32, 3), dtype=np.uint8)
             ref = OrtBackend().load(path).run(
                 np.ascontiguousarray(u8.transpose(0, 3, 1, 2), np.float32))[0].copy()
             feed = u8
-            sess = open_session(backend, path, InputSpec(32, 32))
-        else:
-            load = getattr(backend, 'load')
-            sess = load(path, strict=True) if 'strict' in load.__code__.co_varnames \
-                else load(path)
+        sess = backend.load(path, strict=True, input_spec=input_spec)
         t0 = time.perf_counter()
         out = sess.run(feed)[0]
         ms = (time.perf_counter() - t0) * 1e3
@@ -276,19 +273,6 @@ class Reference:
 
 
 # ---------------------------------------------------------------------- profiling
-def profile_candidate(backend: Backend, spec: ModelSpec, model_path: pathlib.Path,
-                      reference: Reference, budget_s: float = 1.5, warmup: int = 2,
-                      min_runs: int = 5, max_runs: int = 200, meter=None,
-                      min_accuracy: float = 0.9, cut_ms: float = float('inf'),
-                      cut_runs: int = 3) -> CandidateResult:
-    """Measure one candidate on one model alone (see the module docstring)."""
-    res, sess = screen_candidate(backend, spec, model_path, reference, budget_s, warmup,
-                                 min_runs, max_runs, meter, min_accuracy, cut_ms, cut_runs)
-    if sess is not None:
-        sess.close()
-    return res
-
-
 def _fill_times(res: CandidateResult, times: Sequence[float]) -> None:
     res.runs = len(times)
     res.p50_ms = float(np.median(times))

@@ -80,21 +80,27 @@ class Backend:
         """
         return True, 'no check'
 
-    def load(self, model_path: pathlib.Path) -> Session:
-        """Load ``model_path`` and return a ready session."""
+    def load(self, model_path: pathlib.Path, strict: bool = False,
+             input_spec=None) -> Session:
+        """Load ``model_path`` and return a ready session.
+
+        ``strict``: no silent fallback to another device or provider; what
+        the backend names must run the whole model, or the load fails (the
+        probe uses it). ``input_spec``: the model's
+        :class:`~edge_infer.core.preprocess.InputSpec`, needed by backends
+        whose ``input_kind`` is ``'u8'`` (the normalisation goes into their
+        graph); the others ignore it.
+        """
         raise NotImplementedError
 
 
 def open_session(backend: Backend, model_path: pathlib.Path, input_spec=None) -> Session:
-    """Load ``model_path`` on ``backend``; ``input_spec`` goes to backends that need it.
+    """Load ``model_path`` on ``backend`` with the model's input spec.
 
-    A ``'u8'`` backend builds the model's normalisation into its graph and
-    needs the model's :class:`~edge_infer.core.preprocess.InputSpec`.
+    A ``'u8'`` backend cannot load without it: BackendError says so.
     """
     kind = input_kind(backend)
-    if kind == 'float':
-        return backend.load(model_path)
-    if input_spec is None:
+    if kind != 'float' and input_spec is None:
         raise BackendError(f'{backend.name} takes {kind} frames: it needs the '
                            "model's input spec to load")
     return backend.load(model_path, input_spec=input_spec)

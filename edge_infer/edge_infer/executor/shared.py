@@ -3,47 +3,28 @@
 
 The first node that asks decides the policy; a node asking for another one
 gets the running executor and a log line saying which policy is in force.
-The last node to let go stops the workers.
+The last node to let go stops the workers (:class:`edge_infer.shared.SharedResource`).
 """
 
-import threading
-from typing import Callable, Optional
+from typing import Callable
 
 from .core import default_devices, SharedExecutor
+from ..shared import SharedResource
 
-_lock = threading.Lock()
-_executor: Optional[SharedExecutor] = None
-_users = 0
+
+def _start(settings: dict, log: Callable[[str], None]) -> SharedExecutor:
+    executor = SharedExecutor(settings['policy'], devices=default_devices(log), log=log)
+    log(f'shared executor started: policy {executor.policy}, devices '
+        + ', '.join(f'{d.name} ({d.role})' for d in executor.devices.values()))
+    return executor
+
+
+EXECUTOR: SharedResource[SharedExecutor] = SharedResource(
+    'shared executor', _start, lambda executor: executor.close())
+release = EXECUTOR.release
+users = EXECUTOR.users
 
 
 def acquire(policy: str, log: Callable[[str], None] = print) -> SharedExecutor:
     """Return the process's executor, starting it with ``policy`` if none runs."""
-    global _executor, _users
-    with _lock:
-        if _executor is None:
-            _executor = SharedExecutor(policy, devices=default_devices(log), log=log)
-            log(f'shared executor started: policy {policy}, devices '
-                + ', '.join(f'{d.name} ({d.role})' for d in _executor.devices.values()))
-        elif policy != _executor.policy:
-            log(f'WARNING shared executor already runs policy {_executor.policy}; '
-                f'{policy} ignored for this node')
-        _users += 1
-        return _executor
-
-
-def release() -> None:
-    """Let go; the last user stops the workers."""
-    global _executor, _users
-    with _lock:
-        if _users == 0:
-            return
-        _users -= 1
-        if _users == 0 and _executor is not None:
-            _executor.close()
-            _executor = None
-
-
-def users() -> int:
-    """Return the number of holders (0: not running)."""
-    with _lock:
-        return _users
+    return EXECUTOR.acquire({'policy': policy}, log)

@@ -50,11 +50,11 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.node import Node
 
-from .base import set_shared_logger
+from .base import set_shared_logger, shared_log
 from .perception_node import PerceptionNode
 from .telemetry_node import TelemetryNode
 from .. import procs
-from ..backends.manager import set_thread_budget
+from ..backends.manager import shared_manager
 
 
 EXECUTORS = ('events', 'single')
@@ -120,7 +120,7 @@ class PerceptionContainer:
             budget = max(1, cores // len(names))
         if budget > 0:
             why = f'{len(names)} models share {cores} cores in this process'
-            set_thread_budget(budget, why)
+            shared_manager(log=shared_log).cap_threads(budget, why)   # the nodes' manager
             self.node.get_logger().info(f'inference thread budget {budget} per model ({why})')
         self.telemetry = TelemetryNode(telemetry) if telemetry else None
         self.perception: List[PerceptionNode] = [PerceptionNode(n) for n in names]
@@ -314,7 +314,7 @@ def main(args=None) -> int:
         print(f'perception_container: {exc}', file=sys.stderr)
         return 2
     finally:
-        if threads:
+        if threads and container is not None:
             join_spinners(threads, WAIT_S, container.node.get_logger().warning)
         for ex in (container.executors if container is not None else []):
             ex.shutdown()

@@ -7,20 +7,17 @@ double the overhead and attribute energy from different sample streams.
 :func:`acquire` starts the meter on first use and counts users;
 :func:`release` stops it when the last one lets go. The first caller's
 settings win; a later caller asking for different settings gets the running
-meter and a log line saying which settings are in force.
+meter and a log line saying which settings are in force
+(:class:`edge_infer.shared.SharedResource`).
 """
 
-import threading
 from typing import Callable, List, Optional
 
+from edge_infer.shared import SharedResource
 from edge_infer.telemetry.meter import PowerMeter
 from edge_infer.telemetry.sources import discover
 
-_lock = threading.Lock()
-_meter: Optional[PowerMeter] = None
-_settings: Optional[dict] = None
-_users = 0
-_discovery: List[str] = []
+_discovery: List[str] = []      # the running meter's source discovery lines
 
 
 def settings(rate_hz: float = 100.0, root: str = '/', disable=(), power_models_file: str = '',
@@ -36,58 +33,39 @@ def settings(rate_hz: float = 100.0, root: str = '/', disable=(), power_models_f
             'power_model': power_model or None, 'history_s': float(history_s)}
 
 
+def _start(config: dict, log: Callable[[str], None]) -> PowerMeter:
+    """Discover the sources (lines kept for :func:`discovery_report`) and start sampling."""
+    _discovery.clear()
+
+    def log_discovery(line: str) -> None:
+        _discovery.append(line)
+        log(line)
+    sources = discover(config['root'], {
+        'disable': list(config['disable']),
+        'power_models_file': config['power_models_file'],
+        'power_model': config['power_model']}, log=log_discovery)
+    meter = PowerMeter(sources, rate_hz=config['rate_hz'], history_s=config['history_s'],
+                       log=log)
+    meter.start()
+    log(f'power meter: sampling {meter.source_name} at {meter.rate_hz:.0f} Hz'
+        + ('' if meter.measured else ' (ESTIMATED from CPU load, not a measurement)'))
+    return meter
+
+
+METER: SharedResource[PowerMeter] = SharedResource(
+    'power meter', _start, lambda meter: meter.stop(), defaults=settings)
+release = METER.release
+users = METER.users
+
+
 def acquire(config: Optional[dict] = None, log: Callable[[str], None] = print) -> PowerMeter:
     """Return the process's running meter, starting it (source discovery logged) if needed.
 
     ``config=None``: whatever meter runs, else one with the default settings.
     """
-    global _meter, _settings, _users
-    with _lock:
-        if _meter is None:
-            config = config or settings()
-            _discovery.clear()
-
-            def log_discovery(line: str) -> None:
-                _discovery.append(line)
-                log(line)
-            sources = discover(config['root'], {
-                'disable': list(config['disable']),
-                'power_models_file': config['power_models_file'],
-                'power_model': config['power_model']}, log=log_discovery)
-            _meter = PowerMeter(sources, rate_hz=config['rate_hz'],
-                                history_s=config['history_s'], log=log)
-            _meter.start()
-            _settings = dict(config)
-            log(f'power meter: sampling {_meter.source_name} at {_meter.rate_hz:.0f} Hz'
-                + ('' if _meter.measured else ' (ESTIMATED from CPU load, not a measurement)'))
-        elif config is not None and config != _settings:
-            diff = ', '.join(f'{k}={_settings[k]!r}' for k in config
-                             if config[k] != _settings.get(k))
-            log(f'power meter already running in this process; its settings stay in force: '
-                f'{diff}')
-        _users += 1
-        return _meter
-
-
-def release() -> None:
-    """Let go of the meter; the last user stops it."""
-    global _meter, _settings, _users
-    with _lock:
-        if _users == 0:
-            return
-        _users -= 1
-        if _users == 0 and _meter is not None:
-            _meter.stop()
-            _meter, _settings = None, None
-
-
-def users() -> int:
-    """Return how many holders the process's meter has (0: not running)."""
-    with _lock:
-        return _users
+    return METER.acquire(config, log)
 
 
 def discovery_report() -> List[str]:
     """Return the lines the running meter's source discovery logged (found / unavailable)."""
-    with _lock:
-        return list(_discovery)
+    return list(_discovery)

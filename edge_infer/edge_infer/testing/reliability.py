@@ -16,8 +16,8 @@ from typing import Callable, Dict, Optional
 
 import numpy as np
 
-from . import graph, procs
-from .bringup import Running
+from .. import graph, procs
+from ..bringup import Running
 
 
 def soak(ros_node, executor, env: Dict[str, str], work_dir: pathlib.Path, frames: int = 10000,
