@@ -26,7 +26,8 @@ from edge_infer.bag.record import iter_bag_frames
 from edge_infer.core.image import from_raw
 from edge_infer.core.preprocess import Preprocessor
 from edge_infer.core.registry import load_registry
-from edge_infer.executor.core import Device, LoadGenerator, POLICIES, SharedExecutor
+from edge_infer.executor.core import Device, POLICIES, SharedExecutor
+from edge_infer.testing.load import LoadGenerator
 import numpy as np
 import onnxruntime as ort
 
@@ -68,13 +69,21 @@ def check(out, ref) -> float:
     return max(float(np.abs(a - b).max() / max(1.0, np.abs(b).max())) for a, b in zip(out, ref))
 
 
-def run_naive(tensors, refs, load: float, instances=INSTANCES) -> dict:
-    """One whole session per model instance, each in its own thread."""
+def run_naive(tensors, refs, load: float, instances=INSTANCES, backends=None) -> dict:
+    """One whole session per model instance, each in its own thread.
+
+    ``backends``: {model name: Backend} to open each instance on (the backend
+    manager's choice); default a plain ONNX Runtime session.
+    """
     sessions = {}
     for inst, name in instances:
+        path = paths.models_dir() / f'{name}.onnx'
+        if backends:
+            sessions[inst] = _Whole(backends[name].load(path))
+            continue
         so = ort.SessionOptions()
         so.log_severity_level = 3
-        sessions[inst] = ort.InferenceSession(str(paths.models_dir() / f'{name}.onnx'), so,
+        sessions[inst] = ort.InferenceSession(str(path), so,
                                               providers=['CPUExecutionProvider'])
     bg = Device('background', 'accelerator')
 
@@ -105,15 +114,40 @@ def run_naive(tensors, refs, load: float, instances=INSTANCES) -> dict:
     duty = gen.achieved()
     gen.stop()
     bg.stop()
+    for s in sessions.values():
+        if isinstance(s, _Whole):
+            s.close()
     return {'fps': len(lat) / wall, 'p95': float(np.percentile(lat, 95)), 'copied': 0.0,
             'err': err[0], 'placement': '-', 'duty': duty}
 
 
-def run_policy(policy, tensors, refs, load: float, instances=INSTANCES) -> dict:
-    """Run the executor with ``policy``; every instance fed from its own thread."""
+class _Whole:
+    """An edge_infer Session with ONNX Runtime's run(None, feeds) call."""
+
+    def __init__(self, sess):
+        self.sess = sess
+
+    def get_inputs(self):
+        return [type('Input', (), {'name': self.sess.input_name})]
+
+    def run(self, _names, feeds):
+        return [np.array(o, copy=True) for o in self.sess.run(next(iter(feeds.values())))]
+
+    def close(self):
+        self.sess.close()
+
+
+def run_policy(policy, tensors, refs, load: float, instances=INSTANCES,
+               libraries=None) -> dict:
+    """Run the executor with ``policy``; every instance fed from its own thread.
+
+    ``libraries``: {model name: [SegmentLibrary]} its segments may run on
+    (default ONNX Runtime): the backend manager's accepted candidates.
+    """
     ex = SharedExecutor(policy, log=lambda s: None)
     for inst, name in instances:
-        ex.add_model(inst, paths.models_dir() / f'{name}.onnx')
+        ex.add_model(inst, paths.models_dir() / f'{name}.onnx',
+                     (libraries or {}).get(name, ()))
     gen = LoadGenerator(ex.devices['accelerator'], load).start()
     lat, err, jobs = [], [0.0], dict.fromkeys(ex.devices, 0)
     n_total = sum(len(tensors[name]) for _, name in instances)

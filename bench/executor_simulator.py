@@ -5,7 +5,7 @@
 
 For each background load on the accelerator (0/40/60/80 %) and each policy:
 throughput, p95 latency, makespan, and the gain in makespan over
-accelerator-only (seed 004 reports 52-71 % at 60 % GPU load on a Jetson AGX
+accelerator-only (Kim 2021 reports 52-71 % at 60 % GPU load on a Jetson AGX
 Xavier with AlexNet/DenseNet/ResNet/VGG).
 """
 
@@ -13,7 +13,7 @@ import argparse
 
 from edge_infer import paths
 from edge_infer.executor.core import SharedExecutor
-from edge_infer.executor.simulate import from_executor, load_profile, POLICIES, simulate
+from edge_infer.testing.schedule import from_executor, load_profile, POLICIES, simulate
 
 
 def table(title: str, models: dict, transfer_ms: float, frames: int, loads) -> None:

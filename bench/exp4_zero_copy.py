@@ -1,10 +1,10 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
-"""Zero-copy vs copy between executor segments (seed 003): time, energy, bytes per frame.
+"""Zero-copy vs copy between executor segments (Lee & Kang 2016): time, energy, bytes per frame.
 
     ./run.sh exec python bench/exp4_zero_copy.py [--device all|cpu|cuda] [--threads 1]
         [--frames 8] [--repeats 9] [--quick] [--out DIR]
 
-Seed 003 (Jetson TK1, Caffe GoogLeNet): mapping host memory into the GPU
+Lee & Kang 2016 (Jetson TK1, Caffe GoogLeNet): mapping host memory into the GPU
 (cudaHostAlloc + cudaHostGetDevicePointer) instead of staging with
 cudaMallocHost + cudaMemcpy gave 10 % less time and 36 % less energy per
 image. Here the same pipeline (the bundled nanodet and mobilenet_v2, cut into
@@ -12,16 +12,16 @@ segments by the shared executor's partitioner, fed with preprocessed frames of
 the demo bag) runs in these modes, interleaved pass by pass (the order
 alternating) so background noise hits all of them alike:
 
-- ``zero-copy``: what the executor does (``SegmentRunner``): inputs bound by
+- ``zero-copy``: what the executor does (``OrtSegmentRunner``): inputs bound by
   pointer, outputs written by ONNX Runtime into buffers allocated once, the
   next segment reading them in place. Bytes copied = the runners' own count
-  (``SegmentRunner.copied``).
+  (``OrtSegmentRunner.copied``).
 - ``copy (host only)``: a naive pipeline on one memory: every segment's
   outputs come back as fresh numpy arrays (``io_binding.copy_outputs_to_cpu``,
   checked once to really be new memory), then are copied into the next
   segment's own input buffer.
 - ``copy + staging``: the same plus the host-to-device staging a
-  discrete-memory accelerator needs (seed 003's cudaMemcpy): every segment
+  discrete-memory accelerator needs (Lee & Kang 2016's cudaMemcpy): every segment
   input is copied into a separate "device" buffer before the run, and the
   fresh-output copy above is the device-to-host copy. On the CPU this is
   EMULATED: the "device" buffers are ordinary host memory (numpy arrays, and
@@ -30,7 +30,7 @@ alternating) so background noise hits all of them alike:
   cudaMemcpy's (``OrtValue.update_inplace`` / ``copy_outputs_to_cpu``).
 
 On an NVIDIA machine (onnxruntime-gpu listing CUDAExecutionProvider) it also
-runs ``zero-copy (cuda-mapped)`` (the executor's CUDA path: SegmentRunner on
+runs ``zero-copy (cuda-mapped)`` (the executor's CUDA path: OrtSegmentRunner on
 the CUDA EP with pycuda mapped pinned memory) and ``device-resident`` (the
 segments chained through preallocated CUDA OrtValues: one copy in, one out;
 what a discrete GPU should do). The memory modes of
@@ -49,13 +49,13 @@ model's.
 import argparse
 import sys
 import time
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import benchlib
 from edge_infer import paths
-from edge_infer.executor.buffers import providers as buffer_providers
-from edge_infer.executor.core import SegmentRunner
+from edge_infer.executor.buffers import BufferProvider, providers as executor_buffers
 from edge_infer.executor.partition import partition
+from edge_infer.executor.runners import OrtSegmentRunner
 import numpy as np
 
 MODELS = ('nanodet', 'mobilenet_v2')
@@ -63,8 +63,59 @@ CATEGORIES = ('h2d', 'd2h', 'handoff', 'runner')
 EP = {'cpu': 'CPUExecutionProvider', 'cuda': 'CUDAExecutionProvider'}
 
 
+class OpenClMappedBuffers(BufferProvider):
+    """Host-visible OpenCL buffers mapped for the CPU (pyopencl; Mali-style shared memory)."""
+
+    name = 'opencl-mapped'
+
+    def __init__(self):
+        self._cl = None
+        self._ctx = None
+        self._queue = None
+        self._buffers = {}
+
+    def available(self) -> Tuple[bool, str]:
+        """Probe pyopencl and a platform with a device."""
+        try:
+            import pyopencl as cl
+        except Exception as exc:
+            return False, (f'pyopencl not importable ({exc}); pip install pyopencl and an '
+                           "OpenCL ICD (the GPU vendor's, or pocl-opencl-icd)")
+        try:
+            platforms = cl.get_platforms()
+        except Exception as exc:  # no ICD: pyopencl raises LogicError / RuntimeError
+            return False, f'no OpenCL platform ({exc})'
+        devices = [d for p in platforms for d in p.get_devices()]
+        if not devices:
+            return False, 'OpenCL platforms without devices'
+        dev = devices[0]
+        self._cl = cl
+        self._ctx = cl.Context([dev])
+        self._queue = cl.CommandQueue(self._ctx)
+        shared = bool(getattr(dev, 'host_unified_memory', False))
+        return True, f'{dev.name} ({"host-unified memory" if shared else "separate memory"})'
+
+    def empty(self, shape, dtype=np.float32) -> np.ndarray:
+        """Return a mapped view of a host-visible OpenCL buffer."""
+        cl = self._cl
+        if cl is None:
+            raise RuntimeError('opencl-mapped buffers: call available() first')
+        nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+        buf = cl.Buffer(self._ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR,
+                        nbytes)
+        arr, _ = cl.enqueue_map_buffer(self._queue, buf, cl.map_flags.READ | cl.map_flags.WRITE,
+                                       0, shape, dtype)
+        self._buffers[arr.ctypes.data] = buf
+        return arr
+
+
+def buffer_providers():
+    """Return the executor's buffer providers and mapped OpenCL memory (this bench's own)."""
+    return executor_buffers() + [OpenClMappedBuffers()]
+
+
 def session_options(threads: int):
-    """Return ORT options as SegmentRunner sets them (threads, no spinning, quiet)."""
+    """Return ORT options as OrtSegmentRunner sets them (threads, no spinning, quiet)."""
     import onnxruntime as ort
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
@@ -122,7 +173,7 @@ class ZeroCopy:
                  provider: str = 'CPUExecutionProvider', buffers=None, label: str = 'zero-copy'):
         self.label = label
         self.input_name, self.output_names = input_name, list(output_names)
-        self.runners = [SegmentRunner(s, threads, 1, provider, buffers) for s in segments]
+        self.runners = [OrtSegmentRunner(s, threads, 1, provider, buffers) for s in segments]
         self.bytes = dict.fromkeys(CATEGORIES, 0)
 
     def run(self, x: np.ndarray) -> List[np.ndarray]:
@@ -286,7 +337,7 @@ def memory_modes(device: str) -> List[dict]:
                    f'(no CUDAExecutionProvider: install onnxruntime-gpu on an NVIDIA machine)')
     cuda_ep = 'CUDAExecutionProvider' in listed
     modes = []
-    for p in buffer_providers():
+    for p in buffer_providers():      # the executor's, and mapped OpenCL memory
         try:
             ok, why = p.available()
         except Exception as exc:  # a probe must not take the experiment down
@@ -482,8 +533,9 @@ def main(argv=None) -> int:
     if args.quick:
         args.frames, args.repeats, args.min_pass_s = 3, 3, 0.25
     res = benchlib.Results('exp4_zero_copy', 'Zero-copy vs copy between executor segments',
-                           'seed 003 (zero-copy on unified memory: -10 % time, -36 % energy '
-                           'per image, Jetson TK1 GoogLeNet)', args.machine, args.out)
+                           'Lee & Kang 2016 (zero-copy on unified memory: -10 % time, '
+                           '-36 % energy per image, Jetson TK1 GoogLeNet)', args.machine,
+                           args.out)
     modes = memory_modes(args.device)
     print('device memory modes (edge_infer.executor.buffers + onnxruntime):')
     for m in modes:
@@ -549,20 +601,20 @@ def main(argv=None) -> int:
              + ('' if 'ESTIMATED' not in source else
                 'Every mode keeps the same cores busy, so with the estimator '
                 'the energy ratio follows the time ratio; it says nothing of the DRAM / '
-                'bus energy that copies cost on a board with a power sensor (seed 003 measured '
-                'it with a wall power meter). The estimator reads machine-wide CPU time '
+                'bus energy that copies cost on a board with a power sensor (Lee & Kang 2016 '
+                'measured it with a wall power meter). The estimator reads machine-wide CPU time '
                 '(/proc/stat): other work on the machine is counted too.'))
     res.note('Bytes copied per frame, counted as the copies are made: h2d = input staging into '
              'the "device" buffer, d2h = outputs returned as fresh arrays '
              '(copy_outputs_to_cpu, verified to be new memory), handoff = copy into the next '
-             "segment's input buffer, runner = SegmentRunner.copied (the executor's own count: "
+             "segment's input buffer, runner = OrtSegmentRunner.copied (the executor's own count: "
              'ORT writing elsewhere than the bound buffer, or staging an unmapped input for a '
              'CUDA device). The preprocessing pass that writes the input tensor is the same in '
              'every mode and not counted.')
     res.note('copy + staging on the CPU is EMULATED: the "device" buffers are host memory, so '
              'the staging costs host memcpy bandwidth only (no PCIe, no DMA engine, no '
              'synchronisation); on a discrete GPU the same bytes cross PCIe.')
-    res.note("Ratios: mode / zero-copy (CUDA modes: / zero-copy (cuda-mapped), seed 003's "
+    res.note("Ratios: mode / zero-copy (CUDA modes: / zero-copy (cuda-mapped), Lee & Kang 2016's "
              'baseline, or where that cannot run / device-resident (cuda); column "vs"), '
              'medians measured side by side in this run. max_rel_error: largest '
              '|out - whole model| / max(1, |whole model|) over the frames; the partitioned '

@@ -4,7 +4,7 @@
     ./run.sh exec python bench/exp5_multi_dnn.py [--frames 30] [--repeats 3]
         [--loads 0 0.4 0.6] [--quick]
 
-Reproduces seed 004 (Kim 2021), Figs. 5-7: several DNNs sharing one
+Reproduces Kim 2021, Figs. 5-7: several DNNs sharing one
 accelerator whose queue also serves another application's kernels; conv
 layers on the accelerator and light layers on the CPU, vs accelerator-only.
 
@@ -13,12 +13,17 @@ frames: 'identical' (nanodet x 3, three cameras) and 'mixed' (nanodet,
 mobilenet_v2, nanodet). For each background load on the accelerator (a load
 generator keeps it busy that share of the time) it runs: naive (one
 whole-model ONNX Runtime session per instance, default threads) and the
-executor's policies (accelerator-only, by-layer-type, cost-model); each cell
+executor's policies (accelerator-only, by-layer-type, cost-model), and
+'chosen': each instance whole on the backend the backend manager chose for
+its model (one thread, float input, as a container with a thread budget of
+one runs it). The executor's segments run on the libraries of the manager's
+accepted candidates (executor/choice.py; ``--segments ort`` for ONNX
+Runtime only, as before). Each cell
 ``--repeats`` times, median with min and max. Beside each measured row: the
 schedule simulator's prediction from this machine's measured segment costs,
 and the simulator on the example Jetson AGX Xavier profile
 (config/executor_profiles/jetson_xavier_example.yaml: illustrative figures, NOT
-a measurement) so the table can be read against the seed's board.
+a measurement) so the table can be read against Kim 2021's board.
 
 On a machine without a GPU the 'accelerator' is one CPU core (one worker
 thread) and 'cpu' the other: the scheduling is real, the device is not.
@@ -30,8 +35,27 @@ import time
 import benchlib
 from edge_infer import paths
 from edge_infer.executor.core import POLICIES, SharedExecutor
-from edge_infer.executor.simulate import from_executor, load_profile, simulate
+from edge_infer.testing.schedule import from_executor, load_profile, simulate
 import executor_policies as ep
+
+
+def managers_choice(names) -> tuple:
+    """Return ({model: chosen Backend}, {model: [SegmentLibrary]}, {model: why})."""
+    from edge_infer.backends.manager import BackendManager, load_config
+    from edge_infer.core.registry import load_registry
+    from edge_infer.executor.runners import libraries_of
+    cfg = load_config()
+    cfg.update(openvino_graph_preprocessing=False, ort_threads=[1], openvino_threads=[1],
+               ncnn_threads=[1], variant_threads=1)
+    mgr = BackendManager(paths.data_home() / 'cache', config=cfg, log=lambda s: None)
+    reg = load_registry(paths.config_dir() / 'models.yaml')
+    chosen, libs, why = {}, {}, {}
+    for name in names:
+        backend, run = mgr.choose(reg[name], paths.models_dir() / reg[name].file)
+        ok = sorted((r for r in run.results if r.status == 'ok'), key=lambda r: r.frame_ms)
+        chosen[name], libs[name], why[name] = backend, libraries_of(ok, threads=1), run.why
+    return chosen, libs, why
+
 
 SETS = {
     'identical': [('nanodet#1', 'nanodet'), ('nanodet#2', 'nanodet'), ('nanodet#3', 'nanodet')],
@@ -66,15 +90,26 @@ def main(argv=None) -> int:
     ap.add_argument('--loads', type=float, nargs='*', default=[0.0, 0.4, 0.6])
     ap.add_argument('--repeats', type=int, default=3, help='runs per cell (median reported)')
     ap.add_argument('--sets', nargs='*', default=list(SETS), choices=list(SETS))
+    ap.add_argument('--segments', choices=['manager', 'ort'], default='manager',
+                    help="segment libraries: the backend manager's accepted candidates, or ORT")
     benchlib.common_args(ap)
     args = ap.parse_args(argv)
     if args.quick:
         args.frames, args.repeats, args.loads = 6, 1, [0.0, 0.6]
     res = benchlib.Results('exp5_multi_dnn', 'Several DNNs on the shared executor',
-                           'seed 004 (Kim 2021) Figs. 5-7', args.machine, args.out)
+                           'Kim 2021 Figs. 5-7', args.machine, args.out)
     power = benchlib.Power()
     res.power = power.source
     board, jetson = example_board(100, args.loads)
+    names = sorted({n for s in args.sets for _, n in SETS[s]})
+    chosen, libs, why = managers_choice(names)
+    for name in names:
+        seg = (', '.join(x.name for x in libs[name]) if args.segments == 'manager'
+               else 'onnxruntime/t1')
+        res.note(f'{name}: chosen {chosen[name].name} ({why[name][:160]}); executor segment '
+                 f'libraries: {seg}')
+    if args.segments == 'ort':
+        libs = {}
     try:
         for set_name in args.sets:
             instances = SETS[set_name]
@@ -84,12 +119,15 @@ def main(argv=None) -> int:
             n_frames = args.frames * len(instances)
             for load in args.loads:
                 cells = {}
-                for pol in ['naive'] + list(POLICIES):
+                for pol in ['chosen', 'naive'] + list(POLICIES):
                     runs = []
                     for _ in range(args.repeats):
                         t0 = time.monotonic()
-                        r = (ep.run_naive(tensors, refs, load, instances) if pol == 'naive'
-                             else ep.run_policy(pol, tensors, refs, load, instances))
+                        if pol in ('naive', 'chosen'):
+                            r = ep.run_naive(tensors, refs, load, instances,
+                                             chosen if pol == 'chosen' else None)
+                        else:
+                            r = ep.run_policy(pol, tensors, refs, load, instances, libs)
                         r['mj'] = 1e3 * power.joules(t0, time.monotonic()) / n_frames
                         runs.append(r)
                     cells[pol] = runs
@@ -125,6 +163,12 @@ def main(argv=None) -> int:
         for load in args.loads:
             rows = {r['policy']: r for r in res.rows if r['set'] == set_name and r['load'] == load}
             cm, acc = rows.get('cost-model'), rows.get('accelerator-only')
+            own = rows.get('chosen')
+            if cm and own:
+                res.note(f'{set_name}, accelerator load {load:.0%}: executor cost-model '
+                         f'{cm["fps_median"]:.1f} frames/s vs each model on its own chosen '
+                         f'backend {own["fps_median"]:.1f} '
+                         f'({cm["fps_median"] / own["fps_median"]:.2f}x)')
             if cm and acc:
                 res.note(f'{set_name}, accelerator load {load:.0%}: cost-model '
                          f'{cm["fps_median"]:.1f} frames/s vs accelerator-only '
@@ -141,7 +185,7 @@ def main(argv=None) -> int:
         if lo != hi:
             res.note(f'{set_name}: slowdown from {lo:.0%} to {hi:.0%} accelerator load: '
                      f'accelerator-only {1 - acc[hi] / acc[lo]:.0%}, cost-model '
-                     f'{1 - cm[hi] / cm[lo]:.0%} (seed 004: up to 77 % -> 17 %)')
+                     f'{1 - cm[hi] / cm[lo]:.0%} (Kim 2021: up to 77 % -> 17 %)')
     res.note(f'Jetson column: the simulator on {board} (example profile, NOT measured): '
              'makespan gain of each policy over accelerator-only.')
     res.note('Throughput = all frames of all instances / wall time; p95 = submit to result; '
@@ -151,7 +195,7 @@ def main(argv=None) -> int:
     def plot(plt, rows):
         fig, axes = plt.subplots(1, len(args.sets), figsize=(6 * len(args.sets), 4),
                                  squeeze=False)
-        pols = ['naive'] + list(POLICIES)
+        pols = ['chosen', 'naive'] + list(POLICIES)
         for ax, set_name in zip(axes[0], args.sets):
             w = 0.8 / len(pols)
             for k, pol in enumerate(pols):

@@ -4,7 +4,8 @@
 import threading
 import time
 
-from edge_infer.executor.core import Job, LoadGenerator, POLICIES, SharedExecutor
+from edge_infer.executor.core import Job, POLICIES, SharedExecutor
+from edge_infer.testing.load import LoadGenerator
 import numpy as np
 import onnxruntime as ort
 import pytest
@@ -172,7 +173,8 @@ def test_buffer_providers_probe_and_say_why():
     found = {p.name: (p, *p.available()) for p in providers()}
     host, ok, _ = found['host']
     assert ok and host.empty((2, 3)).shape == (2, 3) and host.device_pointer(None) is None
-    for name in ('cuda-mapped', 'opencl-mapped'):
+    assert set(found) == {'host', 'cuda-mapped'}     # no runner has an OpenCL device
+    for name in ('cuda-mapped',):
         prov, ok, why = found[name]
         assert why                           # found, or why not: never silent
         if not ok:
@@ -197,3 +199,105 @@ def test_default_devices_use_cuda_only_with_mapped_memory():
     if 'CUDAExecutionProvider' not in ort.get_available_providers():
         assert {d[2] for d in devices} == {'CPUExecutionProvider'}
         assert 'one CPU worker plays the accelerator' in lines[-1]
+
+
+# ------------------------------------------------ segments on the measured library
+def _have_openvino() -> bool:
+    try:
+        import openvino  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+needs_openvino = pytest.mark.skipif(not _have_openvino(),
+                                    reason='openvino not installed (pip install openvino)')
+
+
+@needs_openvino
+def test_openvino_segments_read_and_write_the_executors_buffers_in_place(models):
+    from edge_infer.executor.partition import partition
+    from edge_infer.executor.runners import OpenVinoSegmentRunner, OrtSegmentRunner
+    seg = partition(models['mobilenet_v2'], min_nodes=3)[0]
+    ov_runner = OpenVinoSegmentRunner(seg, threads=1, slots=2, precision='fp32')
+    ort_runner = OrtSegmentRunner(seg, threads=1, slots=1)
+    x = np.random.default_rng(3).standard_normal(ov_runner.input_shape()).astype(np.float32)
+    out = ov_runner.run({seg.inputs[0]: x}, 1)
+    want = ort_runner.run({seg.inputs[0]: x}, 0)
+    for name in seg.outputs:
+        assert out[name] is ov_runner.slots[1][seg.outputs.index(name)]    # our buffer
+        np.testing.assert_allclose(out[name], want[name], atol=1e-4)
+    assert ov_runner.copied == 0
+    with pytest.raises(Exception, match='C-contiguous float32'):
+        ov_runner.run({seg.inputs[0]: x.astype(np.float64)}, 0)
+
+
+@needs_openvino
+def test_each_segment_runs_on_the_library_measured_fastest_and_stays_exact(models):
+    from edge_infer.executor.runners import SegmentLibrary
+    slow_ort = SegmentLibrary('onnxruntime', 1)
+    libs = [SegmentLibrary('openvino', 1, 'fp32'), slow_ort]
+    ex = SharedExecutor('cost-model', log=lambda s: None)
+    try:
+        ex.add_model('nanodet', models['nanodet'], libs)
+        m = ex.models['nanodet']
+        chosen = ex.libraries('nanodet')
+        for dev, names in chosen.items():
+            assert set(names) <= {lib.name for lib in libs}
+            assert len(names) == len(m['segments'])
+        assert 'options' not in m       # the runners not kept were let go after measuring
+        x = _inputs_any(ex, 'nanodet')
+        done, box = threading.Event(), []
+        ex.submit('nanodet', x, lambda out, fr: (box.append([o.copy() for o in out]),
+                                                 done.set()))
+        assert done.wait(30)
+        for a, b in zip(box[0], _reference(models['nanodet'], x)):
+            np.testing.assert_allclose(a, b, atol=1e-4 * max(1.0, np.abs(b).max()))
+        assert ex.bytes_copied == 0
+    finally:
+        ex.close()
+
+
+def _inputs_any(ex, name):
+    shape = ex.models[name]['runners']['cpu'][0].input_shape()
+    return np.random.default_rng(5).standard_normal(shape).astype(np.float32)
+
+
+def test_segment_libraries_follow_the_managers_accepted_candidates():
+    from edge_infer.backends.profiling import CandidateResult
+    from edge_infer.executor.runners import libraries_of, SegmentLibrary
+    accepted = [CandidateResult('openvino/cpu/t1/bf16', 'openvino', 'cpu', 'bf16'),
+                CandidateResult('ncnn/cpu/t1', 'ncnn', 'cpu', 'fp32'),
+                CandidateResult('onnxruntime/cpu/t2/fp16', 'onnxruntime', 'cpu', 'fp16'),
+                CandidateResult('openvino/cpu/t2/bf16', 'openvino', 'cpu', 'bf16')]
+    libs = libraries_of(accepted, threads=1)
+    # ncnn and ORT's file variants cannot run a segment; ORT fp32 is always the last resort
+    assert libs == [SegmentLibrary('openvino', 1, 'bf16'), SegmentLibrary('onnxruntime', 1)]
+    assert libraries_of([]) == [SegmentLibrary('onnxruntime', 1)]
+
+
+def test_a_library_measured_slower_on_a_segment_is_not_kept(models, monkeypatch):
+    """Two libraries per segment, one 3 ms slower on every run: the other runs them all."""
+    from edge_infer.executor import core
+    from edge_infer.executor.runners import SegmentLibrary
+    real = core.open_runner
+
+    def opened(segment, library, *a, **kw):
+        runner = real(segment, library, *a, **kw)
+        if library.threads == 2:        # the slow one
+            run = runner.run
+
+            def slow(inputs, slot):
+                time.sleep(0.003)
+                return run(inputs, slot)
+            runner.run = slow
+        return runner
+    monkeypatch.setattr(core, 'open_runner', opened)
+    ex = SharedExecutor('by-layer-type', log=lambda s: None)
+    try:
+        ex.add_model('mobilenet_v2', models['mobilenet_v2'],
+                     [SegmentLibrary('onnxruntime', 2), SegmentLibrary('onnxruntime', 1)])
+        for dev, names in ex.libraries('mobilenet_v2').items():
+            assert names == ['onnxruntime/t1'] * len(names), (dev, names)
+    finally:
+        ex.close()

@@ -110,6 +110,7 @@ def _publisher(ros, msg_type, topic):
     return pub
 
 
+@pytest.mark.slow
 def test_bag_replay_finds_people_with_source_stamps(ros, container, results, small_bag):
     proc = container()
     _bring_up(ros)
@@ -222,6 +223,7 @@ def test_bag_replay_finds_people_with_source_stamps(ros, container, results, sma
             assert 'tail held' in rec.method
 
 
+@pytest.mark.slow
 def test_shared_executor_runs_both_models_in_segments(ros, container, results, small_bag):
     both = {'executor_policy': 'cost-model'}
     proc = container({'detector': both, 'classifier': both})
@@ -231,7 +233,9 @@ def test_shared_executor_runs_both_models_in_segments(ros, container, results, s
     n = sum(1 for t, *_ in iter_bag_frames(small_bag) if not t.endswith('/compressed'))
     ros.spin_until(lambda: len(results.det) >= n and len(results.cls) >= n, 15)
     assert proc.poll() is None and results.det and results.cls
-    assert {m.backend for m in results.det + results.cls} == {'executor/cost-model'}
+    # the executor is a backend like the others, on the libraries the manager measured
+    used = {m.backend for m in results.det + results.cls}
+    assert all(b.startswith('executor/cost-model/') for b in used), used
     for m in results.det:
         assert len(m.segment_devices) >= 4          # nanodet: backbone + head segments
         assert set(m.segment_devices) <= {'accelerator', 'cpu'}

@@ -2,7 +2,7 @@
 """The schedule simulator on hand-checkable cases and the example Jetson profile."""
 
 from edge_infer import paths
-from edge_infer.executor.simulate import load_profile, SimSegment, simulate
+from edge_infer.testing.schedule import load_profile, SimSegment, simulate
 import pytest
 
 

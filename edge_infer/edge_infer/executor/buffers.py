@@ -1,5 +1,5 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
-"""Where the executor's tensors live: host numpy, CUDA mapped pinned memory, OpenCL mapped.
+"""Where the executor's tensors live: host numpy or CUDA mapped pinned memory.
 
 Zero-copy between CPU and accelerator segments needs memory both can
 address. One interface, probed at run time, each provider reporting why it
@@ -11,11 +11,12 @@ is unavailable:
   ``get_device_pointer``): on a Jetson (integrated GPU, unified memory) the
   CUDA execution provider reads and writes it in place; bind the device
   pointer with ``io_binding.bind_input(name, 'cuda', 0, ...)``.
-- ``opencl-mapped``: an OpenCL buffer allocated host-visible
-  (``ALLOC_HOST_PTR``) and mapped for the CPU side (pyopencl), the Mali path.
 
-Measured here (2-core x86, no GPU): only ``host`` is available; the others
-say why (no libcuda / pycuda, no OpenCL platform).
+No runner of the executor has an OpenCL device (ONNX Runtime's pip wheels
+have no OpenCL provider; OpenVINO's GPU plugin is for Intel GPUs), so no
+OpenCL buffers here: bench/exp4_zero_copy.py measures mapped OpenCL memory
+on its own. Measured here (2-core x86, no GPU): only ``host`` is
+available; ``cuda-mapped`` says why (no libcuda / pycuda).
 """
 
 import ctypes
@@ -96,52 +97,6 @@ class CudaMappedBuffers(BufferProvider):
             else None
 
 
-class OpenClMappedBuffers(BufferProvider):
-    """Host-visible OpenCL buffers mapped for the CPU (pyopencl; Mali-style shared memory)."""
-
-    name = 'opencl-mapped'
-
-    def __init__(self):
-        self._cl = None
-        self._ctx = None
-        self._queue = None
-        self._buffers = {}
-
-    def available(self) -> Tuple[bool, str]:
-        """Probe pyopencl and a platform with a device."""
-        try:
-            import pyopencl as cl
-        except Exception as exc:
-            return False, (f'pyopencl not importable ({exc}); pip install pyopencl and an '
-                           "OpenCL ICD (the GPU vendor's, or pocl-opencl-icd)")
-        try:
-            platforms = cl.get_platforms()
-        except Exception as exc:  # no ICD: pyopencl raises LogicError / RuntimeError
-            return False, f'no OpenCL platform ({exc})'
-        devices = [d for p in platforms for d in p.get_devices()]
-        if not devices:
-            return False, 'OpenCL platforms without devices'
-        dev = devices[0]
-        self._cl = cl
-        self._ctx = cl.Context([dev])
-        self._queue = cl.CommandQueue(self._ctx)
-        shared = bool(getattr(dev, 'host_unified_memory', False))
-        return True, f'{dev.name} ({"host-unified memory" if shared else "separate memory"})'
-
-    def empty(self, shape, dtype=np.float32) -> np.ndarray:
-        """Return a mapped view of a host-visible OpenCL buffer."""
-        cl = self._cl
-        if cl is None:
-            raise RuntimeError('opencl-mapped buffers: call available() first')
-        nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
-        buf = cl.Buffer(self._ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR,
-                        nbytes)
-        arr, _ = cl.enqueue_map_buffer(self._queue, buf, cl.map_flags.READ | cl.map_flags.WRITE,
-                                       0, shape, dtype)
-        self._buffers[arr.ctypes.data] = buf
-        return arr
-
-
 def providers():
     """Return every provider, host first."""
-    return [BufferProvider(), CudaMappedBuffers(), OpenClMappedBuffers()]
+    return [BufferProvider(), CudaMappedBuffers()]

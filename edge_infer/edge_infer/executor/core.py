@@ -1,23 +1,28 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
 """One process-wide executor for several DNNs: segments as jobs, placed on devices.
 
-Pieces (seed 004's design, ROS-free):
+Pieces (the design of Kim 2021, CPU-GPU collaborative scheduling; ROS-free):
 
-- :class:`SegmentRunner`: one segment on one device, an ONNX Runtime session
-  with I/O binding. Inputs are bound by pointer, outputs go into buffers
-  allocated once (a small pool per segment, one slot per frame in flight):
-  nothing is copied between segments, and :meth:`run` checks it by pointer.
+- segment runners (runners.py): one segment on one device, on ONNX Runtime
+  (I/O binding) or OpenVINO (tensors wrapped in place). Inputs are bound by
+  pointer, outputs go into buffers allocated once (a small pool per
+  segment, one slot per frame in flight): nothing is copied between
+  segments, and each runner checks it by pointer. Per device, each segment
+  runs on the library measured fastest for it (:meth:`measure_costs`),
+  among the libraries the executor was given for the model (the backend
+  manager's accepted candidates: the library and precision it measured).
 - :class:`Device`: a worker thread with a FIFO job queue and an estimate of
   its backlog (sum of the expected costs of queued jobs); a busy
   accelerator shared with other work is a device whose queue also holds
-  foreign jobs (see :class:`LoadGenerator`).
+  foreign jobs (tests and benchmarks make them with
+  ``edge_infer.testing.load.LoadGenerator``).
 - The controller (:meth:`SharedExecutor.submit` / ``_done``) releases
   segment i+1 of a frame only when segment i has finished, wiring i's
   output buffers to i+1's inputs; a frame never sees another frame's
   tensors (each in-flight frame owns a buffer slot).
 - The distributor (:meth:`SharedExecutor._place`) picks the device of each
-  job by policy: ``accelerator-only`` (baseline), ``by-layer-type`` (seed
-  004: conv segments to the accelerator, light ones to the CPU) or
+  job by policy: ``accelerator-only`` (baseline), ``by-layer-type`` (Kim
+  2021: conv segments to the accelerator, light ones to the CPU) or
   ``cost-model`` (per-segment cost measured on every device, plus the
   device's current backlog: the device where the job would finish first).
 
@@ -38,77 +43,14 @@ from typing import Callable, Dict, List, Optional, Sequence
 import numpy as np
 
 from .partition import partition, Segment
+from .runners import open_runner, SegmentError, SegmentLibrary
+from ..core.backend import Backend, Session
 
 POLICIES = ('accelerator-only', 'by-layer-type', 'cost-model')
 
 
 class ExecutorError(RuntimeError):
     """A job failed on every device that could run it."""
-
-
-class SegmentRunner:
-    """A segment's ORT session on one device, zero-copy in and out (see the module doc)."""
-
-    def __init__(self, segment: Segment, threads: int = 1, slots: int = 2,
-                 provider: str = 'CPUExecutionProvider', buffers=None):
-        import onnxruntime as ort
-        from .buffers import BufferProvider
-        so = ort.SessionOptions()
-        so.intra_op_num_threads = threads
-        so.inter_op_num_threads = 1
-        so.log_severity_level = 3
-        so.add_session_config_entry('session.intra_op.allow_spinning', '0')
-        self.segment = segment
-        self.sess = ort.InferenceSession(segment.model.SerializeToString(), so,
-                                         providers=[provider])
-        meta = {o.name: o for o in self.sess.get_outputs()}
-        self.out_names = list(segment.outputs)
-        # On a CUDA device the buffers are pinned host memory mapped into the GPU
-        # (cuda-mapped provider): ORT gets their device pointers, the CPU side
-        # reads the same memory. On the CPU: plain numpy.
-        self.buffers = buffers or BufferProvider()
-        self.where = 'cuda' if provider == 'CUDAExecutionProvider' else 'cpu'
-        self.slots = [[self.buffers.empty(meta[n].shape, np.float32) for n in self.out_names]
-                      for _ in range(slots)]
-        self._staging: Dict[str, np.ndarray] = {}
-        self.binding = self.sess.io_binding()
-        self.copied = 0     # bytes ORT had to copy (a moved output buffer); should stay 0
-
-    def run(self, inputs: Dict[str, np.ndarray], slot: int) -> Dict[str, np.ndarray]:
-        """Run on ``inputs`` (C-contiguous float32, bound by pointer) into buffer ``slot``."""
-        b = self.binding
-        for name in self.segment.inputs:
-            arr = inputs[name]
-            if not arr.flags.c_contiguous or arr.dtype != np.float32:
-                raise ExecutorError(f'{self.segment.name}: input {name} must be C-contiguous '
-                                    f'float32 (got {arr.dtype}, contiguous '
-                                    f'{arr.flags.c_contiguous})')
-            b.bind_input(name, self.where, 0, np.float32, arr.shape, self._pointer(name, arr))
-        bufs = self.slots[slot]
-        for name, buf in zip(self.out_names, bufs):
-            b.bind_output(name, self.where, 0, np.float32, buf.shape, self._pointer(None, buf))
-        self.sess.run_with_iobinding(b)
-        for name, buf, ov in zip(self.out_names, bufs, b.get_outputs()):
-            if ov.data_ptr() != buf.ctypes.data:     # ORT allocated elsewhere: count it
-                np.copyto(buf, ov.numpy())
-                self.copied += buf.nbytes
-        return dict(zip(self.out_names, bufs))
-
-    def _pointer(self, name: Optional[str], arr: np.ndarray) -> int:
-        """Return the address the device uses for ``arr`` (staging it if it is not mapped)."""
-        if self.where == 'cpu':
-            return arr.ctypes.data
-        ptr = self.buffers.device_pointer(arr)
-        if ptr is None and name is not None:    # e.g. the preprocessed frame: one copy
-            stage = self._staging.get(name)
-            if stage is None or stage.shape != arr.shape:
-                stage = self._staging[name] = self.buffers.empty(arr.shape, np.float32)
-            np.copyto(stage, arr)
-            self.copied += arr.nbytes
-            ptr = self.buffers.device_pointer(stage)
-        if ptr is None:
-            raise ExecutorError(f'{self.segment.name}: buffer not mapped for the device')
-        return ptr
 
 
 def default_devices(log: Callable[[str], None] = print) -> List[tuple]:
@@ -140,7 +82,7 @@ def default_devices(log: Callable[[str], None] = print) -> List[tuple]:
 class Job:
     """One segment of one frame (or a foreign job from the load generator)."""
 
-    frame: Optional['Frame']
+    frame: Optional['InFlight']
     seg: int
     cost_ms: float
     device: str = ''
@@ -151,7 +93,7 @@ class Job:
 
 
 @dataclass
-class Frame:
+class InFlight:
     """A frame in flight through one model's segments."""
 
     fid: int
@@ -221,52 +163,6 @@ class Device:
             self._current_end = time.perf_counter() + job.cost_ms / 1e3
 
 
-class LoadGenerator:
-    """Keeps a device busy ``duty`` of the time with foreign jobs (seed 004's 0/40/60 %)."""
-
-    def __init__(self, device: Device, duty: float, period_ms: float = 20.0):
-        if not 0 <= duty < 1:
-            raise ValueError(f'duty cycle must be in [0, 1), got {duty}')
-        self.device, self.duty, self.period_ms = device, duty, period_ms
-        self._stop = threading.Event()
-        self._thread: Optional[threading.Thread] = None
-        self.busy_ms = 0.0
-
-    def _burn(self, ms: float) -> None:
-        end = time.perf_counter() + ms / 1e3
-        a = np.ones((64, 64), np.float32)
-        while time.perf_counter() < end:
-            a = a @ a * 1e-3 + 1.0       # real arithmetic, as another app's kernels would be
-        self.busy_ms += ms
-
-    def _loop(self) -> None:
-        busy = self.duty * self.period_ms
-        next_t = time.perf_counter()
-        self.t_start = next_t
-        while not self._stop.is_set():
-            self.device.put(Job(None, -1, busy, fn=lambda: self._burn(busy)))
-            next_t += self.period_ms / 1e3
-            self._stop.wait(max(0.0, next_t - time.perf_counter()))
-
-    def achieved(self) -> float:
-        """Return the share of time the foreign work actually ran so far."""
-        elapsed = time.perf_counter() - getattr(self, 't_start', time.perf_counter())
-        return self.busy_ms / 1e3 / elapsed if elapsed > 0 else 0.0
-
-    def start(self) -> 'LoadGenerator':
-        """Start submitting."""
-        if self.duty > 0:
-            self._thread = threading.Thread(target=self._loop, name='load', daemon=True)
-            self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop submitting."""
-        self._stop.set()
-        if self._thread:
-            self._thread.join(2.0)
-
-
 class SharedExecutor:
     """Segments of several models as jobs on a CPU and an 'accelerator' device."""
 
@@ -306,12 +202,32 @@ class SharedExecutor:
             d.thread.start()
 
     # ------------------------------------------------------------------ models
-    def add_model(self, name: str, model_path: pathlib.Path) -> List[Segment]:
-        """Partition the model and open every segment on every device; measure costs."""
+    def add_model(self, name: str, model_path: pathlib.Path,
+                  libraries: Sequence[SegmentLibrary] = ()) -> List[Segment]:
+        """Partition the model, open every segment on every device and library; measure.
+
+        ``libraries``: what a segment may run on (default: ONNX Runtime with
+        the executor's threads); per device and segment the fastest measured
+        one is kept (:meth:`measure_costs`), the others are closed.
+        """
         segments = partition(model_path, min_nodes=self.min_nodes)
-        runners = {d: [SegmentRunner(s, self.threads, self.slots, self.providers[d],
-                                     self._buffers.get(d)) for s in segments]
-                   for d in self.devices}
+        libs = list(libraries) or [SegmentLibrary('onnxruntime', self.threads)]
+        options: Dict[str, List[list]] = {}
+        for d in self.devices:
+            options[d] = []
+            for s in segments:
+                opened = []
+                for lib in libs:
+                    try:
+                        opened.append(open_runner(s, lib, self.slots, self.providers[d],
+                                                  self._buffers.get(d)))
+                    except SegmentError as exc:
+                        self.log(f'executor: {name} {exc}; not used there')
+                if not opened:
+                    raise ExecutorError(f'{name}: segment {s.name} opens on no library '
+                                        f'on device {d}')
+                options[d].append(opened)
+        runners = {d: [opts[0] for opts in options[d]] for d in self.devices}
         import onnx
         g = onnx.load(str(model_path), load_external_data=False).graph
         inits = {i.name for i in g.initializer}
@@ -320,28 +236,46 @@ class SharedExecutor:
             'segments': segments, 'runners': runners,
             'input': inp.name, 'outputs': [o.name for o in g.output],
             'free': deque(range(self.slots)), 'cond': threading.Condition(),
-            'cost': {d: [1.0] * len(segments) for d in self.devices}}
+            'cost': {d: [1.0] * len(segments) for d in self.devices},
+            'options': options}
         self.measure_costs(name)
         return segments
+
+    def libraries(self, name: str) -> Dict[str, List[str]]:
+        """Return {device: the library running each segment} of model ``name``."""
+        return {d: [r.library.name for r in rs] for d, rs in self.models[name]['runners'].items()}
 
     def remove_model(self, name: str) -> None:
         """Forget a model (its sessions are freed with it)."""
         self.models.pop(name, None)
 
     def measure_costs(self, name: str, runs: int = 5) -> Dict[str, List[float]]:
-        """Time every segment alone on every device (median ms): the cost model's input."""
+        """Time every segment alone on every device (median ms): the cost model's input.
+
+        Where a segment opened on several libraries, each is timed in
+        interleaved rounds and the fastest runs it on that device from now on
+        (the others are closed once a model's first measurement chose).
+        """
         m = self.models[name]
-        shape = m['runners'][next(iter(self.devices))][0].sess.get_inputs()[0].shape
+        shape = m['runners'][next(iter(self.devices))][0].input_shape()
         x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
-        for dev, runners in m['runners'].items():
+        options = m.pop('options', None) or {d: [[r] for r in rs]
+                                             for d, rs in m['runners'].items()}
+        for dev, per_seg in options.items():
             env = {m['input']: x}
-            for i, r in enumerate(runners):
-                times = []
+            for i, opts in enumerate(per_seg):
+                times: List[List[float]] = [[] for _ in opts]
+                out = None
                 for _ in range(runs):
-                    t = time.perf_counter()
-                    out = r.run(env, 0)
-                    times.append((time.perf_counter() - t) * 1e3)
-                m['cost'][dev][i] = statistics.median(times)
+                    for k, r in enumerate(opts):
+                        t = time.perf_counter()
+                        got = r.run(env, 0)
+                        times[k].append((time.perf_counter() - t) * 1e3)
+                        out = got if k == 0 else out
+                medians = [statistics.median(t) for t in times]
+                best = min(range(len(opts)), key=medians.__getitem__)
+                m['runners'][dev][i] = opts[best]
+                m['cost'][dev][i] = medians[best]
                 env = {**env, **{k: v.copy() for k, v in out.items()}}
         return m['cost']
 
@@ -360,12 +294,12 @@ class SharedExecutor:
             while not m['free']:
                 m['cond'].wait()
             slot = m['free'].popleft()
-        frame = Frame(next(self._ids), name, slot, {m['input']: tensor}, callback,
-                      time.perf_counter(), hold=hold)
+        frame = InFlight(next(self._ids), name, slot, {m['input']: tensor}, callback,
+                         time.perf_counter(), hold=hold)
         self._release(frame, 0)
         return frame.fid
 
-    def _release(self, frame: Frame, seg: int) -> None:
+    def _release(self, frame: 'InFlight', seg: int) -> None:
         prev = frame.trace[-1][1] if frame.trace else None
         dev = self._place(frame.model, seg, prev)
         cost = self.models[frame.model]['cost'][dev][seg]
@@ -474,19 +408,25 @@ class SharedExecutor:
                 d.thread.join(5.0)
 
 
-class ExecutorSession:
+class ExecutorSession(Session):
     """A model instance of the shared executor behind the backend Session interface.
 
     ``run`` submits the tensor, waits for the last segment, and returns the
     outputs as views on the executor's buffers (no copy); the buffers stay
-    the caller's until its next ``run`` (or ``close``). ``last_frame`` tells
-    which device ran each segment.
+    the caller's until its next ``run`` (or ``close``). ``segment_devices``
+    names the device that ran each segment of the last frame.
     """
 
-    def __init__(self, executor: 'SharedExecutor', instance: str, timeout_s: float = 30.0):
+    def __init__(self, executor: 'SharedExecutor', instance: str, timeout_s: float = 30.0,
+                 backend_name: str = ''):
         self.executor, self.instance, self.timeout_s = executor, instance, timeout_s
-        self.backend_name = f'executor/{executor.policy}'
-        self.last_frame: Optional[Frame] = None
+        self.backend_name = backend_name or f'executor/{executor.policy}'
+        self.last_frame: Optional[InFlight] = None
+
+    @property
+    def segment_devices(self) -> List[str]:
+        """Return the device of each segment of the last frame ([] before the first)."""
+        return self.last_frame.placement if self.last_frame is not None else []
 
     def run(self, tensor: np.ndarray) -> List[np.ndarray]:
         """Run one frame through the executor; return the outputs (views)."""
@@ -516,19 +456,33 @@ class ExecutorSession:
         self.executor.remove_model(self.instance)
 
 
-class ExecutorBackend:
-    """Backend adapter: ``load(path)`` adds the model to a shared executor."""
+class ExecutorBackend(Backend):
+    """A backend like the others: ``load(path)`` adds the model to a shared executor.
+
+    ``libraries``: what its segments may run on (runners.SegmentLibrary; the
+    node passes the backend manager's accepted candidates, best first, so
+    the executor runs on the library and precision the manager measured);
+    each device keeps the fastest measured one per segment. The name says
+    the policy and the first library: ``executor/cost-model/openvino/t1/bf16``.
+    """
 
     library = 'edge_infer-executor'
     device = 'accelerator+cpu'
-    precision = 'fp32'
-    tensor_passing = 'zero-copy io-binding between segments'
+    tensor_passing = ('zero-copy between segments (ONNX Runtime I/O binding, OpenVINO '
+                      'tensors wrapped in place)')
 
-    def __init__(self, executor: 'SharedExecutor', instance: str):
+    def __init__(self, executor: 'SharedExecutor', instance: str,
+                 libraries: Sequence[SegmentLibrary] = ()):
         self.executor, self.instance = executor, instance
-        self.name = f'executor/{executor.policy}'
+        self.libraries = list(libraries) or [SegmentLibrary('onnxruntime', executor.threads)]
+        self.precision = self.libraries[0].precision
+        self.name = f'executor/{executor.policy}/{self.libraries[0].name}'
 
-    def load(self, model_path) -> ExecutorSession:
-        """Partition and add the model; return its session."""
-        self.executor.add_model(self.instance, pathlib.Path(model_path))
-        return ExecutorSession(self.executor, self.instance)
+    def load(self, model_path, strict: bool = False, input_spec=None) -> ExecutorSession:
+        """Partition and add the model; return its session.
+
+        The signature is :meth:`Backend.load`'s; neither argument applies (the
+        executor places segments on its devices by design; float input).
+        """
+        self.executor.add_model(self.instance, pathlib.Path(model_path), self.libraries)
+        return ExecutorSession(self.executor, self.instance, backend_name=self.name)

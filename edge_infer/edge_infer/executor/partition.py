@@ -1,7 +1,7 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
 """Split a model's ONNX graph into conv-heavy and light segments (no ROS).
 
-Seed 004 sends convolutions to the accelerator and pooling, softmax,
+Kim 2021 sends convolutions to the accelerator and pooling, softmax,
 fully-connected and other light layers to the CPU. Cutting at every layer
 would hand tensors over after each one and lose the fusions ONNX Runtime
 makes (Conv + activation); so:

@@ -16,16 +16,18 @@ slow model never builds a queue.
 """
 
 from collections import deque
+import pathlib
 import threading
 import time
-from typing import Optional
+from typing import Dict, List, Optional, Tuple
 
 from edge_infer_msgs.msg import BackendReport, Energy, EnergyRecord
 from rclpy.event_handler import SubscriptionEventCallbacks
-from rclpy.lifecycle import LifecycleState, TransitionCallbackReturn
+from rclpy.lifecycle import LifecyclePublisher, LifecycleState, TransitionCallbackReturn
 from rclpy.qos import (DurabilityPolicy, HistoryPolicy, qos_profile_sensor_data, QoSProfile,
                        ReliabilityPolicy)
 from rclpy.serialization import deserialize_message
+from rclpy.subscription import Subscription
 from sensor_msgs.msg import CompressedImage, Image
 
 from .base import ManagedNode, shared_log
@@ -35,7 +37,6 @@ from .tasks import instance_decoder, make_task, Task
 from .. import paths
 from ..backends.live import LiveChoice, LiveSettings
 from ..backends.manager import shared_manager
-from ..backends.profiling import CandidateResult, ProfileRun
 from ..core.backend import BackendError
 from ..core.cdr import CdrError, parse_compressed_image, parse_image
 from ..core.image import from_compressed, from_raw, ImageError, JPEG_DETECTS_CORRUPTION
@@ -44,7 +45,8 @@ from ..core.postprocess import OutputError
 from ..core.registry import load_models, RegistryError, user_registry_path
 from ..core.stream import LatestSlot, StreamStats
 from ..executor import shared as shared_executor
-from ..executor.core import ExecutorBackend, ExecutorSession, POLICIES
+from ..executor.choice import executor_choice
+from ..executor.core import POLICIES
 from ..telemetry import shared as shared_meter
 from ..telemetry.meter import EnergyRecord as MeterRecord
 
@@ -90,14 +92,14 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
         self.stats = StreamStats()
         self._slot = LatestSlot()
         self._task: Optional[Task] = None   # the task's result publishers (nodes/tasks.py)
-        self._sub = None
+        self._sub: Optional[Subscription] = None
         self._worker: Optional[threading.Thread] = None
         self._running = False
         self._msg_type = Image
         self._topic = ''
-        self._warned = {}           # reason -> (last logged, count since)
+        self._warned: Dict[str, Tuple[float, int]] = {}     # reason -> (last logged, count since)
         self._meter = None
-        self._energy_pub = None
+        self._energy_pub: Optional[LifecyclePublisher] = None
         self._manager = None
         self._live: Optional[LiveChoice] = None     # the run-time choice (backends/live.py)
         self._report_pub = None
@@ -135,6 +137,7 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
         self._worker = threading.Thread(target=self._work, name=f'{self.get_name()}-infer',
                                         daemon=True)
         self._worker.start()
+        assert self._live is not None and self._task is not None    # made by on_configure
         self._live.resume()     # a profile a deactivation stopped goes on
         self._sub = self.create_subscription(
             self._msg_type, self._topic, self._on_frame, qos_profile_sensor_data, raw=True,
@@ -223,7 +226,7 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
                     overrides[key] = value
         elif spec.task == 'classification' and self._param('top_k') > 0:
             overrides['top_k'] = self._param('top_k')
-        models_dir = self._param('models_dir') or str(paths.models_dir())
+        models_dir = pathlib.Path(self._param('models_dir') or paths.models_dir())
         path = model_file(spec, models_dir, self._param('verify_checksum'))
         # process-wide objects: their lines go under this node while it calls
         # them (self.acting()), under the container otherwise (base.shared_log)
@@ -240,13 +243,9 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
             log=log.info, warn=log.warning, report=self._publish_report, scope=self.acting)
         if policy:
             self._executor = shared_executor.acquire(policy, log=shared_log)
-            backend = ExecutorBackend(self._executor, self.get_fully_qualified_name())
-            run = ProfileRun(model=spec.name, chosen=backend.name, why=(
-                f'{backend.name}: segments placed per frame by the shared executor '
-                f'(executor_policy), the backend manager is not used'))
-            run.results.append(CandidateResult(backend.name, backend.library, backend.device,
-                                               status='ok', chosen=True,
-                                               tensor_passing=backend.tensor_passing))
+            with self.acting():
+                backend, run = executor_choice(self._manager, spec, path, self._executor,
+                                               self.get_fully_qualified_name(), log=log.info)
             self._live.fix(backend, run)
         else:
             try:
@@ -420,20 +419,23 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
         (sec, nanosec, frame_id), frame = self._parse(raw)
         t1 = time.perf_counter()
         t_decode = (t1 - t0) * 1e3
-        meter, pending = self._meter, [None]
+        live, task, meter = self._live, self._task, self._meter
+        assert live is not None and task is not None    # frames are processed once configured
+        latest: List[Optional[_Pending]] = [None]       # the last run's (a retry runs again)
 
         def around():       # marks one model run on the meter (again if the frame is retried)
-            pending[0] = p = _Pending()
+            latest[0] = p = _Pending()
             token = meter.begin(self._model.spec.name)
             return lambda: meter.end(token, callback=p.deliver)
         # between frames the run-time choice may switch backend or fall back
-        result = self._live.infer(frame, around_run=around if meter is not None else None)
-        pending = pending[0]
+        result = live.infer(frame, around_run=around if meter is not None else None)
+        pending = latest[0]
         t2 = time.perf_counter()
         out = self._to_msg(frame, result, t_decode)
         session = self._model.session
-        if isinstance(session, ExecutorSession) and session.last_frame is not None:
-            out.segment_devices = session.last_frame.placement
+        devices = getattr(session, 'segment_devices', None)
+        if devices:
+            out.segment_devices = list(devices)
         out.header.stamp.sec, out.header.stamp.nanosec = sec, nanosec
         out.header.frame_id = frame_id
         t3 = time.perf_counter()
@@ -445,7 +447,7 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
             self.stats.count('energy_missing')
         out.energy = energy_msg(pending.record if pending is not None else None)
         t4 = time.perf_counter()
-        self._task.publish(out, result)
+        task.publish(out, result)
         t5 = time.perf_counter()
         if pending is not None:     # the separate energy record: after the result
             self._publish_energy(out, pending.record)
@@ -459,7 +461,7 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
             'build_msg': (t3 - t2) * 1e3, 'energy': (t4 - t3) * 1e3,
             'publish': (t5 - t4) * 1e3})
         self._debug_image(frame, result, out)      # after the result: never delays it
-        self._live.after_frame()        # maybe time a runner-up on this frame (bounded duty)
+        live.after_frame()      # maybe time a runner-up on this frame (bounded duty)
 
     def _publish_energy(self, out, r: Optional[MeterRecord]) -> None:
         """Publish ~/energy's EnergyRecord of the frame whose result ``out`` is."""
@@ -470,6 +472,7 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
             self._joules.append(r.joules)
             rec.latency_ms, rec.method = r.duration_s * 1e3, r.method
             rec.window_start = self.ros_time(r.t0)
+        assert self._energy_pub is not None     # made with the meter (energy_metering)
         self._energy_pub.publish(rec)
 
     def _debug_image(self, frame, result, out) -> None:
@@ -489,6 +492,7 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
         if frame.source_size is not None:   # a scaled JPEG decode: draw at the source's size
             import cv2
             img = cv2.resize(img, frame.source_size, interpolation=cv2.INTER_LINEAR)
+        assert self._task is not None
         self._task.draw(img, result, f'{out.model} | {out.backend} | {out.inference_ms:.1f} ms')
         msg = Image(header=out.header, height=img.shape[0], width=img.shape[1],
                     encoding='bgr8', step=img.shape[1] * 3, data=img.tobytes())
@@ -497,6 +501,7 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
 
     def _to_msg(self, frame, result, decode_ms: float):
         spec = self._model.spec
+        assert self._task is not None
         out = self._task.to_msg(result)     # the task's fields; the shared ones below
         out.model = spec.name
         out.backend = result.backend or self._model.backend_name     # a runner-up may run one
