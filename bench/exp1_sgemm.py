@@ -4,7 +4,7 @@
     ./run.sh exec python bench/exp1_sgemm.py [--sizes 64 128 ...] [--repeats 11]
         [--min-seconds 0.5] [--quick]
 
-Reproduces seed 000 (Lee & Shin 2019), Fig. 4: GFLOP/s of SGEMM per
+Reproduces Lee & Shin 2019, Fig. 4: GFLOP/s of SGEMM per
 device-library pair as the matrices grow. Libraries, each probed first and
 listed with the reason when it cannot run here (never replaced by another):
 
@@ -570,7 +570,7 @@ def add_notes(res: benchlib.Results, rows: List[dict], bound: dict, blas: OpenBl
     """Write the computed notes; return the peak row (best median GFLOP/s) or None."""
     ok = [r for r in rows if r.get('status') == 'ok']
     res.note('GFLOP/s = 2 n^3 / t: n^3 multiply-adds of 2 flops each for C[n,n] = A[n,n] '
-             'B[n,n] (seed 000 eq. 3 with m = n = k), t = wall time of one call; median, '
+             'B[n,n] (Lee & Shin 2019 eq. 3 with m = n = k), t = wall time of one call; median, '
              'min and max over the timed calls (GFLOP/s min comes from the slowest call: on '
              'a shared machine one preempted call among thousands of short ones; the plot '
              'band is the 10th-90th percentile).')
@@ -638,7 +638,7 @@ def add_notes(res: benchlib.Results, rows: List[dict], bound: dict, blas: OpenBl
     res.note(line)
     res.note(f'Load average (1/5/15 min) at start: {load0}; at end: {load1} - the machine '
              'may be shared; min/max show the spread.')
-    res.note('Seed 000 Fig. 4 (Pi3, XU3, TX2; OpenBLAS 4 threads, CLBlast, cuBLAS): every '
+    res.note('Lee & Shin 2019 Fig. 4 (Pi3, XU3, TX2; OpenBLAS 4 threads, CLBlast, cuBLAS): every '
              'library got faster as the matrices grew; OpenBLAS was fast on small matrices '
              'but gained little with size; GPU libraries beat the CPU except CLBlast; '
              'cuBLAS on TX2 was far ahead of all others.')
@@ -688,7 +688,7 @@ def main(argv=None) -> int:
     repeats = args.repeats or (3 if args.quick else 11)
     min_s = args.min_seconds if args.min_seconds is not None else (0.0 if args.quick else 0.5)
     res = benchlib.Results('exp1_sgemm', 'SGEMM throughput by library and matrix size',
-                           'seed 000 Fig. 4', machine=args.machine, out_dir=args.out)
+                           'Lee & Shin 2019 Fig. 4', machine=args.machine, out_dir=args.out)
     load0 = loadavg()
     cores = cpu_count()
     blas = OpenBlas()

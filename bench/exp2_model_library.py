@@ -4,7 +4,7 @@
     ./run.sh exec python bench/exp2_model_library.py [--rounds 7] [--runs 10]
         [--models nanodet mobilenet_v2] [--baseline numpy-blas/cpu] [--quick]
 
-Reproduces seed 000 (Lee & Shin 2019), Fig. 5 and Table 2: per model, the
+Reproduces Lee & Shin 2019, Fig. 5 and Table 2: per model, the
 speed-up and energy gain of each library over a baseline, and which library is
 fastest and which is most energy-efficient (they may differ).
 
@@ -23,7 +23,7 @@ Method:
    divided by its runs (from the process power meter). Reported: the median
    over rounds, with min and max.
 3. Baseline (``--baseline``): numpy-blas/cpu by default, i.e. im2col + OpenBLAS
-   SGEMM on the CPU, which is what seed 000's Caffe+OpenBLAS baseline does.
+   SGEMM on the CPU, which is what Lee & Shin 2019's Caffe+OpenBLAS baseline does.
    The ratio to ONNX Runtime on one CPU thread is given too.
 Fastest / most energy-efficient are picked among the candidates that passed
 the accuracy check; CHOSEN marks the backend manager's own choice (objective
@@ -150,7 +150,7 @@ def measure_model(name: str, spec, args, power: benchlib.Power, res: benchlib.Re
                  f'the baseline\'s {base["mj_median"]:.1f} mJ'
                  + ('' if greenest is fastest else ' (fastest and least energy DIFFER)'))
     timed = [row for row in rows if row['rounds'] and row['status'] == 'ok']
-    if timed:       # seed 000's "library choice" span: slowest / fastest accepted candidate
+    if timed:       # Lee & Shin 2019's "library choice" span: slowest / fastest accepted candidate
         worst = max(timed, key=lambda row: row['ms_median'])
         best = min(timed, key=lambda row: row['ms_median'])
         res.note(f'{name}: slowest / fastest accepted candidate = {worst["backend"]} / '
@@ -204,7 +204,7 @@ def main(argv=None) -> int:
     reg = load_registry(paths.config_dir() / 'models.yaml')
     names = args.models or sorted(reg)
     res = benchlib.Results('exp2_model_library', 'Model x library: latency and energy',
-                           'seed 000 (Lee & Shin 2019) Fig. 5 and Table 2', args.machine,
+                           'Lee & Shin 2019 Fig. 5 and Table 2', args.machine,
                            args.out)
     power = benchlib.Power(enabled=not args.no_energy)
     res.power = power.source

@@ -4,7 +4,7 @@
     ./run.sh exec python bench/exp3_conv_methods.py [--models nanodet mobilenet_v2]
         [--layer-repeats 7] [--model-repeats 5] [--blas-threads N] [--quick]
 
-Reproduces seed 002 (Park & Chung), Table 1: the run time of a CNN with every
+Reproduces Park & Chung n.d., Table 1: the run time of a CNN with every
 conv layer computed by the direct 6-loop method (MCMK), by im2col + GEMM and
 by im2row + GEMM (OpenBLAS), and the speed-up of the best over direct.
 
@@ -426,7 +426,7 @@ def main(argv=None) -> int:
     model_reps = args.model_repeats or (1 if args.quick else 5)
     max_layers = args.max_layers or (3 if args.quick else None)
     res = benchlib.Results('exp3_conv_methods', 'Conv methods: direct vs im2col vs im2row',
-                           'seed 002 Table 1', machine=args.machine, out_dir=args.out)
+                           'Park & Chung n.d. Table 1', machine=args.machine, out_dir=args.out)
     load0 = loadavg()
     blas = OpenBlas()
     if args.blas_threads:
@@ -460,8 +460,8 @@ def main(argv=None) -> int:
                  f'{"x".join(map(str, sess.input_shape))}).')
     res.note("direct here is the backend's: per kernel offset an einsum over channels "
              "(numpy's C loops, vectorised, one thread, no BLAS), not Darknet's scalar "
-             '6-loop MCMK with OpenMP as in seed 002, so its gap to the GEMM methods is not '
-             "like-for-like with the seed's ratios.")
+             '6-loop MCMK with OpenMP as in Park & Chung n.d., so its gap to the GEMM '
+             "methods is not like-for-like with Park & Chung's ratios.")
     res.note(f'GEMMs: numpy with {blas_name()}, '
              f'{blas.threads() or "default"} thread(s); the im2col/im2row copies and '
              "direct's einsum run on one thread.")
@@ -469,9 +469,9 @@ def main(argv=None) -> int:
              'depthwise as a grouped conv with C groups of one channel); native = the '
              "backend's own kernel for them (one plain GEMM / per-offset multiply-add), "
              'which tuned may pick. Layers of one shape are timed once; "x" = how many.')
-    res.note('Seed 002 Table 1 (Darknet + OpenBLAS; Tiny-darknet and SqueezeNet on a Ryzen '
-             '1800X and an Odroid XU4): im2row faster than im2col, both far faster than '
-             'MCMK, on every model and machine.')
+    res.note('Park & Chung n.d. Table 1 (Darknet + OpenBLAS; Tiny-darknet and SqueezeNet on '
+             'a Ryzen 1800X and an Odroid XU4): im2row faster than im2col, both far faster '
+             'than MCMK, on every model and machine.')
     res.note(f'Load average (1/5/15 min) at start: {load0}; at end: {loadavg()} (the '
              'machine may be shared; min/max show the spread).')
     md_rows = [r for rs in model_rows.values() for r in rs]

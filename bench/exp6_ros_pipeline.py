@@ -430,7 +430,7 @@ def main(argv=None) -> int:
     procs.use_ros_env_here()
     res = benchlib.Results('exp6_ros_pipeline', 'ROS pipeline cost: container vs bare inference',
                            "the brief's ROS expectations (lifecycle nodes in one container, "
-                           'sensor-data QoS, newest-frame policy); no seed measured it',
+                           'sensor-data QoS, newest-frame policy); no source paper measured it',
                            args.machine, args.out)
     res.power = 'not used (latency only; energy per inference: see exp4 / the nodes)'
     load_start = os.getloadavg()

@@ -20,13 +20,14 @@ import time
 import benchlib
 
 EXPERIMENTS = {
-    '1': ('exp1_sgemm', 'SGEMM throughput by library and size', 'seed 000 Fig. 4'),
+    '1': ('exp1_sgemm', 'SGEMM throughput by library and size', 'Lee & Shin 2019 Fig. 4'),
     '2': ('exp2_model_library', 'Model x library latency and energy',
-          'seed 000 Fig. 5, Table 2'),
-    '3': ('exp3_conv_methods', 'Conv methods: direct vs im2col vs im2row', 'seed 002 Table 1'),
-    '4': ('exp4_zero_copy', 'Zero-copy vs copy', 'seed 003'),
+          'Lee & Shin 2019 Fig. 5, Table 2'),
+    '3': ('exp3_conv_methods', 'Conv methods: direct vs im2col vs im2row',
+          'Park & Chung n.d. Table 1'),
+    '4': ('exp4_zero_copy', 'Zero-copy vs copy', 'Lee & Kang 2016'),
     '5': ('exp5_multi_dnn', 'Multi-DNN scheduling under accelerator load',
-          'seed 004 Figs. 5-7'),
+          'Kim 2021 Figs. 5-7'),
     '6': ('exp6_ros_pipeline', 'ROS pipeline cost vs bare inference', '(product)'),
 }
 

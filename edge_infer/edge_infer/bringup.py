@@ -16,6 +16,7 @@ bring-up itself is killed, its processes get SIGTERM from the kernel.
 import argparse
 import pathlib
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -35,7 +36,7 @@ class Running:
                  log_dir: pathlib.Path, log=print):
         self.plans, self.env, self.log_dir, self.log = plans, env, log_dir, log
         self.shm_cleaned: Optional[Dict[str, int]] = None
-        self.procs: List[Tuple[graph_mod.ProcessPlan, object]] = []
+        self.procs: List[Tuple[graph_mod.ProcessPlan, subprocess.Popen]] = []
 
     def start(self) -> 'Running':
         """Start every process of the plan (after removing what killed ones left in /dev/shm)."""

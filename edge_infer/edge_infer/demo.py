@@ -22,6 +22,7 @@ import collections
 import pathlib
 import sys
 import time
+from typing import Any, Dict
 
 import numpy as np
 
@@ -156,7 +157,7 @@ def run_demo(bag: pathlib.Path, out: pathlib.Path, rate: float = 1.0, log=print)
 
 
 def _summarize(collector: Collector, info: dict, player_line: str) -> dict:
-    s = {'player': player_line, 'nodes': {}, 'classes': collections.Counter()}
+    s: Dict[str, Any] = {'player': player_line, 'nodes': {}, 'classes': collections.Counter()}
     for name in RESULT_TOPICS:
         msgs = collector.results[name]
         d = collector.diag.get(name, {})
@@ -311,15 +312,16 @@ def _annotate(img, results: dict, mask_msg):
         draw.draw_mask(img, np.frombuffer(mask_msg.data, np.uint8).reshape(
             mask_msg.height, mask_msg.step)[:, :mask_msg.width])
     pose = results.get('pose')
-    for p in (pose.poses if pose else []):
+    if pose is not None:
         skeleton = list(zip(pose.skeleton[0::2], pose.skeleton[1::2]))
-        draw.draw_keypoints(img, np.array([[(k.x, k.y, k.score) for k in p.keypoints]],
-                                          np.float32), skeleton, 0.3)
+        for p in pose.poses:
+            draw.draw_keypoints(img, np.array([[(k.x, k.y, k.score) for k in p.keypoints]],
+                                              np.float32), skeleton, 0.3)
     det, cls = results.get('detector'), results.get('classifier')
     boxes = [(d.label, d.score, d.center_x - d.size_x / 2, d.center_y - d.size_y / 2,
               d.center_x + d.size_x / 2, d.center_y + d.size_y / 2)
              for d in (det.detections if det else [])]
-    classes = [(f'{cls.model}: {r.label}', r.score) for r in (cls.results if cls else [])]
+    classes = [(f'{cls.model}: {r.label}', r.score) for r in cls.results] if cls else []
     return draw.annotate(img, boxes, classes, top_k=1)
 
 

@@ -16,7 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 
 from . import paths
 
@@ -180,19 +180,20 @@ def spawn(module: str, args: List[str], env: Dict[str, str], log_path=None,
     ends: a killed parent leaves no process behind. Start long-lived children
     from the main thread.
     """
-    out = open(log_path, 'wb') if log_path else subprocess.DEVNULL
+    out = open(log_path, 'wb') if log_path else None
     preexec = _death_signal_setter() if die_with_parent else None
     try:
         return subprocess.Popen([sys.executable, '-m', module, *args], env=env,
-                                stdout=out, stderr=subprocess.STDOUT,
+                                stdout=subprocess.DEVNULL if out is None else out,
+                                stderr=subprocess.STDOUT,
                                 start_new_session=True, preexec_fn=preexec, **kw)
     finally:
-        if log_path:
+        if out is not None:
             out.close()
 
 
 def start_container(env: Dict[str, str], params_file: Optional[pathlib.Path] = None,
-                    ros_args: List[str] = (), log_path=None) -> subprocess.Popen:
+                    ros_args: Sequence[str] = (), log_path=None) -> subprocess.Popen:
     """Start the perception container with a params file (default config/perception.yaml)."""
     params_file = params_file or paths.config_dir() / 'perception.yaml'
     return spawn('edge_infer.nodes.container',
@@ -200,7 +201,7 @@ def start_container(env: Dict[str, str], params_file: Optional[pathlib.Path] = N
                  env, log_path)
 
 
-def start_player(bag: pathlib.Path, env: Dict[str, str], args: List[str] = (),
+def start_player(bag: pathlib.Path, env: Dict[str, str], args: Sequence[str] = (),
                  log_path=None, **kw) -> subprocess.Popen:
     """Start the bag player on ``bag``."""
     return spawn('edge_infer.bag.play', [str(bag), *args], env, log_path, **kw)

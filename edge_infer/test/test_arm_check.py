@@ -61,6 +61,7 @@ def _job(report: dict, name: str) -> dict:
     return next(j for j in report['jobs'] if j['name'] == name)
 
 
+@pytest.mark.slow
 def test_every_library_loaded_as_aarch64_code(arm_report):
     report, out, _ = arm_report
     for job in report['jobs']:
@@ -85,6 +86,7 @@ def test_every_library_loaded_as_aarch64_code(arm_report):
         prepare.host_pins()['onnxruntime']
 
 
+@pytest.mark.slow
 def test_openvino_ran_its_arm_cpu_plugin_at_its_native_precision(arm_report):
     report, out, _ = arm_report
     for job in (_job(report, 'probe'), _job(report, 'mobilenet_v2')):
@@ -99,6 +101,7 @@ def test_openvino_ran_its_arm_cpu_plugin_at_its_native_precision(arm_report):
     assert natives and all(r['precision'] == 'fp16' for r in natives)
 
 
+@pytest.mark.slow
 def test_fp32_outputs_match_x86_onnxruntime(arm_report):
     report, _, _ = arm_report
     for model, file in (('probe', 'probe_'), ('mobilenet_v2', 'mobilenet_v2.onnx')):
@@ -112,6 +115,7 @@ def test_fp32_outputs_match_x86_onnxruntime(arm_report):
             assert c['max_abs_diff'] <= 1e-4, (model, c)
 
 
+@pytest.mark.slow
 def test_accuracy_guard_verdict_on_every_reduced_precision_candidate(arm_report):
     report, out, _ = arm_report
     job = _job(report, 'mobilenet_v2')
@@ -132,6 +136,7 @@ def test_accuracy_guard_verdict_on_every_reduced_precision_candidate(arm_report)
     assert job['chosen'] and 'chosen under emulation' in out
 
 
+@pytest.mark.slow
 def test_preparation_is_cached_and_profiles_stay_apart(arm_report, data_home):
     report, _, seconds = arm_report
     lines = []

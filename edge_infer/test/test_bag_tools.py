@@ -321,6 +321,7 @@ def _read_until(proc, word: str) -> list[str]:
     raise AssertionError(f'{word!r} never came: {lines}')
 
 
+@pytest.mark.slow
 def test_player_lingers_so_a_busy_best_effort_subscriber_gets_the_last_frames(tmp_path):
     """A subscriber held up (SIGSTOP) from the first frame to past the end gets every frame.
 

@@ -24,7 +24,7 @@ def test_summary_is_median_min_max():
 
 
 def test_results_write_csv_markdown_png_with_machine_and_command(tmp_path):
-    res = benchlib.Results('t', 'A title', 'seed 999', machine='m1', out_dir=tmp_path)
+    res = benchlib.Results('t', 'A title', 'Author 2000 Fig. 9', machine='m1', out_dir=tmp_path)
     res.power = 'estimated at 100 Hz (ESTIMATED)'
     res.add(lib='a', ms=1.5, extra='only in csv')
     res.add(lib='b', ms=float('nan'))
@@ -37,7 +37,7 @@ def test_results_write_csv_markdown_png_with_machine_and_command(tmp_path):
     rows = list(csv.DictReader(open(paths['csv'])))
     assert [r['lib'] for r in rows] == ['a', 'b'] and rows[0]['extra'] == 'only in csv'
     md = paths['md'].read_text()
-    assert '# A title' in md and 'Reproduces: seed 999' in md
+    assert '# A title' in md and 'Reproduces: Author 2000 Fig. 9' in md
     assert '| library | ms p50 |' in md and '| a | 1.5 |' in md and '| b | — |' in md
     assert 'Power source: estimated at 100 Hz (ESTIMATED)' in md
     assert 'numpy' in md and 'machine' in md and './run.sh exec python' in md

@@ -7,6 +7,7 @@ import sys
 from edge_infer.cli import main
 from lifecycle_msgs.msg import Transition
 from lifecycle_msgs.srv import ChangeState
+import pytest
 
 
 def test_info_lists_every_bundled_model_with_checksums_ok(data_home, capsys):
@@ -24,6 +25,7 @@ def test_unknown_verb_prints_usage_and_fails(capsys):
     assert 'edge_infer lifecycle' in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_lifecycle_verb_drives_a_container_node(ros, container):
     proc = container()
 

@@ -8,8 +8,11 @@ real photo (the astronaut) and reads /diagnostics and the debug images.
 import cv2
 from edge_infer_msgs.msg import DetectionArray
 import numpy as np
+import pytest
 from sensor_msgs.msg import Image
 from test_integration import _bring_up, _image_msg, _photo, _publisher, Results
+
+pytestmark = pytest.mark.slow      # a container, watched with and without a subscriber
 
 
 def test_debug_image_costs_nothing_unwatched_and_shows_the_boxes_when_watched(

@@ -12,6 +12,7 @@ import cv2
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from edge_infer.nodes.lifecycle_client import LifecycleClient
 from edge_infer_msgs.msg import Classification
+import pytest
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import CompressedImage
 
@@ -23,6 +24,7 @@ def _corrupt_entropy(data: bytes, n: int = 600) -> bytes:
     return data[:mid] + bytes(n) + data[mid + n:]
 
 
+@pytest.mark.slow
 def test_corrupt_jpeg_rejected_padded_jpeg_served_diagnostics_recover(ros, container, footage):
     window = 1.5
     container({'classifier': {'diagnostics_period': 0.1, 'diagnostics_window_s': window,

@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 
+import pytest
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import Image
 
@@ -40,6 +41,7 @@ def _frame(mib: float) -> Image:
     return Image(height=h, width=w, encoding='rgb8', step=w * 3, data=bytes(h * w * 3))
 
 
+@pytest.mark.slow
 def test_frames_up_to_the_documented_size_survive_a_stalled_receiver(ros):
     sub = subprocess.Popen([sys.executable, '-c', SUBSCRIBER], env=ros.env, text=True,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -131,6 +133,7 @@ for line in sys.stdin:      # one frame per line: 'small' or 'big'
 """
 
 
+@pytest.mark.slow
 def test_frames_too_large_for_the_transport_are_counted_lost_and_said(ros, container,
                                                                       tmp_path):
     """A plain best-effort publisher's 8K frames never arrive: /diagnostics counts them."""

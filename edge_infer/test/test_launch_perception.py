@@ -43,6 +43,8 @@ try:
 except ImportError:
     launch_testing = None
 
+pytestmark = pytest.mark.slow      # the whole graph, then the demo bag
+
 if launch_testing is None:
     def test_launch_file_with_the_demo_bag():
         pytest.skip('launch_testing is not installable here (no ROS 2 apt packages); '

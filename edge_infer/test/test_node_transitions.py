@@ -21,6 +21,7 @@ from edge_infer import paths, procs
 from edge_infer.nodes.lifecycle_client import LifecycleClient
 from edge_infer_msgs.msg import Classification
 from lifecycle_msgs.srv import ChangeState
+import pytest
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import CompressedImage
 import yaml
@@ -77,6 +78,7 @@ def _start(ros, tmp_path, overrides):
     return proc, log
 
 
+@pytest.mark.slow
 def test_slow_transition_does_not_stall_other_nodes_and_shutdown_from_any_state(
         ros, tmp_path, footage):
     quiet = {'drift_threshold': 0.0, 'diagnostics_period': 0.0}

@@ -26,6 +26,7 @@ PKG = ROOT / 'edge_infer'
 
 # Python modules with a rosdep key (rosdistro rosdep/python.yaml): import name -> key.
 ROSDEP_KEYS = {
+    'catkin_pkg': 'python3-catkin-pkg',
     'cv2': 'python3-opencv',
     'hypothesis': 'python3-hypothesis',
     'matplotlib': 'python3-matplotlib',

@@ -16,6 +16,7 @@ import pytest
 from rclpy.qos import DurabilityPolicy, qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Image
 
+pytestmark = pytest.mark.slow      # three nodes in a container, two scenes
 NODES = ('/detector', '/pose', '/segmenter')
 ORT = {'backend': 'onnxruntime/cpu/t1', 'diagnostics_period': 0.0}
 

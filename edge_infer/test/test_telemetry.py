@@ -2,7 +2,9 @@
 """Power telemetry: sysfs readers on fake trees laid out like real boards, meter, estimator.
 
 No root and no sensors needed: every sysfs tree is built in tmp_path. Tolerances
-are stated next to each assertion.
+are stated next to each assertion. The meter samples on its own thread in real
+time: the tests wait for its progress (samples taken, a source switched), not
+for fixed sleeps.
 """
 
 import builtins
@@ -26,6 +28,23 @@ import psutil
 import pytest
 
 W_TOL = 1e-9  # watts: sysfs integers -> exact float arithmetic up to rounding
+
+
+def wait_until(pred, timeout: float = 5.0, poll: float = 0.005) -> bool:
+    """Poll ``pred`` until it is true or ``timeout`` s have passed; return whether it is."""
+    deadline = time.monotonic() + timeout
+    while not pred():
+        if time.monotonic() >= deadline:
+            return bool(pred())
+        time.sleep(poll)
+    return True
+
+
+def wait_samples(m, n: int, timeout: float = 5.0) -> None:
+    """Wait until meter ``m`` has taken ``n`` samples from now on (fail after ``timeout`` s)."""
+    since = time.monotonic()
+    assert wait_until(lambda: len(m.samples_since(since)) >= n, timeout), \
+        f'the meter took fewer than {n} samples in {timeout} s'
 
 
 # ---------------------------------------------------------------------------- fake sysfs
@@ -403,7 +422,12 @@ def test_estimator_on_real_cpu_times():
     est = EstimatorSource(pm.load_power_models()['default'])
     ok, what = est.probe()
     assert ok, what
-    time.sleep(0.03)
+
+    def cpu_seconds():
+        return sum(sum(c) for c in psutil.cpu_times(percpu=True))
+    before = cpu_seconds()
+    # the CPUs' time counters (10 ms ticks) moved on: the read is a real utilisation
+    assert wait_until(lambda: cpu_seconds() > before, timeout=2.0)
     s = est.read()
     assert s.rails[0].name == 'board' and s.total_w >= est.model.idle_w
     assert s.total_w <= est.model.max_w and est.accuracy_frac == est.model.uncertainty
@@ -467,7 +491,7 @@ def test_meter_cumulative_energy_and_rate(meters):
     m = PowerMeter([FnSource(square)], rate_hz=200.0, log=lambda s: None)
     meters.append(m)
     m.start()
-    time.sleep(0.8)
+    assert wait_until(lambda: m.elapsed_s() >= 0.8)     # 0.8 s of samples: 5 power steps
     m.stop()
     ss = m.samples_since(-math.inf)
     ts = np.array([s.t for s in ss])
@@ -488,36 +512,40 @@ def test_meter_ring_buffer_is_bounded(meters):
     m = PowerMeter([FnSource(lambda t: 5.0)], rate_hz=200.0, history_s=0.1, log=lambda s: None)
     meters.append(m)
     m.start()
-    time.sleep(0.4)
+    assert wait_until(lambda: m.elapsed_s() >= 0.4)     # 4x the history kept
     ss = m.samples_since(-math.inf)
     assert len(ss) <= 20  # history_s * rate
     assert len(ss) >= 15
     assert time.monotonic() - ss[0].t < 0.15
     m.stop()
-    assert m.energy_j()['total'] == pytest.approx(5.0 * 0.4, rel=0.1)  # not limited by ring
+    covered = m.elapsed_s()
+    assert covered >= 0.4
+    # 5 W over the whole time sampled, not only over the ring's 0.1 s
+    assert m.energy_j()['total'] == pytest.approx(5.0 * covered, rel=1e-9)
 
 
 def test_energy_per_inference_alone_and_overlapping(meters):
     m = PowerMeter([FnSource(square)], rate_hz=200.0, log=lambda s: None)
     meters.append(m)
     m.start()
-    time.sleep(0.05)
+    wait_samples(m, 2)                  # samples before the first run begins
+    # run lengths in samples at 200 Hz (5 ms): 40 = 0.2 s, longer than a 0.15 s power step
     ta = m.begin('alone')
-    time.sleep(0.2)
+    wait_samples(m, 40)
     ra = m.end(ta)
     tb = m.begin('b')
-    time.sleep(0.12)
+    wait_samples(m, 24)
     tc = m.begin('c')
-    time.sleep(0.15)
+    wait_samples(m, 30)                 # b and c overlap here
     rb = m.end(tb)
-    time.sleep(0.12)
+    wait_samples(m, 24)
     rc = m.end(tc)
     td, te = m.begin('d'), m.begin('e')  # full overlap
-    time.sleep(0.2)
+    wait_samples(m, 40)
     got = []
     m.end(td, callback=got.append)  # no wait: e ends microseconds after d
     re = m.end(te)
-    time.sleep(0.05)
+    assert wait_until(lambda: got, timeout=1.0)    # d's record, from the sampler thread
     rd = got[0]
     ts = np.array([x.t for x in m.samples_since(-math.inf)])
     dt = float(np.diff(ts).max())  # the longest sample interval actually seen
@@ -554,10 +582,10 @@ def test_end_callback_and_rail_hook(meters):
                    log=lambda s: None, model_rails={'gpu_net': ['b']})
     meters.append(m)
     m.start()
-    time.sleep(0.05)
+    wait_samples(m, 2)
     got, done = [], threading.Event()
     t = m.begin('cpu_net')
-    time.sleep(0.1)
+    wait_samples(m, 20)
     assert m.end(t, callback=lambda rec: (got.append(rec), done.set())) is None
     assert done.wait(0.5)
     rec = got[0]
@@ -567,7 +595,7 @@ def test_end_callback_and_rail_hook(meters):
     assert src_part + 2 * 0.9 / 200 * 4.0 <= rec.error_j <= src_part + 2 * 3 / 200 * 4.0
     g1 = m.begin('gpu_net')  # claims rail b (75 %) only
     g2 = m.begin('other', rails=['b'])
-    time.sleep(0.1)
+    wait_samples(m, 20)
     r1, r2 = m.end(g1), m.end(g2)  # end(g1) waits for a sample: g2 is alone a few ms
     assert set(r1.rail_joules) == {'b'} and 'rails b' in r1.method
     pb = 0.75 * 4.0  # rail b's power
@@ -582,9 +610,9 @@ def test_source_failure_switches_once(meters):
     m = PowerMeter([flaky, backup], rate_hz=200.0, log=logs.append)
     meters.append(m)
     m.start()
-    time.sleep(0.3)
+    assert wait_until(lambda: m.source_name == 'backup')   # flaky fails at its 21st read
     t_a = m.latest().t
-    time.sleep(0.35)
+    wait_samples(m, 16)                 # 0.32 s of the backup at its 50 Hz
     warnings = [x for x in logs if 'WARNING' in x]
     assert len(warnings) == 1, logs
     assert 'flaky' in warnings[0] and 'Remote I/O error' in warnings[0]
@@ -607,17 +635,18 @@ def test_sensor_vanishes_meter_falls_back_to_estimator(tmp_path, meters, monkeyp
     m = PowerMeter(found, rate_hz=400.0, log=logs.append)
     meters.append(m)
     m.start()
-    time.sleep(0.15)
+    wait_samples(m, 2)
     assert m.source_name == 'jetson_ina3221' and m.measured
     assert m.rate_hz == pytest.approx(200.0)  # capped by update_interval = 5 ms
     assert abs(m.latest().total_w - 5072 * 1280 / 1e6) < W_TOL
     (hw / 'in1_input').unlink()  # the INA3221 vanishes (driver unbound)
-    time.sleep(0.2)
-    assert m.source_name == 'estimated' and not m.measured
+    assert wait_until(lambda: m.source_name == 'estimated')
+    assert not m.measured
     assert len(logs) == 1 and 'jetson_ina3221' in logs[0] and 'VDD_IN' in logs[0]
+    wait_samples(m, 2)                  # the estimator's own samples
     assert m.latest().rails[0].name == 'board'
     t = m.begin('net')
-    time.sleep(0.05)
+    wait_samples(m, 3)
     rec = m.end(t)
     assert rec.source == 'estimated' and not rec.measured
     assert rec.error_j >= rec.joules * found[-1].model.uncertainty
@@ -692,18 +721,16 @@ def test_the_estimator_holds_the_tail_at_once_a_sensor_waits_for_it(meters, meas
     m = PowerMeter([src], rate_hz=40.0, log=lambda s: None)     # 25 ms between samples
     meters.append(m)
     m.start()
-    time.sleep(0.12)
+    wait_samples(m, 2)                  # a sample before the run starts
     got = []
     t = m.begin('net')
-    time.sleep(0.03)
+    wait_samples(m, 1)                  # one inside the run
     t_end = time.monotonic()
     assert m.end(t, callback=got.append) is None
     if measured:                    # delivered later, from the sampler, fully covered
         assert not got
-        deadline = time.monotonic() + 1.0
-        while not got and time.monotonic() < deadline:
-            time.sleep(0.005)
-        assert got and 'tail held' not in got[0].method
+        assert wait_until(lambda: got, timeout=1.0)
+        assert 'tail held' not in got[0].method
     else:                           # delivered before end() returned, tail held
         assert len(got) == 1 and 'tail held' in got[0].method
         assert time.monotonic() - t_end < 0.02

@@ -45,6 +45,7 @@ def telemetry(ros):
     assert shared.users() == 0      # the last user stopped the process's meter
 
 
+@pytest.mark.slow
 def test_power_at_rate_then_sensor_vanishes_and_stream_goes_on(
         ros, telemetry, tmp_path, capfd):
     hw = _jetson_jp5_tree(tmp_path)

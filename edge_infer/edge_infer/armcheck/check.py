@@ -43,12 +43,13 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import numpy as np
 
 from . import prepare as prep
 from .. import paths
+from ..core.backend import Session
 
 NOT_EMULATED = [
     'ROS 2: the ros-jazzy wheels are x86_64 only, so the nodes, the container, the '
@@ -119,6 +120,7 @@ class Runner:
                 self._procs.append(proc)
             timer = threading.Timer(self.timeout, proc.kill)
             timer.start()
+            assert proc.stdout is not None      # stdout=PIPE
             try:
                 for line in proc.stdout:
                     log.write(line)
@@ -185,7 +187,7 @@ class HostReference:
     """x86 ONNX Runtime (CPU, fp32) on the inputs the emulated candidates saw."""
 
     def __init__(self):
-        self._sessions: Dict[str, object] = {}
+        self._sessions: Dict[str, Session] = {}
 
     def outputs(self, model: str, x: np.ndarray) -> List[np.ndarray]:
         from ..backends.ort import OrtBackend
@@ -297,8 +299,8 @@ def probe_table(probe: dict, tolerance: float) -> str:
 
 def _summarise(outcome: dict, ref: HostReference, registry: dict) -> dict:
     events = outcome['events']
-    env = next((e for e in events if e['event'] == 'environment'), {})
-    start = next((e for e in events if e['event'] == 'start'), {})
+    env: dict = next((e for e in events if e['event'] == 'environment'), {})
+    start: dict = next((e for e in events if e['event'] == 'start'), {})
     summary = {k: outcome[k] for k in ('model', 'name', 'kind', 'crashes', 'errors',
                                        'attempts', 'seconds')}
     summary['machine'] = start.get('machine', '')
@@ -313,7 +315,7 @@ def _summarise(outcome: dict, ref: HostReference, registry: dict) -> dict:
                              for e in events if e['event'] == 'probe']
     else:
         result = next((e for e in events if e['event'] == 'result'), None)
-        left = next((e for e in events if e['event'] == 'left_out'), {})
+        left: dict = next((e for e in events if e['event'] == 'left_out'), {})
         summary['file'] = registry[outcome['model']].file
         summary['left_out'] = left.get('candidates', [])
         if result is None:
@@ -358,10 +360,11 @@ def failures(report: dict, tolerance: float) -> List[str]:
 
 def openvino_line(report: dict) -> str:
     """Return what OpenVINO loaded on aarch64 and the precision it reported."""
-    facts = next((m['environment'].get('openvino') for m in report['jobs']
-                  if m['environment'].get('openvino', {}).get('plugins_mapped_during_run')),
-                 None) or next((m['environment'].get('openvino') for m in report['jobs']
-                                if m['environment'].get('openvino')), {})
+    facts: Optional[dict] = next(
+        (m['environment'].get('openvino') for m in report['jobs']
+         if m['environment'].get('openvino', {}).get('plugins_mapped_during_run')),
+        None) or next((m['environment'].get('openvino') for m in report['jobs']
+                       if m['environment'].get('openvino')), {})
     if not facts or facts.get('error'):
         return f'OpenVINO on aarch64: not loaded ({(facts or {}).get("error", "not run")})'
     natives = sorted({r['precision'] for m in report['jobs'] for r in m.get('results', [])

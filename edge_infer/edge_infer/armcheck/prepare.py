@@ -325,10 +325,12 @@ def _make_qemu(home: pathlib.Path, apt: _Apt, log: Log) -> dict:
     tar = subprocess.Popen(['dpkg-deb', '--fsys-tarfile', str(debs[0])], stdout=subprocess.PIPE,
                            stderr=subprocess.DEVNULL)   # closed early: a broken pipe is fine
     found = False
+    assert tar.stdout is not None           # stdout=PIPE
     with tarfile.open(fileobj=tar.stdout, mode='r|') as tf:
         for member in tf:
             if member.name == QEMU_MEMBER:
                 src = tf.extractfile(member)
+                assert src is not None          # a file member (QEMU_MEMBER is the binary)
                 with open(tmp, 'wb') as f:
                     shutil.copyfileobj(src, f)
                 found = True
@@ -354,7 +356,7 @@ def _norm(name: str) -> str:
 
 def _requirement_pins(path: pathlib.Path = REPO_REQUIREMENTS) -> Dict[str, str]:
     """Return {distribution: version} of the ``name==version`` lines of a requirements file."""
-    pins = {}
+    pins: Dict[str, str] = {}
     try:
         text = path.read_text()
     except OSError:

@@ -122,11 +122,12 @@ class _Conv:
         self._scratch = scratch
 
     def _pad(self, x: np.ndarray) -> np.ndarray:
-        if not self.padded:
+        xp = self.xp
+        if xp is None:      # no padding
             return x
         pt, pl = self.pads[0], self.pads[1]
-        self.xp[:, pt:pt + self.h, pl:pl + self.wd] = x
-        return self.xp
+        xp[:, pt:pt + self.h, pl:pl + self.wd] = x
+        return xp
 
     def __call__(self, x: np.ndarray, method: Optional[str] = None) -> np.ndarray:
         """Convolve ``x`` [N, C, H, W] into the layer's output buffer and return it."""
@@ -139,6 +140,8 @@ class _Conv:
         g, mg, k, hw = self.group, self.mg, self.k, self.hw
         ho, wo = self.ho, self.wo
         s = self._scratch
+        cols: np.ndarray        # patch matrices, in the shape each step needs
+        o: np.ndarray           # the output, likewise
         if self.kind == 'pointwise':
             if self.sh == self.sw == 1 and not self.padded:
                 cols = x.reshape(self.c, hw)
@@ -226,6 +229,6 @@ class _Conv:
                 self(x, m)
                 times.append((time.perf_counter() - t) * 1e3)
             ms[m] = statistics.median(times)
-        self.method = min(ms, key=ms.get)
+        self.method = min(ms, key=ms.__getitem__)
         self.bind(np.empty(0, np.float32))
         return ms, cut

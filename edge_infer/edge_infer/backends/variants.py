@@ -338,6 +338,7 @@ def make_variant(src: pathlib.Path, kind: str, cache_dir: pathlib.Path,
             if kind == 'fp16':
                 onnx.save(_to_fp16(model), tmp)
             else:
+                assert calibration is not None      # int8 without it was refused above
                 _to_int8(src, pathlib.Path(tmp), calibration)
         except VariantError:
             raise
@@ -354,7 +355,7 @@ def make_variant(src: pathlib.Path, kind: str, cache_dir: pathlib.Path,
 
 
 def calibration_tensors(spec, n: int = 8, phase: float = 0.0, photos: bool = True,
-                        log: Log = print) -> List[np.ndarray]:
+                        log: Callable[[str], None] = print) -> List[np.ndarray]:
     """Return ``n`` preprocessed real frames for registry model ``spec`` (int8 calibration).
 
     Video frames and photos from :func:`profiling.calibration_frames`, each

@@ -22,7 +22,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
-from typing import BinaryIO, Callable
+from typing import BinaryIO, Callable, Dict, Literal
 import zipfile
 
 from ..checksums import sha256_file
@@ -120,8 +120,8 @@ def _deb_data_member(stream: BinaryIO, deb: pathlib.Path) -> str:
 
 def _extract_video(deb: pathlib.Path, target: pathlib.Path) -> None:
     """Extract vtest.avi from the .deb with the standard library only."""
-    modes = {'data.tar.xz': 'r|xz', 'data.tar.gz': 'r|gz', 'data.tar.bz2': 'r|bz2',
-             'data.tar': 'r|'}
+    modes: Dict[str, Literal['r|xz', 'r|gz', 'r|bz2', 'r|']] = {
+        'data.tar.xz': 'r|xz', 'data.tar.gz': 'r|gz', 'data.tar.bz2': 'r|bz2', 'data.tar': 'r|'}
     with deb.open('rb') as stream:
         member = _deb_data_member(stream, deb)
         if member not in modes:

@@ -27,7 +27,7 @@ import os
 import pathlib
 import sys
 import time
-from typing import Callable, Mapping, Sequence
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence
 
 from edge_infer import procs
 from edge_infer.bag.record import bag_info, iter_bag_frames
@@ -129,9 +129,10 @@ class BagPlayer:
                 raise PlayError(f'topic {topic} carries several message types')
             self.publishers[topic] = node.create_publisher(
                 message_class(msgtype), self.out_topic[topic], profile)
-        self.stats = {'published': {self.out_topic[t]: 0 for t in self.topics},
-                      'messages': 0, 'publish_errors': 0, 'dropped': 0, 'loops': 0,
-                      'max_late_s': 0.0, 'elapsed_s': 0.0, 'interrupted': False}
+        self.stats: Dict[str, Any] = {
+            'published': {self.out_topic[t]: 0 for t in self.topics},
+            'messages': 0, 'publish_errors': 0, 'dropped': 0, 'loops': 0,
+            'max_late_s': 0.0, 'elapsed_s': 0.0, 'interrupted': False}
 
     def wait_for_subscribers(self, timeout: float) -> bool:
         """Wait up to ``timeout`` s for a subscriber on every topic; True if all have one."""
@@ -185,7 +186,8 @@ class BagPlayer:
         gap_ns = 0
         try:
             while rclpy.ok(context=context):
-                first_ns = prev_ns = None
+                first_ns: Optional[int] = None
+                prev_ns: Optional[int] = None
                 for topic, _, stamp, data in iter_bag_frames(self.bag_dir, self.topics):
                     if first_ns is None:
                         first_ns = stamp
@@ -206,7 +208,7 @@ class BagPlayer:
                         published[self.out_topic[topic]] += 1
                         stats['messages'] += 1
                 stats['loops'] += 1
-                if not self.loop or first_ns is None or stats['interrupted']:
+                if not self.loop or first_ns is None or prev_ns is None or stats['interrupted']:
                     break
                 if self.rate > 0:  # next pass starts one frame period after this one
                     span = (prev_ns - first_ns + gap_ns) / 1e9 / self.rate

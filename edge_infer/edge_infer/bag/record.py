@@ -24,7 +24,7 @@ import pathlib
 import shutil
 import sys
 import time
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Final, Iterable, Iterator, Sequence
 
 import cv2
 import numpy as np
@@ -46,7 +46,7 @@ MAX_FPS = 1000.0
 IMAGE_SUFFIXES = frozenset({'.png', '.jpg', '.jpeg', '.bmp', '.tif', '.tiff', '.webp',
                             '.ppm', '.pgm', '.pnm'})
 STILL_FORMATS = ('jpeg', 'png', 'source')
-BAG_VERSION = 9  # rosbag2 metadata version written by Jazzy.
+BAG_VERSION: Final = 9  # rosbag2 metadata version written by Jazzy.
 
 # What a typical camera driver offers (the rclpy default profile); recorded in
 # the bag so that ``ros2 bag play`` picks a profile any subscriber matches.
@@ -278,7 +278,7 @@ def record_bag(out_dir: PathLike, video: PathLike | None = None,
     topics: dict[str, int] = {}
     try:
         writer.open()
-        conns = []
+        conns: list[tuple[Any, str | None]] = []     # (connection, None: raw | 'c')
         if raw:
             conns.append((writer.add_connection(topic, IMAGE_TYPE, typestore=_TYPESTORE,
                                                 offered_qos_profiles=[OFFERED_QOS]), None))
@@ -302,7 +302,7 @@ def record_bag(out_dir: PathLike, video: PathLike | None = None,
             return stamp
 
         last_stamp = None
-        if capture is not None:
+        if capture is not None and video is not None:
             frames = _video_frames(capture, video, start_frame, stride, max_frames)
             for _, frame in frames:
                 last_stamp = write(frame, 'jpeg')
@@ -394,7 +394,7 @@ def bag_info(bag_dir: PathLike) -> dict:
 
 def decode_image(msgtype: str, cdr: bytes) -> tuple[int, np.ndarray]:
     """Decode an Image or CompressedImage CDR payload into ``(stamp_ns, rgb array)``."""
-    msg = _TYPESTORE.deserialize_cdr(cdr, msgtype)
+    msg: Any = _TYPESTORE.deserialize_cdr(cdr, msgtype)    # Image or CompressedImage
     stamp = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
     if msgtype == IMAGE_TYPE:
         if msg.encoding not in ('rgb8', 'bgr8'):

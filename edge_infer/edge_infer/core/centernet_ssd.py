@@ -32,7 +32,7 @@
 """
 
 import itertools
-from typing import List
+from typing import Dict, List
 
 import numpy as np
 
@@ -73,7 +73,7 @@ class CenterNetDecoder:
         self.activation = _choice('activation', activation, ('none', 'sigmoid'))
         self.nms_iou = float(nms_iou)
         self.agnostic = _flag('agnostic', agnostic)
-        self._layouts = {}      # output shapes -> how they were read
+        self._layouts: Dict[tuple, tuple] = {}      # output shapes -> how they were read
 
     def _roles(self, outputs: List[np.ndarray]):
         """Return (heatmap, boxes, offset or None) as C x H x W views, found by shape."""

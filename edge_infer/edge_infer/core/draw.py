@@ -121,8 +121,10 @@ def draw_keypoints(img: np.ndarray, keypoints: np.ndarray,
         pts = [(int(round(x)), int(round(y))) if s > threshold else None
                for x, y, s in person.tolist()]
         for a, b in skeleton:
-            if 0 <= a < len(pts) and 0 <= b < len(pts) and pts[a] and pts[b]:
-                cv2.line(img, pts[a], pts[b], colour, thick, cv2.LINE_AA)
+            pa = pts[a] if 0 <= a < len(pts) else None
+            pb = pts[b] if 0 <= b < len(pts) else None
+            if pa and pb:
+                cv2.line(img, pa, pb, colour, thick, cv2.LINE_AA)
         for p in pts:
             if p:
                 cv2.circle(img, p, r, KEYPOINT, -1, cv2.LINE_AA)

@@ -52,19 +52,20 @@ def keypoint_set(keypoints=None, skeleton=None,
                 int(kpt_shape[1]) not in (2, 3) or int(kpt_shape[0]) < 1):
             raise ValueError(f'kpt_shape {kpt_shape!r}: expected [K, 2] or [K, 3]')
     count = int(kpt_shape[0]) if kpt_shape is not None else None
-    edges = ()
+    edges: Sequence[Sequence[int]] = ()
+    given: Sequence[str]
     if keypoints is None:
         keypoints = 'coco17' if count in (None, 17) else [f'kp{i}' for i in range(count)]
     if isinstance(keypoints, str):
         if keypoints not in KEYPOINT_SETS:
             raise ValueError(f"keypoints '{keypoints}' unknown: name a built-in set "
                              f"({', '.join(KEYPOINT_SETS)}) or list the names")
-        names, edges = KEYPOINT_SETS[keypoints]
+        given, edges = KEYPOINT_SETS[keypoints]
     elif isinstance(keypoints, (list, tuple)) and keypoints:
-        names = [str(k) for k in keypoints]
+        given = [str(k) for k in keypoints]
     else:
         raise ValueError(f'keypoints {keypoints!r}: expected a set name or a list of names')
-    names = list(names)
+    names = list(given)
     if len(set(names)) != len(names):
         raise ValueError('keypoint names must be unique')
     if count is not None and count != len(names):

@@ -7,7 +7,7 @@ publishing garbage.
 """
 
 from dataclasses import dataclass
-from typing import List, Sequence
+from typing import List, Optional, Sequence
 
 import cv2
 import numpy as np
@@ -39,7 +39,7 @@ class Poses(Detections):
     0..1 per keypoint; the names and skeleton come from the registry entry.
     """
 
-    keypoints: np.ndarray = None
+    keypoints: np.ndarray
 
 
 @dataclass
@@ -50,7 +50,7 @@ class InstanceMasks(Detections):
     where masks overlap); 0 is no detection.
     """
 
-    mask: np.ndarray = None
+    mask: np.ndarray
 
 
 @dataclass
@@ -84,14 +84,14 @@ def nms(boxes: np.ndarray, scores: np.ndarray, class_ids: np.ndarray,
     xywh = np.empty_like(boxes)
     xywh[:, :2] = boxes[:, :2]
     xywh[:, 2:] = boxes[:, 2:] - boxes[:, :2]
-    keep = cv2.dnn.NMSBoxesBatched(xywh.tolist(), scores.tolist(), class_ids.tolist(),
+    kept = cv2.dnn.NMSBoxesBatched(xywh.tolist(), scores.tolist(), class_ids.tolist(),
                                    0.0, float(iou_threshold))
-    keep = np.asarray(keep, np.int64).reshape(-1)
+    keep = np.asarray(kept, np.int64).reshape(-1)
     keep = keep[np.argsort(-scores[keep], kind='stable')]
     return keep[:max_detections]
 
 
-def best_class(cls: np.ndarray, threshold: float, objectness: np.ndarray = None):
+def best_class(cls: np.ndarray, threshold: float, objectness: Optional[np.ndarray] = None):
     """Return (rows over ``threshold``, their scores, their class ids): each row's best class.
 
     ``cls``: N x classes scores; ``objectness``: N values the score is multiplied by.
@@ -170,7 +170,7 @@ class TopKDecoder:
         self.k = int(k)
         self.softmax = softmax
 
-    def __call__(self, outputs: List[np.ndarray], tf: Transform = None) -> Classes:
+    def __call__(self, outputs: List[np.ndarray], tf: Optional[Transform] = None) -> Classes:
         """Decode the first output (1 x num_classes logits or probabilities)."""
         logits = outputs[0].reshape(-1)
         _check_finite('logits', logits)

@@ -161,6 +161,11 @@ class Transform:
         return dst
 
 
+# A frame size's plan: (crop x, y, w, h), resized (w, h), tensor region (x, y),
+# interpolation, Transform (Preprocessor._plan)
+_Plan = Tuple[Tuple[int, int, int, int], Tuple[int, int], Tuple[int, int], int, Transform]
+
+
 def _into(region: np.ndarray, result: np.ndarray) -> None:
     """Copy ``result`` into ``region`` unless OpenCV already wrote it there."""
     if not np.shares_memory(region, result):
@@ -199,17 +204,17 @@ class Preprocessor:
             self.tensor = np.empty(shape, np.float32)
         self._mean = [float(m) for m in spec.mean]
         self._inv_std = [1.0 / float(s) for s in spec.std]
-        self._geometry = None       # (frame w, h, channels) -> what _plan() returned
-        self._plan_of = None
-        self._resized = None        # u8 buffer the frame is resized into, reused
-        self._box = None            # see _plan
+        self._geometry: Optional[Tuple[int, int, int]] = None   # (frame w, h, channels)
+        self._plan_of: Optional[_Plan] = None                    # what _plan() returned for it
+        self._resized: Optional[np.ndarray] = None  # u8 buffer the frame is resized into, reused
+        self._box: Optional[Tuple[int, int]] = None     # see _plan
 
     def _plane(self, c: int) -> np.ndarray:
         if self.spec.layout == 'NCHW' and self.kind == 'float':
             return self.tensor[0, c]
         return self.tensor[0, :, :, c]
 
-    def _plan(self, w0: int, h0: int):
+    def _plan(self, w0: int, h0: int) -> _Plan:
         """Return (crop of the frame, resized size, tensor region, Transform) for a frame size.
 
         Computed once per frame size. A letterbox's border is written into
@@ -250,7 +255,7 @@ class Preprocessor:
         return crop, (nw, nh), (px, py), interp, tf
 
     def _resize(self, src: np.ndarray, size: tuple, interp: int, dst=None) -> np.ndarray:
-        """Return ``src`` resized to ``size`` (into ``dst`` where cv2 can), 'area2' in two steps."""
+        """Return ``src`` resized to ``size`` (into ``dst`` if cv2 can), 'area2' in two steps."""
         if self._box is not None:
             src = cv2.resize(src, self._box, interpolation=cv2.INTER_AREA)
         return cv2.resize(src, size, dst=dst, interpolation=interp)
@@ -291,11 +296,13 @@ class Preprocessor:
         h0, w0 = src.shape[:2]
         ch = 1 if src.ndim == 2 else src.shape[2]
         key = (w0, h0, ch)
-        if key != self._geometry:
-            self._plan_of, self._geometry = self._plan(w0, h0), key
-            nw, nh = self._plan_of[1]
+        plan = self._plan_of
+        if key != self._geometry or plan is None:
+            plan = self._plan_of = self._plan(w0, h0)
+            self._geometry = key
+            nw, nh = plan[1]
             self._resized = np.empty((nh, nw, ch), np.uint8)
-        (xi, yi, cw, chh), (nw, nh), (px, py), interp, tf = self._plan_of
+        (xi, yi, cw, chh), (nw, nh), (px, py), interp, tf = plan
         if (cw, chh) != (w0, h0):
             src = src[yi:yi + chh, xi:xi + cw]
         if self.kind == 'u8':

@@ -9,7 +9,7 @@ Memory is bounded by one frame per stream whatever the camera rate.
 from collections import deque
 import threading
 import time
-from typing import Any, Optional
+from typing import Any, Deque, Dict, Optional
 
 import numpy as np
 
@@ -79,9 +79,9 @@ class StreamStats:
         self.fallbacks = 0          # backends replaced after raising mid-run
         self.debug_images = 0       # ~/debug_image messages drawn and published
         self.last_error = ''
-        self._latency = deque(maxlen=window)
-        self._stages = {}           # stage name -> recent times (ms)
-        self._rejected_at = deque(maxlen=window)    # time.monotonic() of recent rejections
+        self._latency: Deque[float] = deque(maxlen=window)
+        self._stages: Dict[str, Deque[float]] = {}      # stage name -> recent times (ms)
+        self._rejected_at: Deque[float] = deque(maxlen=window)  # time.monotonic() of rejections
 
     def count(self, what: str, n: int = 1) -> None:
         """Add ``n`` to one counter (received, processed, dropped, rejected, energy_missing)."""

@@ -19,9 +19,11 @@ every handler builds on:
 from __future__ import annotations
 
 import base64
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import (Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple,
+                    Union)
 
 import numpy as np
+from numpy.typing import DTypeLike
 import onnx
 from onnx import helper
 
@@ -32,6 +34,7 @@ TF_DTYPES: Dict[str, np.dtype] = {
     'DT_INT8': np.dtype(np.int8), 'DT_UINT8': np.dtype(np.uint8),
     'DT_BOOL': np.dtype(np.bool_),
 }
+Ints = Union[Sequence[int], np.ndarray]     # a shape, sizes: a list or a constant's array
 
 
 class ConversionError(ValueError):
@@ -77,7 +80,7 @@ class _Dyn:
 
     __slots__ = ('name', 'perm', 'shape', 'dtype')
 
-    def __init__(self, name: str, perm: Sequence[int], shape: Sequence[int], dtype: np.dtype):
+    def __init__(self, name: str, perm: Sequence[int], shape: Sequence[int], dtype: DTypeLike):
         self.name = name
         self.perm = tuple(int(p) for p in perm)
         self.shape = tuple(int(s) for s in shape)
@@ -111,7 +114,7 @@ def _same_pads(size: int, k: int, s: int, d: int) -> Tuple[int, int]:
     return total // 2, total - total // 2
 
 
-def _resolve_shape(in_shape: Sequence[int], target: Sequence[int]) -> Tuple[int, ...]:
+def _resolve_shape(in_shape: Sequence[int], target: Ints) -> Tuple[int, ...]:
     target = [int(t) for t in target]
     total = int(np.prod(in_shape)) if in_shape else 1
     if target.count(-1) > 1:
@@ -126,7 +129,7 @@ def _resolve_shape(in_shape: Sequence[int], target: Sequence[int]) -> Tuple[int,
     return tuple(target)
 
 
-def _split_sizes(sizes: Sequence[int], dim: int) -> List[int]:
+def _split_sizes(sizes: Ints, dim: int) -> List[int]:
     sizes = [int(s) for s in sizes]
     if -1 in sizes:
         sizes[sizes.index(-1)] = dim - (sum(sizes) + 1)
@@ -137,17 +140,17 @@ def _split_sizes(sizes: Sequence[int], dim: int) -> List[int]:
 
 def _sparse_to_dense(indices: np.ndarray, shape: np.ndarray, values: np.ndarray,
                      default: np.ndarray) -> np.ndarray:
-    shape = tuple(int(s) for s in np.atleast_1d(shape))
-    out = np.full(shape, default, dtype=np.asarray(values).dtype)
+    dims = tuple(int(s) for s in np.atleast_1d(shape))
+    out = np.full(dims, default, dtype=np.asarray(values).dtype)
     idx = np.asarray(indices, np.int64)
     if idx.size:
-        idx = idx.reshape(-1, len(shape)) if idx.ndim != 1 or len(shape) != 1 \
+        idx = idx.reshape(-1, len(dims)) if idx.ndim != 1 or len(dims) != 1 \
             else idx.reshape(-1, 1)
         out[tuple(idx.T)] = values
     return out
 
 
-def _tf_resize_bilinear(x: np.ndarray, size: Sequence[int], align_corners: bool,
+def _tf_resize_bilinear(x: np.ndarray, size: Ints, align_corners: bool,
                         half_pixel: bool) -> np.ndarray:
     """Numpy ResizeBilinear with TF's semantics (NHWC); used to fold constants and in tests."""
     n, h, w, c = x.shape

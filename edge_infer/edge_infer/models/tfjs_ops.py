@@ -20,9 +20,10 @@ transposes. Index ops (Reshape, Pack, GatherNd) work in TF's own layout.
 
 from __future__ import annotations
 
-from typing import List, Sequence, Tuple
+from typing import Any, Dict, List, Sequence, Tuple
 
 import numpy as np
+from numpy.typing import DTypeLike
 from onnx import helper
 
 from .tfjs_graph import (
@@ -33,7 +34,7 @@ from .tfjs_graph import (
 ACTIVATIONS = ('Relu', 'Relu6', 'Elu', 'LeakyRelu', 'Sigmoid', 'Tanh')
 
 
-def _onnx_type(dtype: np.dtype) -> int:
+def _onnx_type(dtype: DTypeLike) -> int:
     return helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
 
 
@@ -183,7 +184,7 @@ class Converter(GraphBuilder):
             raise ConversionError(f'ArgMax {n["name"]}: axes {axes}, output type {dtype}')
         perm = _reduced(x.perm, axes)
         shape = [s for i, s in enumerate(x.shape) if i != axes[0]]
-        attrs = {'axis': x.perm.index(axes[0]), 'keepdims': 0}
+        attrs: Dict[str, Any] = {'axis': x.perm.index(axes[0]), 'keepdims': 0}
         if dtype == np.int64:
             self.emit(n, 'ArgMax', [x.name], perm, shape, dtype, **attrs)
             return

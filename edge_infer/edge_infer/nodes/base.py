@@ -10,7 +10,9 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.lifecycle import LifecycleNode
 import rclpy.logging
+from rclpy.publisher import Publisher
 from rclpy.time import Time
+from rclpy.timer import Timer
 
 # Process-wide objects (backend manager, power meter, shared executor) are
 # created by whichever node comes first, but their lines are not that node's:
@@ -58,8 +60,8 @@ class ManagedNode(LifecycleNode):
         super().__init__(node_name, **kwargs)
         for name, (default, doc) in self.PARAMETERS.items():
             self.declare_parameter(name, default, ParameterDescriptor(description=doc))
-        self._diag_pub = None
-        self._diag_timer = None
+        self._diag_pub: Optional[Publisher] = None
+        self._diag_timer: Optional[Timer] = None
         self._guard_change_state()
 
     def _param(self, name: str):

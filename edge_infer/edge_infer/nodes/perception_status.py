@@ -8,12 +8,34 @@ meter and publishers, and turns them into ``~/backend_report``
 ``DiagnosticStatus``.
 """
 
+from typing import Any, Deque, TYPE_CHECKING
+
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from edge_infer_msgs.msg import BackendCandidate, BackendReport
 
+from ..core.stream import StreamStats
 
-class PerceptionStatus:
+if TYPE_CHECKING:       # for the type checker: the node this mixin is part of
+    from .base import ManagedNode as _Node
+else:
+    _Node = object
+
+
+class PerceptionStatus(_Node):
     """The backend report and the diagnostics of a perception node."""
+
+    # what it reads, set by PerceptionNode (declared here for the type checker)
+    stats: StreamStats
+    _model: Any                 # the Model the next frame runs on, or None
+    _manager: Any               # the backend manager (configured)
+    _live: Any                  # the run-time choice (LiveChoice), or None
+    _executor: Any              # the shared executor, or None
+    _meter: Any                 # the power meter, or None
+    _report_pub: Any
+    _debug_pub: Any
+    _joules: Deque[float]
+    _running: bool
+    _topic: str
 
     # ------------------------------------------------------------- backend choice
     def _publish_report(self, run, trigger: str) -> None:

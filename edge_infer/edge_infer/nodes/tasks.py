@@ -172,6 +172,7 @@ class SegmentationTask(Task):
     def publish(self, msg, result) -> None:
         """Publish the mask (same header as the result), then the result messages."""
         mask = result.output.mask
+        assert self.mask_pub is not None, 'publish() after destroy()'
         self.mask_pub.publish(Image(header=msg.header, height=mask.shape[0],
                                     width=mask.shape[1], encoding='mono8',
                                     step=mask.shape[1], data=mask.tobytes()))

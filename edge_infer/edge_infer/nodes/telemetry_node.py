@@ -23,7 +23,8 @@ from typing import Optional
 
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from edge_infer_msgs.msg import PowerSample, RailPower
-from rclpy.lifecycle import LifecycleState, TransitionCallbackReturn
+from rclpy.lifecycle import LifecyclePublisher, LifecycleState, TransitionCallbackReturn
+from rclpy.timer import Timer
 
 from .base import ManagedNode, shared_log
 from ..telemetry import shared
@@ -50,8 +51,8 @@ class TelemetryNode(ManagedNode):
     def __init__(self, node_name: str = 'telemetry', **kwargs):
         super().__init__(node_name, **kwargs)
         self.meter: Optional[PowerMeter] = None
-        self._pub = None
-        self._timer = None
+        self._pub: Optional[LifecyclePublisher] = None
+        self._timer: Optional[Timer] = None
         self._last_t = -math.inf
         self.published = 0
 
@@ -76,6 +77,7 @@ class TelemetryNode(ManagedNode):
         self._last_t = time.monotonic()
         self._timer = self.create_timer(1.0 / self._param('publish_rate_hz'),
                                         self.quiet_at_shutdown(self._publish))
+        assert self._pub is not None            # made by on_configure
         self.get_logger().info(f'active: publishing {self._pub.topic_name} at '
                                f"{self._param('publish_rate_hz'):g} Hz")
         return super().on_activate(state)
@@ -138,6 +140,8 @@ class TelemetryNode(ManagedNode):
     def build_sample(self) -> Optional[PowerSample]:
         """Return a PowerSample over the samples since the previous call (None: no data yet)."""
         meter = self.meter
+        if meter is None:       # not configured
+            return None
         samples = meter.samples_since(self._last_t)
         newest = samples[-1] if samples else meter.latest()
         if newest is None:

@@ -39,7 +39,7 @@ class VisionOutputs:
         # Detection2D messages reused from frame to frame (publish() serialises at
         # once): an ObjectHypothesisWithPose costs 21 us to build (its pose's
         # 36-value covariance array), 10 of them were most of a frame's 168 us
-        self._pool = []
+        self._pool: list = []
         self.node, self.spec = node, spec
         self.detection = spec.task != 'classification'     # detections, poses, instances
         kind = Detection2DArray if self.detection else Classification
@@ -76,6 +76,7 @@ class VisionOutputs:
             msg = m.Classification(header=header, results=[
                 m.ObjectHypothesis(class_id=label(c), score=float(s))
                 for c, s in zip(out.class_ids.tolist(), out.scores.tolist())])
+        assert self.pub is not None, 'made with results=False: the label map only'
         self.pub.publish(msg)
 
     def destroy(self) -> None:

@@ -7,7 +7,7 @@ the model's ``uncertainty`` from config/power_models.yaml.
 
 import os
 import time
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from edge_infer.telemetry import power_model as pm
 from edge_infer.telemetry.power_source import NAN, PowerSource, Rail, Sample, SourceError
@@ -48,7 +48,7 @@ class EstimatorSource(PowerSource):
         self.max_rate_hz = _clk_tck()
         self.board = board
         self._util_fn = util_fn
-        self._psutil = None
+        self._psutil: Any = None        # the psutil module where /proc/stat is unreadable
         self._stat_fd: Optional[int] = None
         self._prev: Optional[List[Tuple[float, float]]] = None
         self._utils: List[float] = []
@@ -64,7 +64,7 @@ class EstimatorSource(PowerSource):
     def _cpu_ticks(self) -> List[Tuple[float, float]]:
         """Return (busy, total) time per CPU, in ticks (/proc/stat) or seconds (psutil)."""
         if self._stat_fd is not None:
-            out = []
+            out: List[Tuple[float, float]] = []
             for line in os.pread(self._stat_fd, 1 << 20, 0).split(b'\n')[1:]:
                 if not line.startswith(b'cpu'):
                     break

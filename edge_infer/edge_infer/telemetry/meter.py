@@ -139,6 +139,12 @@ class _Run:
     def channels(self) -> Tuple[str, ...]:
         return self.rails if self.rails else ('total',)
 
+    @property
+    def ended(self) -> float:
+        """Return ``t1`` of a run that has ended; only such runs are integrated."""
+        assert self.t1 is not None, f'run {self.token} has not ended'
+        return self.t1
+
 
 @dataclass
 class _Entry:
@@ -196,7 +202,7 @@ def _attribute(entries: Sequence[_Entry], run: _Run, runs: Sequence[_Run], perio
     """
     if not entries:
         return None
-    t0, t1 = run.t0, run.t1
+    t0, t1 = run.t0, run.ended
     ts = [e.sample.t for e in entries]
     # bracket: last sample at/before t0 .. first sample at/after t1
     i0 = max(bisect.bisect_right(ts, t0) - 1, 0)
@@ -459,12 +465,14 @@ class PowerMeter:
                 return
             last_t = self._ring[-1].sample.t if self._ring else -INF
             overdue = time.monotonic() - max(2.0 * self._period, 0.1)
-            ready = [r for r in self._pending if force or r.t1 <= last_t or r.t1 < overdue]
+            ready = [r for r in self._pending
+                     if force or r.ended <= last_t or r.ended < overdue]
             if not ready:
                 return
             self._pending = [r for r in self._pending if r not in ready]
             jobs = [(r, self._prepare(r)) for r in ready]
         for run, prepared in jobs:
+            assert run.callback is not None     # only end(callback=...) leaves a run pending
             try:
                 run.callback(self._finish(run, prepared))
             except Exception as exc:  # a user callback must not kill the sampler
@@ -598,7 +606,7 @@ class PowerMeter:
         for r in reversed(self._runs.values()):
             if r.t0 < reach:
                 break
-            if r.t0 < run.t1 and (r.t1 is None or r.t1 > run.t0):
+            if r.t0 < run.ended and (r.t1 is None or r.t1 > run.t0):
                 overlapping.append(r)
         overlapping += [r for r in self._open.values() if r.t0 < reach]
         overlapping.reverse()
@@ -615,7 +623,7 @@ class PowerMeter:
         srcs = [self._sources[i] for i in idx]
         acc_frac = max(float(s.accuracy_frac) for s in srcs)
         acc_w = max(float(s.accuracy_w) for s in srcs)
-        duration = run.t1 - run.t0
+        duration = run.ended - run.t0
         p_mean = abs(joules) / duration if duration > 0 else 0.0
         error = res['edge_s'] * p_mean + acc_frac * abs(joules) + acc_w * res['t_share']
         n_used = len(used)
@@ -625,7 +633,7 @@ class PowerMeter:
             rate = 1.0 / period
         method = _method(res['rails'], len(overlapping) - 1, acc_frac, acc_w, tuple(notes))
         return EnergyRecord(
-            model=run.model, t0=run.t0, t1=run.t1, joules=joules,
+            model=run.model, t0=run.t0, t1=run.ended, joules=joules,
             rail_joules=res['rail_joules'],
             source='+'.join(s.name for s in srcs), measured=all(s.measured for s in srcs),
             sample_rate_hz=rate, n_samples=n_used, error_j=error, method=method)
