@@ -202,21 +202,18 @@ def test_without_a_callback_each_step_is_one_log_line(tmp_path, mobilenet):
                                                    'onnxruntime/cpu/t1') and 's left)' in steps[0]
 
 
-class _U8Input:
+class _U8Input(_Delayed):
     """A session taking the u8 kind: refuses anything else, runs like the float model."""
 
     input_kind = 'u8'
 
     def __init__(self, inner, float_input, delay_s):
-        self.inner, self.float_input, self.delay_s = inner, float_input, delay_s
+        super().__init__(inner, delay_s)
+        self.float_input = float_input
 
     def run(self, x):
         assert x.dtype == np.uint8, 'fed the wrong input kind'
-        time.sleep(self.delay_s)
-        return self.inner.run(self.float_input)
-
-    def close(self):
-        self.inner.close()
+        return super().run(self.float_input)
 
 
 def test_candidates_are_ranked_on_preprocessing_plus_run(mobilenet):
