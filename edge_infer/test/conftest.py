@@ -3,6 +3,7 @@
 
 import os
 import pathlib
+import tempfile
 import time
 
 from edge_infer import paths, procs
@@ -17,6 +18,11 @@ def pytest_configure(config):
     set later, the large-frame profile would not apply to this process.
     """
     procs.use_ros_env_here()
+    # the host's inference-thread lease (edge_infer.host_budget): the suite's
+    # containers share a private one, so other processes on this host do not
+    # change the budgets the tests see (children inherit it)
+    if not os.environ.get('EDGE_INFER_CORE_LEASE_DIR'):
+        os.environ['EDGE_INFER_CORE_LEASE_DIR'] = tempfile.mkdtemp(prefix='edge_infer-cores-')
 
 
 def _data_or_fail() -> pathlib.Path:

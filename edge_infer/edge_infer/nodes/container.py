@@ -38,7 +38,6 @@ where rclpy has no EventsExecutor (Jazzy before 7.1.4) the container says so
 in one line and uses it.
 """
 
-import os
 import signal
 import sys
 import threading
@@ -55,6 +54,7 @@ from .perception_node import PerceptionNode
 from .telemetry_node import TelemetryNode
 from .. import procs
 from ..backends.manager import shared_manager
+from ..host_budget import apply_budget
 
 
 EXECUTORS = ('events', 'single')
@@ -114,14 +114,10 @@ class PerceptionContainer:
         if len(set(names)) != len(names) or not all(names) or telemetry in names:
             raise ValueError(f"parameter 'nodes' must hold distinct non-empty names, other "
                              f"than the telemetry node's ('{telemetry}'): {names}")
-        budget = int(self.node.get_parameter('thread_budget').value)
-        cores = os.cpu_count() or 1
-        if budget == 0 and len(names) > 1:
-            budget = max(1, cores // len(names))
-        if budget > 0:
-            why = f'{len(names)} models share {cores} cores in this process'
-            shared_manager(log=shared_log).cap_threads(budget, why)   # the nodes' manager
-            self.node.get_logger().info(f'inference thread budget {budget} per model ({why})')
+        # the nodes' manager, capped at this process's share of the host's cores
+        self.lease = apply_budget(shared_manager(log=shared_log), len(names),
+                                  int(self.node.get_parameter('thread_budget').value),
+                                  self.node.get_logger().info, log)
         self.telemetry = TelemetryNode(telemetry) if telemetry else None
         self.perception: List[PerceptionNode] = [PerceptionNode(n) for n in names]
         self.lifecycle_nodes = ([self.telemetry] if self.telemetry else []) + self.perception
@@ -190,6 +186,8 @@ class PerceptionContainer:
                 pass
             n.destroy_node()
         self.node.destroy_node()
+        if self.lease is not None:     # the host's cores for the next process (exit does too)
+            self.lease.release()
 
 
 def spin(executor, log_error, context=None) -> None:

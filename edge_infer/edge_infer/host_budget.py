@@ -1,0 +1,207 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""One inference-thread budget per host, shared by every process (no ROS).
+
+Each perception container profiles its models as if it were alone; two of
+them on one 2-core board ran four inference threads between them and both
+drifted off their profiles. The host's cores are therefore lent out as
+*slots*, one lock file per core in one directory (``slot-0`` ...
+``slot-<cores-1>``, default ``/dev/shm/edge_infer-cores``, or
+``$EDGE_INFER_CORE_LEASE_DIR``). A process holds a slot by holding an
+exclusive ``flock`` on its file: the kernel drops the lock when the process
+exits, however it exits (SIGKILL and segfaults included), so a dead process
+never keeps a core. A holder writes its pid into the file (for the log).
+
+How many slots a process takes (:func:`take_threads`), all under one
+host-wide ``take`` lock so that two processes starting together count the
+same free slots one after the other:
+
+- ``per_model`` T > 0 (the container's ``thread_budget``): T per model, as
+  far as free slots go.
+- ``per_model`` 0 (auto): up to half the free slots (rounded up), at least
+  one per model, never more per model than a model can use
+  (``max_per_model``): a process leaves room for the next one, whose start
+  it cannot foresee. On a 2-core host the first process of one model takes
+  one slot and the second the other: 2 inference threads in all.
+
+A model always gets at least one thread: a process that finds fewer free
+slots than it has models (a third process on a full 2-core host, or four
+models on two cores) still runs, one thread per model, and its budget says
+by how many threads it is *over budget*. When a process ends, its slots are
+free for the next process to start; the processes still running keep the
+budget they started with (their sessions were profiled and opened with it).
+"""
+
+from dataclasses import dataclass, field
+import fcntl
+import os
+import pathlib
+import tempfile
+from typing import Dict, List, Optional
+
+ENV_DIR = 'EDGE_INFER_CORE_LEASE_DIR'
+
+
+def lease_dir() -> pathlib.Path:
+    """Return the host's lease directory: $EDGE_INFER_CORE_LEASE_DIR, else under /dev/shm."""
+    env = os.environ.get(ENV_DIR)
+    if env:
+        return pathlib.Path(env)
+    base = pathlib.Path('/dev/shm')
+    return (base if base.is_dir() else pathlib.Path(tempfile.gettempdir())) / 'edge_infer-cores'
+
+
+def _open(path: pathlib.Path) -> int:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        os.fchmod(fd, 0o666)    # other users' processes share the host's cores too
+    except OSError:
+        pass
+    return fd
+
+
+def _try_lock(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+
+
+@dataclass
+class Budget:
+    """What one process got: threads per model, and the slots it holds."""
+
+    models: int
+    per_model: int              # threads each model may use (at least 1 where models > 0)
+    cores: int                  # slots on the host in all
+    directory: str
+    slots: List[int] = field(default_factory=list)     # slot indices this process holds
+    others: Dict[int, str] = field(default_factory=dict)    # slot -> holder's pid, when taken
+    _fds: List[int] = field(default_factory=list, repr=False)
+
+    @property
+    def threads(self) -> int:
+        """Return the inference threads this process runs (per model x models)."""
+        return self.per_model * self.models
+
+    @property
+    def over(self) -> int:
+        """Return by how many threads the process exceeds the slots it holds."""
+        return max(0, self.threads - len(self.slots))
+
+    def why(self) -> str:
+        """Return the budget's reason in a few words (for the backend manager's lines)."""
+        return (f'host budget: {len(self.slots)} of {self.cores} cores for {self.models} '
+                f'model(s) in this process')
+
+    def line(self) -> str:
+        """Return the one log line that says what this process got."""
+        plural = 's' if self.models != 1 else ''
+        head = (f'inference thread budget: {self.per_model} per model x {self.models} '
+                f'model{plural} = {self.threads} thread(s)')
+        held = f" ({', '.join(map(str, self.slots))})" if self.slots else ''
+        pids = ', '.join(sorted(set(self.others.values())))
+        others = (f'{len(self.others)} held by other processes (pid {pids})' if self.others
+                  else 'none held by other processes')
+        where = (f'host lease in {self.directory}: holds {len(self.slots)} of {self.cores} '
+                 f'slots{held}; {others}')
+        if self.over:
+            return (f'{head}, OVER the host budget by {self.over} ({where}; every model runs '
+                    f'at least 1 thread)')
+        return f'{head} ({where})'
+
+    def release(self) -> None:
+        """Give the slots back (the kernel does the same at exit)."""
+        for fd in self._fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._fds, self.slots = [], []
+
+
+def take_threads(models: int, per_model: int = 0, max_per_model: int = 0,
+                 cores: Optional[int] = None,
+                 directory: Optional[pathlib.Path] = None) -> Budget:
+    """Lease this process's inference threads from the host's slots; see the module doc.
+
+    ``models``: the models this process runs, each on its own session.
+    ``per_model``: threads wanted per model (0 = auto). ``max_per_model``: the
+    most threads a model's candidates use (0 = no limit). ``cores``: the
+    host's slots (default os.cpu_count(); every process must use the same).
+    The slots are held until :meth:`Budget.release` or the process's exit.
+    """
+    cores = int(cores or os.cpu_count() or 1)
+    directory = pathlib.Path(directory) if directory else lease_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        directory.chmod(0o1777)
+    except OSError:
+        pass
+    budget = Budget(models=models, per_model=1 if models else 0, cores=cores,
+                    directory=str(directory))
+    gate = _open(directory / 'take')
+    try:
+        fcntl.flock(gate, fcntl.LOCK_EX)    # one process counts and takes at a time
+        free: List[tuple] = []
+        for i in range(cores):
+            fd = _open(directory / f'slot-{i}')
+            if _try_lock(fd):
+                free.append((i, fd))
+            else:
+                budget.others[i] = os.pread(fd, 32, 0).decode(errors='replace').strip() or '?'
+                os.close(fd)
+        if per_model > 0:
+            want = per_model * models
+        else:
+            want = max(models, -(-len(free) // 2))
+        got = min(len(free), want)
+        if models:
+            budget.per_model = max(1, got // models)
+            if per_model <= 0 and max_per_model > 0:
+                budget.per_model = min(budget.per_model, max_per_model)
+        keep = min(got, budget.threads)
+        for i, fd in free[:keep]:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f'{os.getpid()}\n'.encode(), 0)
+            budget.slots.append(i)
+            budget._fds.append(fd)
+        for _, fd in free[keep:]:
+            os.close(fd)        # closing the only descriptor drops its lock
+    finally:
+        os.close(gate)
+    return budget
+
+
+def max_threads_per_model(config: dict) -> int:
+    """Return the most threads any candidate of a backend manager ``config`` runs a model on."""
+    counts = [int(t) for key in ('ort_threads', 'openvino_threads', 'ncnn_threads')
+              for t in (config.get(key) or ())]
+    counts.append(int(config.get('variant_threads') or 0))
+    return max(counts)
+
+
+def apply_budget(manager, models: int, thread_budget: int, log, warn) -> Optional[Budget]:
+    """Lease the container's threads and cap ``manager``'s candidates at them; one line.
+
+    ``thread_budget``: the container's parameter (0 = auto, T > 0 = T per
+    model, -1 = no cap and no lease, as if alone). Where the lease directory
+    cannot be used, each model gets the cores divided by the models, as
+    before the host lease, and the line says why.
+    """
+    if thread_budget < 0:
+        log('inference thread budget: no cap (thread_budget -1: no host lease)')
+        return None
+    try:
+        budget = take_threads(models, thread_budget, max_threads_per_model(manager.config))
+    except OSError as exc:
+        cores = os.cpu_count() or 1
+        per_model = thread_budget or max(1, cores // max(1, models))
+        why = f'{models} model(s) share {cores} cores in this process'
+        manager.cap_threads(per_model, why)
+        warn(f'inference thread budget: {per_model} per model ({why}); no host lease '
+             f'({lease_dir()}: {exc})')
+        return None
+    manager.cap_threads(budget.per_model, budget.why())
+    (warn if budget.over else log)(budget.line())
+    return budget
