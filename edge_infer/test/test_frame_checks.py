@@ -27,8 +27,9 @@ def _corrupt_entropy(data: bytes, n: int = 600) -> bytes:
 @pytest.mark.slow
 def test_corrupt_jpeg_rejected_padded_jpeg_served_diagnostics_recover(ros, container, footage):
     window = 1.5
+    # frames come one at a time with pauses: no STALE between them (stale_after_s 0)
     container({'classifier': {'diagnostics_period': 0.1, 'diagnostics_window_s': window,
-                              'drift_threshold': 0.0}})
+                              'drift_threshold': 0.0, 'stale_after_s': 0.0}})
     LifecycleClient(ros.node, ros.executor).bring_up('/classifier', timeout=60)
     results, diag = [], []
 

@@ -119,18 +119,24 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
         """Check parameters, open the model, create publishers."""
         try:
             self._configure()
-        except (ConfigError, RegistryError, BackendError) as exc:
-            self.get_logger().error(f'configure failed: {exc}')
-            self._release()
-            return TransitionCallbackReturn.FAILURE
-        except Exception as exc:  # a bug or a library error: still one line, and no crash
-            self.get_logger().error(f'configure failed: {type(exc).__name__}: {exc}')
-            self._release()
-            return TransitionCallbackReturn.FAILURE
+        except Exception as exc:  # a bug or a library error too: one line, and no crash
+            known = isinstance(exc, (ConfigError, RegistryError, BackendError))
+            return self._transition_failed(
+                'configure', str(exc) if known else f'{type(exc).__name__}: {exc}', self._release)
+        self._failure = ''
         return TransitionCallbackReturn.SUCCESS
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Subscribe to the camera and start the inference worker."""
+        try:
+            self._activate()
+        except Exception as exc:  # e.g. a topic name the middleware refuses
+            return self._transition_failed('activate', f'{type(exc).__name__}: {exc}',
+                                           self._stop)
+        self._failure = ''
+        return super().on_activate(state)
+
+    def _activate(self) -> None:
         self._slot.clear()
         self._slot.reopen()
         self._running = True
@@ -145,7 +151,6 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
         # the resolved names: remappings (camera_topic:=...) and the namespace applied
         self.get_logger().info(f'active: {self._sub.topic_name} -> '
                                f"{', '.join(self._task.topic_names())}")
-        return super().on_activate(state)
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Stop taking frames and stop the worker."""
@@ -194,6 +199,7 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
                 duty=self._param('reselect_duty'),
                 serve=self._param('reselect_serve'),
                 provisional=self._param('provisional')).check({'duty': 'reselect_duty'})
+            self._check_health_parameters()
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
         policy = self._param('executor_policy')

@@ -46,6 +46,11 @@ PARAMETERS = {
                                   'this often, only while someone subscribes; 0 = off'),
     'diagnostics_window_s': (10.0, '/diagnostics is WARN while a frame was rejected within '
                                    'this many seconds, then OK again'),
+    'drop_rate_warn': (0.25, '/diagnostics is WARN while more than this share of the frames '
+                             'received in the last diagnostics_window_s were dropped '
+                             '(0..1; 0 = off)'),
+    'stale_after_s': (5.0, '/diagnostics is STALE while active and no result was published '
+                           'for this many seconds (0 = off)'),
     'result_messages': ('both', 'both | standard (vision_msgs on ~/vision/*) | edge_infer '
                                 '(the task topic); keypoints and masks go out either way'),
     'energy_metering': (True, 'attribute energy to each model run; results carry it and '

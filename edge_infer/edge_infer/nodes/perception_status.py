@@ -6,13 +6,23 @@ the node's counters (``stats``), its run-time choice (``_live``), manager,
 meter and publishers, and turns them into ``~/backend_report``
 (edge_infer_msgs/BackendReport, transient local) and the node's
 ``DiagnosticStatus``.
+
+The status tells the truth about the node (diagnostic_updater's form: one
+status named ``<node>: perception``, once per ``diagnostics_period``): ERROR
+with the reason after a configure or activate that failed, until a transition
+succeeds; STALE while active with no result for ``stale_after_s``; WARN while
+more than ``drop_rate_warn`` of the frames were dropped, or some were
+rejected, in the last ``diagnostics_window_s`` (:mod:`edge_infer.core.health`).
 """
 
-from typing import Any, Deque, TYPE_CHECKING
+import time
+from typing import Any, Callable, Deque, Optional, TYPE_CHECKING
 
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from edge_infer_msgs.msg import BackendCandidate, BackendReport
+from rclpy.lifecycle import TransitionCallbackReturn
 
+from ..core.health import StreamHealth, WARN
 from ..core.stream import StreamStats
 
 if TYPE_CHECKING:       # for the type checker: the node this mixin is part of
@@ -36,6 +46,8 @@ class PerceptionStatus(_Node):
     _joules: Deque[float]
     _running: bool
     _topic: str
+    _failure = ''               # 'configure failed: ...' until a transition succeeds
+    _health_state: Optional[StreamHealth] = None
 
     # ------------------------------------------------------------- backend choice
     def _publish_report(self, run, trigger: str) -> None:
@@ -74,29 +86,70 @@ class PerceptionStatus(_Node):
                 f'{r.backend} {r.status} ({r.reason})' for r in unavailable))
 
     # ---------------------------------------------------------------- diagnostics
+    def _check_health_parameters(self) -> None:
+        """Raise ValueError naming a diagnostics threshold out of range."""
+        if not 0 <= self._param('drop_rate_warn') <= 1:
+            raise ValueError(f"parameter 'drop_rate_warn' is {self._param('drop_rate_warn')}: "
+                             f'use a share in [0, 1] (0 = off)')
+        if self._param('stale_after_s') < 0:
+            raise ValueError(f"parameter 'stale_after_s' is {self._param('stale_after_s')}: "
+                             f'use 0 (off) or more seconds')
+
+    def _transition_failed(self, transition: str, reason: str,
+                           undo: Callable[[], None]) -> TransitionCallbackReturn:
+        """Log one line, ``undo``, and publish ERROR with the reason until a transition succeeds.
+
+        A node left unconfigured (a model name's typo) says why on /diagnostics,
+        every ``diagnostics_period``, not only in its log.
+        """
+        self.get_logger().error(f'{transition} failed: {reason}')
+        undo()
+        self._failure = f'{transition} failed: {reason}'
+        period = self._param('diagnostics_period')
+        self._start_diagnostics(period if period >= 0 else 1.0)     # < 0: the default's
+        self._publish_diagnostics()
+        return TransitionCallbackReturn.FAILURE
+
+    def _failure_status(self, st: DiagnosticStatus) -> DiagnosticStatus:
+        st.level, st.message = DiagnosticStatus.ERROR, self._failure
+        st.values = [KeyValue(key='model', value=str(self._param('model'))),
+                     KeyValue(key='state', value=self._state_machine.current_state[1])]
+        return st
+
     def diagnostic_status(self) -> DiagnosticStatus:
         """Return this node's status for /diagnostics."""
-        snap = self.stats.snapshot()
-        p50, p95 = self.stats.percentiles(50, 95)
         st = DiagnosticStatus()
         st.name = f'{self.get_fully_qualified_name()}: perception'
         st.hardware_id = self._model.backend_name if self._model else ''
-        st.level = DiagnosticStatus.OK
-        st.message = 'ok'
+        if self._failure:
+            return self._failure_status(st)
+        snap = self.stats.snapshot()
+        p50, p95 = self.stats.percentiles(50, 95)
         window = self._param('diagnostics_window_s')
         recent = self.stats.rejected_within(window)
-        if not self._running:
-            st.level, st.message = DiagnosticStatus.OK, 'inactive'
-        elif recent:
-            st.level = DiagnosticStatus.WARN
-            st.message = (f'{recent} frame(s) rejected in the last {window:g} s; last: '
-                          f"{snap['last_error']}")
+        if self._health_state is None:
+            self._health_state = StreamHealth()
+        health, now = self._health_state, time.monotonic()
+        health.update(now, self._running, snap['received'], snap['dropped'], snap['processed'])
+        topic = self.resolve_topic_name(self._topic) if self._topic else ''
+        level, reasons = health.judge(now, snap['received'], topic, window,
+                                      self._param('drop_rate_warn'),
+                                      self._param('stale_after_s'))
+        if self._running and recent:
+            level = max(level, WARN)
+            reasons.append(f'{recent} frame(s) rejected in the last {window:g} s; last: '
+                           f"{snap['last_error']}")
+        st.level = bytes([level])       # diagnostic_msgs' byte field
+        st.message = '; '.join(reasons) if reasons else ('ok' if self._running else 'inactive')
+        rate, _, _ = health.drop_rate(now, window)
         values = {'model': self._model.spec.name if self._model else '',
                   'backend': st.hardware_id,
-                  'input_topic': self.resolve_topic_name(self._topic) if self._topic else '',
+                  'input_topic': topic,
                   'received': snap['received'], 'processed': snap['processed'],
                   'dropped': snap['dropped'], 'rejected': snap['rejected'],
                   'lost': snap['lost'], 'rejected_recently': recent,
+                  'dropped_share_recently': f'{rate:.3f}',
+                  'seconds_since_result': f'{health.idle_s(now):.1f}',
                   'latency_p50_ms': f'{p50:.2f}', 'latency_p95_ms': f'{p95:.2f}',
                   'last_error': snap['last_error']}
         if self._executor is not None:
