@@ -399,3 +399,53 @@ def test_no_extra_run_follows_a_served_frame(sim):
     assert not live.after_frame() and live.shadow_runs == runs
     live.infer(frame)                   # the chosen one ran this one: it may pair
     assert live.after_frame() and live.shadow_runs == runs + 1
+
+
+# ------------------------------------------------------------ drift episodes
+def test_drift_monitor_counts_episodes_not_cooldowns():
+    from edge_infer.backends.drift import DriftMonitor
+    mon = DriftMonitor(expected_ms=10.0, threshold=1.5, window_s=2.0, min_samples=5,
+                       cooldown_s=10.0)
+    t, firsts = 0.0, []
+
+    def feed(ms, seconds):
+        nonlocal t
+        end = t + seconds
+        while t < end:
+            if mon.add(ms, t):
+                firsts.append(mon.new_episode)
+            t += 0.1
+    feed(30.0, 60.0)        # steady drift for many cooldowns, nothing switched
+    assert mon.fired >= 3 and mon.episodes == 1 and firsts[0] and not any(firsts[1:])
+    mon.rebase(25.0, ends_episode=False)    # a re-evaluation kept the choice
+    feed(40.0, 15.0)
+    assert mon.episodes == 1 and not firsts[-1]
+    feed(10.0, 15.0)        # back under the threshold: the episode ends
+    feed(40.0, 15.0)
+    assert mon.episodes == 2 and sum(firsts) == 2     # one first firing per episode
+    mon.rebase(10.0)        # a switch ends it too
+    feed(30.0, 15.0)
+    assert mon.episodes == 3 and sum(firsts) == 3 and mon.fired > 3
+
+
+@pytest.mark.slow
+def test_the_drift_line_comes_once_per_episode(sim):
+    """Latency high for minutes without a switch: one line, however many cooldowns pass."""
+    t0 = sim.clock.t
+    on1, off1, on2 = t0 + 10.0, t0 + 130.0, t0 + 160.0
+
+    def busy(t):
+        return on1 <= t < off1 or t >= on2
+    # both slowed alike: the runner-up never wins, so nothing is switched
+    a = ('fake/a', _noisy(5.0, 0.02, seed=31, load=busy, loaded_ms=10.0), 2)
+    b = ('fake/b', _noisy(8.0, 0.02, seed=32, load=busy, loaded_ms=16.0), 2)
+    live = sim.make([a, b], [5.0, 8.0], settings=LiveSettings(drift_threshold=1.5))
+    lines = []
+    live.log = live.warn = lines.append
+    sim.serve(live, off1 - t0, fps=10.0)
+    drift_lines = [s for s in lines if 'latency drift' in s]
+    assert live.drift.fired >= 3 and len(drift_lines) == 1, lines
+    sim.serve(live, on2 + 20.0 - sim.clock.t, fps=10.0)   # quiet, then a second episode
+    drift_lines = [s for s in lines if 'latency drift' in s]
+    assert live.drift.episodes == 2 and len(drift_lines) == 2, lines
+    assert live.switches == []

@@ -9,6 +9,14 @@ seconds and ``min_samples`` frames, the MEDIAN latency exceeds
 fires it stays quiet for ``cooldown_s`` (the re-evaluation runs meanwhile),
 and :meth:`rebase` sets the new expectation.
 
+An *episode* is a stretch of drift: it begins at a firing when none is under
+way and ends when a covered window's median is back under the threshold or
+the expectation is rebased by a switch. While the latency
+stays high without a switch the monitor fires again after each cooldown
+(the callers look again), but only the episode's first firing has
+``new_episode`` set: the callers log their line once per episode, not once
+every cooldown.
+
 :class:`DriftReevaluation` is what :class:`.live.LiveChoice` does when it
 fires and online re-selection is off (or no runner-up is open): every working
 candidate measured again in a background thread (never written to the
@@ -42,6 +50,9 @@ class DriftMonitor:
         self._samples: deque = deque()
         self._quiet_until = -float('inf')
         self.fired = 0
+        self.episodes = 0           # stretches of drift (see the module doc)
+        self.in_episode = False
+        self.new_episode = False    # the last firing began an episode: its line is due
         self.last_median_ms = float('nan')
 
     def add(self, latency_ms: float, now: Optional[float] = None) -> bool:
@@ -57,15 +68,24 @@ class DriftMonitor:
         self.last_median_ms = statistics.median(v for _, v in self._samples)
         if self.last_median_ms > self.threshold * self.expected_ms:
             self.fired += 1
+            self.new_episode = not self.in_episode
+            self.episodes += self.new_episode
+            self.in_episode = True
             self._quiet_until = now + self.cooldown_s
             self._samples.clear()
             return True
+        self.in_episode = False     # back under the threshold: the episode is over
         return False
 
-    def rebase(self, expected_ms: float) -> None:
-        """Set a new expected latency (after a re-evaluation) and start over."""
+    def rebase(self, expected_ms: float, ends_episode: bool = True) -> None:
+        """Set a new expected latency (after a re-evaluation) and start over.
+
+        ``ends_episode``: False where nothing was switched (a re-evaluation kept
+        the choice): drift that goes on is the same episode.
+        """
         self.expected_ms = float(expected_ms)
         self._samples.clear()
+        self.in_episode = self.in_episode and not ends_episode
 
 
 class DriftReevaluation:
@@ -75,9 +95,11 @@ class DriftReevaluation:
         if not self._reevaluating.acquire(blocking=False):
             return
         d = self.drift
-        self.warn(f'latency drift: median {d.last_median_ms:.1f} ms over {d.window_s:g} s vs '
-                  f'{d.expected_ms:.1f} ms profiled (x{d.last_median_ms / d.expected_ms:.2f}); '
-                  f're-evaluating backends in the background')
+        if d.new_episode:   # once per episode (a repeat within it re-evaluates quietly)
+            self.warn(f'latency drift: median {d.last_median_ms:.1f} ms over {d.window_s:g} s '
+                      f'vs {d.expected_ms:.1f} ms profiled '
+                      f'(x{d.last_median_ms / d.expected_ms:.2f}); re-evaluating backends in '
+                      f'the background')
         self._cancel.clear()
         if self.observer is not None:
             self.observer.reevaluation_started()

@@ -244,7 +244,7 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
         if self._pending_keep is not None:      # a re-evaluation kept the choice
             (run, p50), self._pending_keep = self._pending_keep, None
             self.run = run
-            self.drift.rebase(p50)
+            self.drift.rebase(p50, ends_episode=False)     # no switch: the same episode
             self.report(run, 'drift')
         name, self._serve_next = self._serve_next, None
         if name is not None:
@@ -303,9 +303,10 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
                 # frames (paired, same load) rather than re-profile every candidate
                 # in the background, which competes with the frames for the cores
                 d = self.drift
-                self.log(f'latency drift: median {d.last_median_ms:.1f} ms vs '
-                         f'{d.expected_ms:.1f} ms profiled; timing the runners-up on the '
-                         f'next frames')
+                if d.new_episode:   # one line per episode, not one per cooldown
+                    self.log(f'latency drift: median {d.last_median_ms:.1f} ms vs '
+                             f'{d.expected_ms:.1f} ms profiled; timing the runners-up on the '
+                             f'next frames')
                 self._alert(now, 'latency drift', since=now - d.window_s)
             else:
                 self._start_reevaluation()

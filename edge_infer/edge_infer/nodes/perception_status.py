@@ -160,6 +160,7 @@ class PerceptionStatus(_Node):
             values['backend_reason'] = live.run.why
             values['backend_provisional'] = live.provisional   # profile still running
             values['drift_events'] = live.drift.fired if live.drift else 0
+            values['drift_episodes'] = live.drift.episodes if live.drift else 0
             values['backend_switches'] = len(live.switches)
             values['reselect_runs'] = f'{live.shadow_runs} ({live.served_frames} served)'
             values['reselect_share'] = f'{live.overhead():.3f}'
