@@ -7,13 +7,18 @@
   publishing results goes STALE and says why; a result ends it (case 7).
 """
 
+import subprocess
+import sys
+
 import cv2
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from edge_infer import paths, procs
 from edge_infer.nodes.lifecycle_client import LifecycleClient
 from edge_infer_msgs.msg import Classification
 import pytest
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import CompressedImage
+import yaml
 
 ONLY_CLASSIFIER = {'nodes': ['classifier'], 'telemetry': ''}
 
@@ -43,6 +48,43 @@ def test_a_node_that_fails_to_configure_publishes_error_with_the_reason(ros, con
         assert all(s[0] == DiagnosticStatus.ERROR for s in seen), seen
     finally:
         ros.node.destroy_subscription(sub)
+
+
+# the container with the classifier's activation refused (as a middleware that
+# refuses its subscription would)
+BROKEN_ACTIVATE = """
+import sys
+from edge_infer.nodes import perception_node as pn
+def refused(self):
+    raise RuntimeError('subscription refused (test harness)')
+pn.PerceptionNode._activate = refused
+from edge_infer.nodes.container import main
+sys.exit(main())
+"""
+
+
+def test_a_node_that_fails_to_activate_publishes_error_with_the_reason(ros, tmp_path):
+    params = yaml.safe_load((paths.config_dir() / 'perception.yaml').read_text())
+    params['perception_container']['ros__parameters'].update(ONLY_CLASSIFIER, autostart=True)
+    params['classifier']['ros__parameters']['diagnostics_period'] = 0.2
+    pfile = tmp_path / 'params.yaml'
+    pfile.write_text(yaml.safe_dump(params))
+    seen, sub = _watch(ros, '/classifier')
+    with open(tmp_path / 'container.log', 'wb') as out:
+        proc = subprocess.Popen([sys.executable, '-c', BROKEN_ACTIVATE, '--ros-args',
+                                 '--params-file', str(pfile)], env=ros.env, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        # said at the failure, then every period from the state it fell back to
+        assert ros.spin_until(lambda: any(s[2].get('state') == 'inactive' for s in seen), 90), \
+            (seen[-3:], (tmp_path / 'container.log').read_text()[-3000:])
+        errors = [s for s in seen if s[0] == DiagnosticStatus.ERROR]
+        assert errors == seen, seen
+        reason = 'RuntimeError: subscription refused (test harness)'
+        assert errors[-1][1] == f'activate failed: {reason}', errors[-1]
+    finally:
+        ros.node.destroy_subscription(sub)
+        procs.stop(proc)
 
 
 @pytest.mark.slow
