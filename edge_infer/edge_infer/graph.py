@@ -75,14 +75,19 @@ def load_graph(path: Optional[pathlib.Path] = None) -> dict:
 def plan(camera_topic: str = '', objective: str = '', executor_policy: Optional[str] = None,
          nodes: Optional[Sequence[str]] = None, namespace: str = '',
          params_file: Optional[pathlib.Path] = None, autostart: bool = False,
-         graph: Optional[dict] = None) -> List[ProcessPlan]:
+         graph: Optional[dict] = None, keep_partial: Optional[bool] = None
+         ) -> List[ProcessPlan]:
     """Return the processes to start, with every argument applied.
 
     ``camera_topic``: remaps the camera (raw, and ``<topic>/compressed``);
     ``objective``: backend objective of every perception node; ``nodes``: the
     perception nodes to host (a subset of the params file's); ``autostart``:
-    the container configures and activates its nodes itself.
+    the container configures and activates its nodes itself; ``keep_partial``:
+    whether it runs on when some node could not be made active (None: the
+    params file's). Every parameter is then checked (edge_infer.validate):
+    the first bad one raises ArgumentError, a GraphError, before anything starts.
     """
+    from . import validate
     graph = graph or load_graph()
     if objective and objective not in OBJECTIVES:
         raise GraphError(f"objective '{objective}': use one of {', '.join(OBJECTIVES)}")
@@ -104,12 +109,15 @@ def plan(camera_topic: str = '', objective: str = '', executor_policy: Optional[
             hosted = list(nodes)
             own['nodes'] = hosted
         own['autostart'] = bool(autostart)
+        if keep_partial is not None:
+            own['keep_partial'] = bool(keep_partial)
         for n in hosted:
             p = params[n]['ros__parameters']
             if objective:
                 p['objective'] = objective
             if executor_policy is not None:
                 p['executor_policy'] = executor_policy
+        validate.check_params(params, proc['name'], pfile.name)
         remap = {}
         default_cam = graph.get('camera_topic', '/camera/image_raw')
         if camera_topic and camera_topic != default_cam:

@@ -21,14 +21,30 @@ the same file, so no launch, however it ends, leaves a folder behind. The
 executables run with $EDGE_INFER_PYTHON, else
 with the active virtual environment's python (README.md: the pip-only modules
 live there), else with their own `#!` line (edge_infer.procs.launch_python).
+
+Before anything starts, every argument and every parameter of the params
+file is checked (edge_infer.validate): a bad one gets one line naming it and
+the launch exits 1. Supervision (edge_infer.supervise, docs/robot.md): a
+container that crashes is started again after ``respawn_delay`` (doubled for
+each further crash in a row); after ``respawn_max`` crashes in a row, after
+a bad parameter, or when not every node became active with
+``keep_partial:=false``, the launch ends with one line and exit code 1, so
+that systemd's ``Restart=on-failure`` (config/edge_infer.service) can tell
+it from a requested stop (exit 0).
 """
 
 import os
 import pathlib
 
 from edge_infer import graph, paths, procs
+from edge_infer.supervise import RespawnPolicy, Supervisor
+from edge_infer.validate import check_arguments
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction, SetEnvironmentVariable
+from launch.actions import (DeclareLaunchArgument, EmitEvent, OpaqueFunction,
+                            RegisterEventHandler, SetEnvironmentVariable, TimerAction)
+from launch.event_handlers import OnProcessExit, OnProcessStart
+from launch.events import Shutdown
+import launch.logging
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
@@ -43,12 +59,54 @@ ARGUMENTS = {
     'namespace': ('', 'namespace of every node'),
     'params_file': ('', "params file ('' = the package's config/perception.yaml)"),
     'autostart': ('true', 'configure and activate the lifecycle nodes at start'),
+    'keep_partial': ('true', 'autostart: when some node cannot be made active, run on with '
+                     'the others (true) or end the launch with exit code 1 (false)'),
+    'respawn': ('true', 'start a crashed container again (false: the launch ends, exit 1)'),
+    'respawn_delay': ('0.5', 'seconds before the first restart; doubled for each further '
+                      'crash in a row'),
+    'respawn_max': ('5', 'crashes in a row (each within 10 s of its start) before the '
+                    'launch gives up with exit code 1'),
 }
+
+
+class PerceptionDown(RuntimeError):
+    """Perception is down for good: ros2 launch prints this line and exits 1."""
+
+
+def _supervised(make_node, supervisor: Supervisor) -> list:
+    """Return the actions that run ``make_node()``'s process under ``supervisor``."""
+    log = launch.logging.get_logger('edge_infer.supervise')
+    current = {}
+
+    def start():
+        current['action'] = make_node()
+        return current['action']
+
+    def on_start(event, context):
+        if event.action is current.get('action'):
+            supervisor.started()
+
+    def on_exit(event, context):
+        if event.action is not current.get('action'):
+            return None
+        decision = supervisor.exited(event.returncode, requested=context.is_shutdown)
+        if decision.action == 'restart':
+            log.warning(decision.line)
+            return [TimerAction(period=decision.delay_s, actions=[start()])]
+        if decision.action == 'stop':
+            log.info(decision.line)
+            return [EmitEvent(event=Shutdown(reason=decision.line))]
+        if decision.action == 'give_up':
+            raise PerceptionDown(decision.line)
+        return None
+    return [RegisterEventHandler(OnProcessStart(on_start=on_start)),
+            RegisterEventHandler(OnProcessExit(on_exit=on_exit)), start()]
 
 
 def _processes(context):
     def arg(name):
         return LaunchConfiguration(name).perform(context)
+    checked = check_arguments({k: arg(k) for k in ARGUMENTS})
     policy = arg('executor_policy')
     plans = graph.plan(camera_topic=arg('camera_topic'), objective=arg('objective'),
                        executor_policy=None if policy == '-' else policy,
@@ -56,17 +114,21 @@ def _processes(context):
                        namespace=arg('namespace'),
                        params_file=pathlib.Path(arg('params_file')) if arg('params_file')
                        else None,
-                       autostart=arg('autostart').lower() in ('true', '1', 'yes'))
+                       autostart=checked['autostart'], keep_partial=checked['keep_partial'])
+    policy_args = RespawnPolicy(enabled=checked['respawn'], delay_s=checked['respawn_delay'],
+                                max_crashes=checked['respawn_max'])
     python = procs.launch_python()
     actions = []
     for p in plans:
         params = p.stored_params()
         extra = {'prefix': python} if python else {}
+
         # No `name=`: it would rename every node of the process.
-        actions.append(Node(package=p.package, executable=p.executable,
-                            namespace=p.namespace, output='screen', emulate_tty=True,
-                            parameters=[str(params)], remappings=list(p.remappings.items()),
-                            **extra))
+        def make(p=p, params=params, extra=extra):
+            return Node(package=p.package, executable=p.executable, namespace=p.namespace,
+                        output='screen', emulate_tty=True, parameters=[str(params)],
+                        remappings=list(p.remappings.items()), **extra)
+        actions += _supervised(make, Supervisor(p.executable, policy_args))
     return actions
 
 

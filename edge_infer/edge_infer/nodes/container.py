@@ -38,7 +38,6 @@ where rclpy has no EventsExecutor (Jazzy before 7.1.4) the container says so
 in one line and uses it.
 """
 
-import signal
 import sys
 import threading
 import time
@@ -51,10 +50,13 @@ from rclpy.node import Node
 
 from .base import set_shared_logger, shared_log
 from .perception_node import PerceptionNode
+from .stopping import StopSignals
 from .telemetry_node import TelemetryNode
-from .. import procs
+from .. import procs, shm
 from ..backends.manager import shared_manager
 from ..host_budget import apply_budget
+# exit codes the launch file's supervisor reads: not restarted; any other is a crash
+from ..supervise import EXIT_BAD_PARAMETER, EXIT_PARTIAL
 
 
 EXECUTORS = ('events', 'single')
@@ -104,6 +106,8 @@ class PerceptionContainer:
         self.node.declare_parameter('telemetry', 'telemetry')
         self.node.declare_parameter('thread_budget', 0)
         self.node.declare_parameter('executor', 'events')
+        self.node.declare_parameter('keep_partial', True)
+        self.exit_code = 0      # EXIT_PARTIAL when autostart stops the process
         kind = str(self.node.get_parameter('executor').value)
         check_executor_kind(kind)
         log = self.node.get_logger().warning
@@ -138,10 +142,16 @@ class PerceptionContainer:
 
         Ends with one line that says whether every node is active: launch files
         and tests wait for it (``autostart: all N nodes active``) instead of
-        guessing how long choosing the backends takes.
+        guessing how long choosing the backends takes. When some are not, an
+        ERROR line says which and whether the process runs on with the others
+        (``keep_partial: true``) or stops with EXIT_PARTIAL. A stop requested
+        meanwhile ends the start-up without either line.
         """
         active = []
         for n in self.lifecycle_nodes:
+            if not self.node.context.ok():
+                self.node.get_logger().info('autostart: stopped by a stop request')
+                return
             if n.trigger_configure() == TransitionCallbackReturn.SUCCESS and \
                     n.trigger_activate() == TransitionCallbackReturn.SUCCESS:
                 active.append(n.get_name())
@@ -149,10 +159,14 @@ class PerceptionContainer:
         if len(active) == len(names):
             self.node.get_logger().info(
                 f"autostart: all {len(names)} nodes active ({', '.join(names)})")
-        else:
-            self.node.get_logger().error(
-                f'autostart: {len(active)} of {len(names)} nodes active; not active: '
-                f"{', '.join(n for n in names if n not in active)} (see their lines above)")
+            return
+        keep = bool(self.node.get_parameter('keep_partial').value)
+        self.exit_code = 0 if keep else EXIT_PARTIAL
+        self.node.get_logger().error(
+            f'autostart: {len(active)} of {len(names)} nodes active; not active: '
+            f"{', '.join(n for n in names if n not in active)} (see their lines above); "
+            + ('keep_partial true: running on with partial perception' if keep else
+               f'keep_partial false: stopping (exit code {EXIT_PARTIAL})'))
 
     def shutdown(self, wait_s: float = WAIT_S) -> None:
         """Shut every node down and destroy them.
@@ -237,80 +251,46 @@ def join_spinners(threads, wait_s: float, warn) -> None:
             warn(f'{th.name}: a callback still runs after {wait_s:g} s; shutting down anyway')
 
 
-def _to_stderr(line: str) -> None:
-    try:
-        print(line, file=sys.stderr, flush=True)
-    except OSError:     # the launcher that read our output is gone
-        pass
+def main(args=None, stop=None) -> int:
+    """Run the container until Ctrl-C, SIGTERM or an external shutdown; exit 0 after either.
 
-
-class StopSignals:
-    """SIGINT / SIGTERM handling of a ROS process: the first one stops it, later ones wait.
-
-    A terminal's Ctrl-C reaches every process of the foreground group, and
-    ``ros2 launch`` then sends its own SIGINT to each child: the container
-    gets two, the second while it shuts down. Python's default handler raised
-    ``KeyboardInterrupt`` wherever that second one landed (a thread join, an
-    executor's shutdown), the process died with a traceback and exit code -2,
-    and its Fast DDS shared memory stayed in /dev/shm. Installed before
-    ``rclpy.init()``, this handler is the one rclpy's own signal handler
-    (which shuts the ROS context down, so every spin loop ends) calls after
-    it: it never raises. Later signals are counted and said once, and the
-    shutdown already under way goes on to its end.
+    ``stop``: the StopSignals the executable installed before its imports
+    (nodes/stopping.py). Exit codes: 0 a requested stop, EXIT_BAD_PARAMETER,
+    EXIT_PARTIAL; anything else is a crash.
     """
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-    def __init__(self, log=None):
-        """``log``: called once with a line when a second signal arrives (default stderr)."""
-        self.count = 0
-        self.log = log or _to_stderr
-        self._previous = {}
-
-    def install(self) -> 'StopSignals':
-        """Handle SIGINT and SIGTERM in this (main) thread; return self."""
-        for sig in self.SIGNALS:
-            self._previous[sig] = signal.signal(sig, self._handle)
-        return self
-
-    def restore(self) -> None:
-        """Put the handlers back as they were."""
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)
-        self._previous = {}
-
-    def _handle(self, signum, frame) -> None:
-        self.count += 1
-        if self.count == 1:
-            # rclpy's handler shut the context down already when it is installed
-            # (rclpy.init's default); without it, do it here
-            rclpy.try_shutdown()
-        elif self.count == 2:
-            self.log(f'{signal.Signals(signum).name} again: the shutdown already under way '
-                     f'goes on (nodes released, then exit)')
-
-
-def main(args=None) -> int:
-    """Run the container until Ctrl-C, SIGTERM or an external shutdown; exit 0 after either."""
-    stop = StopSignals().install()      # before rclpy.init: rclpy's handler chains to it
+    stop = stop or StopSignals().install()  # before rclpy.init: rclpy's handler chains to it
     procs.stop_with_parent()            # a killed `ros2 launch` leaves no orphan behind
     dds = procs.use_large_frame_profile()   # also when started by hand
+    said = [dds]
+    shm.clean(log=said.append)          # what a crash of an earlier run left in /dev/shm
     rclpy.init(args=args)
+    if stop.count:                      # a stop requested before rclpy.init: nothing to run
+        rclpy.try_shutdown()
     container = None
     threads = []
+    code = 0
     try:
+        if not rclpy.ok():
+            return 0
         container = PerceptionContainer(executor_per_node=True)
         executor = container.executors[0]
         log_error = container.node.get_logger().error
         stop.log = container.node.get_logger().info
-        container.node.get_logger().info(dds)
-        threads = [_spin_thread(ex, log_error) for ex in container.executors[1:]]
-        spin(executor, log_error)
+        for line in said:
+            container.node.get_logger().info(line)
+        code = container.exit_code
+        if not code:
+            threads = [_spin_thread(ex, log_error) for ex in container.executors[1:]]
+            spin(executor, log_error)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except ValueError as exc:
         print(f'perception_container: {exc}', file=sys.stderr)
-        return 2
+        code = EXIT_BAD_PARAMETER
+    except Exception:
+        if rclpy.ok():
+            raise
+        # the stop request shut the context down while the nodes were being made
     finally:
         if threads and container is not None:
             join_spinners(threads, WAIT_S, container.node.get_logger().warning)
@@ -319,7 +299,8 @@ def main(args=None) -> int:
         if container is not None:   # waits for a callback still running (a long transition)
             container.shutdown()
         rclpy.try_shutdown()
-    return 0
+        stop.ignore_rest()          # Python's exit puts the default handlers back
+    return code
 
 
 if __name__ == '__main__':

@@ -1,0 +1,93 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""How a ROS process of edge_infer stops: any number of SIGINT / SIGTERM, at any moment.
+
+Kept free of heavy imports: :func:`container_main` (the ``perception_container``
+executable) installs :class:`StopSignals` first and only then imports rclpy,
+the inference libraries and the nodes, which takes seconds. A stop requested
+in those seconds (a launch stopped while it starts the container, a respawn
+at the wrong moment) used to end in a ``KeyboardInterrupt`` traceback.
+
+The last moments matter too: once ``main`` has returned, Python's
+finalisation puts the default handlers back, and a SIGINT that arrived then
+(``ros2 launch`` sends its own after the terminal's) killed a container that
+had already shut down cleanly: exit code -2, and the launch said "process has
+died". :meth:`StopSignals.ignore_rest` ignores both signals from the end of
+the shutdown to the exit.
+"""
+
+import signal
+import sys
+
+
+def _to_stderr(line: str) -> None:
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except OSError:     # the launcher that read our output is gone
+        pass
+
+
+class StopSignals:
+    """SIGINT / SIGTERM handling of a ROS process: the first one stops it, later ones wait.
+
+    A terminal's Ctrl-C reaches every process of the foreground group, and
+    ``ros2 launch`` then sends its own SIGINT to each child: the container
+    gets two, the second while it shuts down. Python's default handler raised
+    ``KeyboardInterrupt`` wherever that second one landed (a thread join, an
+    executor's shutdown), the process died with a traceback and exit code -2,
+    and its Fast DDS shared memory stayed in /dev/shm. Installed before
+    ``rclpy.init()``, this handler is the one rclpy's own signal handler
+    (which shuts the ROS context down, so every spin loop ends) calls after
+    it: it never raises. Later signals are counted and said once, and the
+    shutdown already under way goes on to its end. A signal that comes before
+    ``rclpy.init()`` is remembered (:attr:`count`): the caller checks it after
+    ``rclpy.init()`` and stops at once.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self, log=None):
+        """``log``: called once with a line when a second signal arrives (default stderr)."""
+        self.count = 0
+        self.log = log or _to_stderr
+        self._previous = {}
+
+    def install(self) -> 'StopSignals':
+        """Handle SIGINT and SIGTERM in this (main) thread; return self."""
+        for sig in self.SIGNALS:
+            self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def restore(self) -> None:
+        """Put the handlers back as they were."""
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        self._previous = {}
+
+    def ignore_rest(self) -> None:
+        """Ignore both signals from now to the exit (the shutdown is done)."""
+        for sig in self.SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)
+
+    def _handle(self, signum, frame) -> None:
+        self.count += 1
+        if self.count == 1:
+            # rclpy's handler shut the context down already when it is installed
+            # (rclpy.init's default); without it, do it here. Before rclpy is
+            # imported there is nothing to shut down (and no import from here).
+            rclpy = sys.modules.get('rclpy')
+            if rclpy is not None:
+                rclpy.try_shutdown()
+        elif self.count == 2:
+            self.log(f'{signal.Signals(signum).name} again: the shutdown already under way '
+                     f'goes on (nodes released, then exit)')
+
+
+def container_main(args=None) -> int:
+    """Run the ``perception_container`` executable, its signals handled before any import."""
+    stop = StopSignals().install()
+    from .container import main
+    return main(args, stop=stop)
+
+
+if __name__ == '__main__':
+    sys.exit(container_main())

@@ -1,0 +1,158 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""Fast DDS shared memory that dead processes left in /dev/shm: find it, remove it.
+
+A Fast DDS participant unlinks its files when it is destroyed; one killed
+with SIGKILL (the OOM killer, ``kill -9``, a launch's last resort) cannot, and
+its files stay until reboot (a 67 MB segment survived ten later launches):
+
+- a segment ``fastrtps_<16 hex>`` with its lock file ``fastrtps_<16 hex>_el``,
+  which the owner holds locked (``flock``) for the segment's life;
+- a port ``fastrtps_port<N>`` with ``fastrtps_port<N>_el`` or ``_sl`` and
+  ``sem.fastrtps_port<N>_mutex``; every participant listening on the port
+  holds the lock file locked.
+
+A file set is *stale* only when all of these hold, so that another live
+process's memory (another launch, a camera driver, ``ros2 topic echo``) is
+never touched:
+
+1. its lock file is older than ``min_age_s`` (a participant that is creating
+   its files right now may not hold the lock yet);
+2. no process this user may inspect has any of its files open or mapped
+   (``/proc/<pid>/fd`` and ``/proc/<pid>/maps``);
+3. the lock can be taken (``flock(LOCK_EX | LOCK_NB)``, released at once):
+   the kernel drops a dead owner's lock, never a live one's. This is the test
+   ``fastdds shm clean`` makes.
+
+:func:`clean` is what the perception container runs before it joins the ROS
+graph, so a restart after a crash removes what the crash left;
+``edge_infer shm-clean`` runs it by hand or from the systemd unit's
+``ExecStartPre`` (config/edge_infer.service).
+"""
+
+import errno
+import fcntl
+import os
+import pathlib
+import re
+import time
+from typing import Callable, Dict, Iterable, List, Optional, Set
+
+SHM_DIR = pathlib.Path('/dev/shm')
+MIN_AGE_S = 2.0
+_LOCK = re.compile(r'^(fastrtps_(?:[0-9a-f]{16}|port\d{1,5}))_(el|sl)$')
+
+
+def file_sets(shm_dir: pathlib.Path = SHM_DIR) -> Dict[pathlib.Path, List[pathlib.Path]]:
+    """Return each Fast DDS lock file in ``shm_dir`` with every file of its set (lock first)."""
+    try:
+        names = os.listdir(shm_dir)
+    except OSError:
+        return {}
+    out = {}
+    for name in sorted(names):
+        m = _LOCK.match(name)
+        if m:
+            base = m.group(1)
+            files = [shm_dir / name, shm_dir / base]
+            if 'port' in base:
+                files.append(shm_dir / f'sem.{base}_mutex')
+            out[shm_dir / name] = files
+    return out
+
+
+def open_by_live_processes(proc: pathlib.Path = pathlib.Path('/proc')) -> Set[str]:
+    """Return the paths any process readable here has open or mapped."""
+    used: Set[str] = set()
+    try:
+        pids = [p for p in os.listdir(proc) if p.isdigit()]
+    except OSError:
+        return used
+    for pid in pids:
+        try:
+            for fd in os.listdir(proc / pid / 'fd'):
+                try:
+                    used.add(os.readlink(proc / pid / 'fd' / fd))
+                except OSError:
+                    pass
+            with open(proc / pid / 'maps') as maps:
+                for line in maps:
+                    if '/dev/shm/' in line or 'fastrtps' in line:
+                        used.add(line.split(None, 5)[-1].strip())
+        except OSError:     # gone meanwhile, or another user's
+            pass
+    return used
+
+
+def _lock_is_free(path: pathlib.Path) -> bool:
+    """Return whether no process holds a lock on ``path`` (taking it, then letting go)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+            raise
+        return False
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return True
+    finally:
+        os.close(fd)
+
+
+def stale(shm_dir: pathlib.Path = SHM_DIR, min_age_s: float = MIN_AGE_S,
+          used: Optional[Iterable[str]] = None, now: Optional[float] = None
+          ) -> List[List[pathlib.Path]]:
+    """Return the file sets no live process owns (see the module's three tests)."""
+    now = time.time() if now is None else now
+    used = set(open_by_live_processes() if used is None else used)
+    out = []
+    for lock, files in file_sets(shm_dir).items():
+        try:
+            age = now - lock.stat().st_mtime
+        except OSError:
+            continue
+        if age < min_age_s or any(str(f) in used for f in files):
+            continue
+        if _lock_is_free(lock):
+            out.append(files)
+    return out
+
+
+def clean(shm_dir: pathlib.Path = SHM_DIR, min_age_s: float = MIN_AGE_S,
+          log: Optional[Callable[[str], None]] = None) -> Dict[str, int]:
+    """Remove stale Fast DDS file sets; return counts; log one line when something went.
+
+    Returns ``{'segments': n, 'ports': n, 'bytes': n}`` of what was removed.
+    """
+    counts = {'segments': 0, 'ports': 0, 'bytes': 0}
+    for files in stale(shm_dir, min_age_s):
+        for f in files:
+            try:
+                size = f.stat().st_size
+                f.unlink()
+            except OSError:
+                continue
+            counts['bytes'] += size
+        counts['ports' if 'port' in files[0].name else 'segments'] += 1
+    if log is not None and (counts['segments'] or counts['ports']):
+        log('shared memory: removed what dead processes left in '
+            f"{shm_dir}: {counts['segments']} segment(s), {counts['ports']} port(s), "
+            f"{counts['bytes'] / 1e6:.1f} MB")
+    return counts
+
+
+def main(argv=None) -> int:
+    """``edge_infer shm-clean [--min-age S] [--dir D]``: remove stale Fast DDS files; exit 0."""
+    import argparse
+    ap = argparse.ArgumentParser(prog='edge_infer shm-clean', description=main.__doc__)
+    ap.add_argument('--min-age', type=float, default=MIN_AGE_S,
+                    help='leave lock files younger than this many seconds (default %(default)s)')
+    ap.add_argument('--dir', type=pathlib.Path, default=SHM_DIR)
+    args = ap.parse_args(argv)
+    counts = clean(args.dir, args.min_age, log=print)
+    if not (counts['segments'] or counts['ports']):
+        print(f'shared memory: nothing stale in {args.dir}')
+    return 0
