@@ -50,7 +50,7 @@ class RespawnPolicy:
     """How the launch restarts a crashed process (launch arguments ``respawn*``)."""
 
     enabled: bool = True
-    delay_s: float = 0.5        # before the first restart
+    delay_s: float = 0.2        # before the first restart
     max_delay_s: float = 30.0
     max_crashes: int = 5        # crashes in a row before giving up
     stable_s: float = 10.0      # a run this long ends a crash series
