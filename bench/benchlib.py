@@ -35,13 +35,40 @@ def board_name() -> str:
     return fp.get('board') or fp.get('cpu') or platform.machine()
 
 
+def isa_tag(cpuinfo: str = '/proc/cpuinfo') -> str:
+    """Return the x86 vector level that sets int8 / bf16 speed ('amx', 'avx512bf16', ...).
+
+    Two VMs both named "AMD EPYC" ran int8 and bf16 at very different speeds
+    (one with AVX512-BF16 and VNNI, one with AVX2 only): the tag keeps their
+    results apart. '' where the flags are not x86 or cannot be read.
+    """
+    try:
+        with open(cpuinfo) as f:
+            flags = next((ln.split(':', 1)[1].split() for ln in f
+                          if ln.startswith('flags')), [])
+    except OSError:
+        return ''
+    for flag, tag in (('amx_bf16', 'amx'), ('avx512_bf16', 'avx512bf16'),
+                      ('avx512_vnni', 'avx512vnni'), ('avx512f', 'avx512'),
+                      ('avx_vnni', 'avxvnni'), ('avx2', 'avx2')):
+        if flag in flags:
+            return tag
+    return ''
+
+
 def machine_slug() -> str:
-    """Return the default results folder name for this machine."""
+    """Return the default results folder name for this machine.
+
+    ``<arch>-<board or CPU>[-<x86 vector level>]-<N>cpu``. Folders made before
+    the vector level was added have none (x86_64-amd-epyc-2cpu is the EPYC with
+    AVX512-BF16 and VNNI).
+    """
     env = os.environ.get('BENCH_MACHINE')
     if env:
         return env
     slug = re.sub(r'[^a-z0-9]+', '-', board_name().lower()).strip('-')[:40] or 'unknown'
-    return f'{platform.machine()}-{slug}-{os.cpu_count()}cpu'
+    isa = isa_tag()
+    return f"{platform.machine()}-{slug}{'-' + isa if isa else ''}-{os.cpu_count()}cpu"
 
 
 def library_versions() -> Dict[str, str]:

@@ -15,20 +15,28 @@ that is one thread per model. Per model and per setting:
 2. the chosen candidate and ``onnxruntime/cpu/t1`` are timed side by side on
    one real frame: ``--rounds`` rounds of ``--runs`` runs each, the order
    alternating between rounds, one warm-up run after each switch;
-3. printed: p50 / p90 / max of each, and the speed-up = ORT t1 p50 / chosen p50.
+3. printed: p50 / p90 / max of each, and the speed-up = ORT t1 p50 / chosen p50;
+   then every int8 candidate's status, profile p50 and accuracy on the judging
+   frames (never the frames its quantizer calibrated or validated on), with how
+   its file was made.
 
+The int8 files are made once per run (the first setting; a fresh cache folder
+per run, so nothing from an earlier run is reused) and shared by both
+settings; each setting's profile is measured from scratch.
 The load present is printed with the results (load average before and after).
 """
 
 import argparse
 import os
 import pathlib
+import shutil
 import statistics
 import tempfile
 
 from backend_selection import side_by_side
 from edge_infer import paths
 from edge_infer.backends.manager import BackendManager, load_config
+from edge_infer.backends.profiling import calibration_frames
 from edge_infer.core.registry import load_registry
 import numpy as np
 
@@ -54,11 +62,12 @@ def main() -> None:
           '| speed-up vs ORT t1 |')
     print('|---|---|---|---|---|---|')
     ratios = []
+    int8_rows = []
+    cache = pathlib.Path(tempfile.mkdtemp(prefix='edge_infer_bench_'))
     for name in args.models:
         spec = reg[name]
         path = paths.models_dir() / spec.file
         for setting, budget in (('alone', 0), ('budget 1', 1)):
-            cache = pathlib.Path(tempfile.mkdtemp(prefix='edge_infer_bench_'))
             mgr = BackendManager(cache, config=load_config(), log=lambda s: None)
             mgr.cap_threads(budget, 'bench: two models on two cores')
             try:
@@ -71,9 +80,21 @@ def main() -> None:
             chosen, ref = times[backend.name], times[REFERENCE]
             ratio = statistics.median(ref) / statistics.median(chosen)
             ratios.append((name, setting, ratio))
-            print(f'| {name} | {setting} | {backend.name} | {stats(chosen)} | {stats(ref)} | '
-                  f'{ratio:.2f}x |')
+            res = next(r for r in run.results if r.chosen)
+            print(f'| {name} | {setting} | {backend.name} (accuracy {res.accuracy:.3f}) | '
+                  f'{stats(chosen)} | {stats(ref)} | {ratio:.2f}x |')
+            int8_rows += [(name, setting, r) for r in run.results if r.precision == 'int8']
     print(f'\nload average after: {os.getloadavg()[0]:.2f} (1 min)')
+    floors = load_config()['min_accuracy']
+    print(f'\nint8 candidates (accuracy on the judging frames: {calibration_frames(12)[1]}; '
+          f'floors {floors}):\n')
+    print('| model | setting | candidate | status | profile p50 ms | accuracy | how made |')
+    print('|---|---|---|---|---|---|---|')
+    for name, setting, r in int8_rows:
+        detail = r.accuracy_detail if r.status == 'ok' else r.reason
+        print(f'| {name} | {setting} | {r.backend} | {r.status} | {r.p50_ms:.2f} | '
+              f'{r.accuracy:.3f} | {detail} |')
+    shutil.rmtree(cache, ignore_errors=True)
     print('speed-up of the measured choice over a plain ONNX Runtime node (CPU, 1 thread): '
           + ', '.join(f'{n} {s} {r:.2f}x' for n, s, r in ratios))
 

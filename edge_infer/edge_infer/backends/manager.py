@@ -36,7 +36,7 @@ from .profiling import (calibration_frames, CandidateResult, describe, interleav
                         probe_backend, ProfileRun, Reference, screen_candidate)
 from .selection import OBJECTIVES, select
 from ..checksums import sha256_file
-from ..core.backend import Backend, BackendError, Session
+from ..core.backend import Backend, BackendError
 from ..core.registry import ModelSpec
 
 Log = Callable[[str], None]
@@ -47,7 +47,9 @@ DEFAULTS = {
                                     'OpenVINOExecutionProvider'],
     'opencv_targets': ['cpu', 'opencl', 'opencl-fp16', 'cuda', 'cuda-fp16'],
     'blas': True,
-    'variants': ['fp16', 'int8'],
+    'variants': ['fp16', 'int8', 'int8-nncf'],
+    'int8_calibration_frames': 30,
+    'int8_validation_frames': 24,
     'variant_threads': 2,
     'openvino_threads': [1, 2],
     'openvino_native_precision': True,
@@ -69,7 +71,7 @@ DEFAULTS = {
     'tail_guard': 4.0,
     'warmup': 2,
     'min_runs': 5,
-    'calibration_frames': 6,
+    'calibration_frames': 12,
     'min_accuracy': {'classification': 0.99, 'detection': 0.9, 'pose': 0.9,
                      'segmentation': 0.9},
     'exclude': [],
@@ -80,8 +82,10 @@ DEFAULTS = {
 # Part of every profile's cache key: bump when the accuracy check changes, so
 # candidates accepted by an older check are measured again (v2: a detector
 # frame that loses all its objects counts; v3: frames spread over the whole video;
-# v4: a classifier's top-1 flip between classes tied in the reference agrees).
-ACCURACY_CHECK_VERSION = 4
+# v4: a classifier's top-1 flip between classes tied in the reference agrees;
+# v5: judged on the video's second half + photos, 12 frames: int8 calibrates on
+# the first half).
+ACCURACY_CHECK_VERSION = 5
 # What a cached profile's figures cover: the run, with the CPU preprocessing
 # of the candidate's input kind beside it (CandidateResult.frame_ms).
 FIGURES = 'run+preprocess_ms'
@@ -99,54 +103,6 @@ def load_config(path: Optional[pathlib.Path] = None) -> dict:
             raise ValueError(f'{path}: unknown keys {unknown} (known: {sorted(DEFAULTS)})')
         cfg.update(loaded)
     return cfg
-
-
-class VariantBackend(Backend):
-    """A base backend run on an fp16 / int8 variant of the model file (made once, cached)."""
-
-    def __init__(self, base: Backend, kind: str, cache_dir: pathlib.Path,
-                 calibration: Optional[Callable[[], List]] = None):
-        self.base = base
-        self.kind = kind
-        self.cache_dir = pathlib.Path(cache_dir)
-        self.calibration = calibration
-        self.name = f'{base.name}/{kind}'
-        self.library = base.library
-        self.device = base.device
-        self.precision = kind
-        self.tensor_passing = base.tensor_passing
-
-    def options(self) -> Dict[str, object]:
-        """Return the base's options and the variant kind."""
-        return {**self.base.options(), 'variant': self.kind}
-
-    def versions(self) -> Dict[str, str]:
-        """Return the base's versions and onnx's (the converter)."""
-        import onnx
-        return {**self.base.versions(), 'onnx': onnx.__version__}
-
-    def available(self) -> Tuple[bool, str]:
-        """Return the base backend's availability."""
-        return self.base.available()
-
-    def variant_path(self, model_path: pathlib.Path) -> pathlib.Path:
-        """Return the variant file of ``model_path`` (converting it the first time)."""
-        from .variants import make_variant
-        calib = self.calibration() if (self.kind == 'int8' and self.calibration) else None
-        return make_variant(pathlib.Path(model_path), self.kind, self.cache_dir / 'variants',
-                            calibration=calib, log=lambda s: None)
-
-    def load(self, model_path: pathlib.Path, strict: bool = False,
-             input_spec=None) -> Session:
-        """Convert (cached) and load the variant on the base backend (arguments passed on)."""
-        try:
-            path = self.variant_path(model_path)
-        except Exception as exc:  # VariantError or an onnx/ORT error during conversion
-            raise BackendError(f'{self.name}: cannot make the {self.kind} variant: {exc}') \
-                from None
-        sess = self.base.load(path, strict=strict, input_spec=input_spec)
-        sess.backend_name = self.name
-        return sess
 
 
 class BackendManager:
@@ -170,6 +126,7 @@ class BackendManager:
         self._frames = None
         self.thread_budget = 0
         self.thread_budget_why = ''
+        self._cancel = None         # the running profile's cancel event (int8 quantizers)
 
     def cap_threads(self, threads: int, why: str = '') -> None:
         """Cap the threads one model may use (0 = no cap): the container sets it.
@@ -200,7 +157,7 @@ class BackendManager:
                    model_path: Optional[pathlib.Path] = None) -> List[Backend]:
         """Return every configured candidate (variants only when a model is given)."""
         from .opencv_dnn import OpenCvDnnBackend
-        from .ort import ort_candidates, OrtBackend
+        from .ort import ort_candidates
         cfg = self.config
         out: List[Backend] = list(ort_candidates(
             thread_options=cfg['ort_threads'], cache_dir=str(self.cache_dir),
@@ -228,15 +185,45 @@ class BackendManager:
                                        fp16=bool(cfg['ncnn_fp16']),
                                        vulkan=bool(cfg['ncnn_vulkan']))
         if spec is not None and model_path is not None:
-            base_threads = int(cfg['variant_threads'])
-            if self.thread_budget:       # variants run within the budget
-                base_threads = min(base_threads, self.thread_budget)
-            for kind in cfg['variants']:
-                out.append(VariantBackend(
-                    OrtBackend(intra_op_threads=base_threads), kind, self.cache_dir,
-                    calibration=lambda spec=spec: self._calibration_tensors(spec)))
+            out += self._variant_candidates(spec)
         excluded = set(cfg['exclude'] or ())
         return [b for b in out if b.name not in excluded]
+
+    def _variant_candidates(self, spec: ModelSpec) -> List[Backend]:
+        """Return the fp16 / int8 candidates of a model (see variants.py and quantize.py).
+
+        ONNX Runtime runs each kind of ``variants`` at ``variant_threads``
+        (within the budget); OpenVINO runs its NNCF int8 file (``int8-nncf``)
+        at each of ``openvino_threads``, at the device's best precision for
+        the layers left in float, with a ``+pre`` twin where graph
+        preprocessing is on.
+        """
+        from .ort import OrtBackend
+        from .variants import VariantBackend
+        cfg = self.config
+        base_threads = int(cfg['variant_threads'])
+        if self.thread_budget:       # variants run within the budget
+            base_threads = min(base_threads, self.thread_budget)
+        floor = self.min_accuracy(spec)
+        frames = (int(cfg['int8_calibration_frames']), int(cfg['int8_validation_frames']))
+
+        def settings() -> tuple:
+            return spec, floor, frames, self._cancel
+        out: List[Backend] = [VariantBackend(OrtBackend(intra_op_threads=base_threads), kind,
+                                             self.cache_dir, settings)
+                              for kind in cfg['variants'] if kind in ('fp16', 'int8')]
+        if 'int8-nncf' in cfg['variants'] and cfg['openvino_threads']:
+            from .openvino import openvino_candidates
+            bases = openvino_candidates(cfg['openvino_threads'],
+                                        native=bool(cfg['openvino_native_precision']),
+                                        graph_preprocessing=bool(
+                                            cfg['openvino_graph_preprocessing']))
+            best = 'fp32' if all(b.precision == 'fp32' for b in bases) else next(
+                b.precision for b in bases if b.precision != 'fp32')
+            # one int8 twin per thread count and input kind, on the best precision
+            out += [VariantBackend(b, 'int8-nncf', self.cache_dir, settings) for b in bases
+                    if b.precision == best]
+        return out
 
     def over_budget(self, backend: Backend) -> str:
         """Return why a candidate exceeds the process's thread budget ('' if it does not)."""
@@ -284,12 +271,6 @@ class BackendManager:
             self._frames = calibration_frames(int(self.config['calibration_frames']),
                                               log=self.log)
         return self._frames
-
-    def _calibration_tensors(self, spec: ModelSpec) -> List:
-        """Return int8 calibration inputs: video frames disjoint from the accuracy frames."""
-        from .variants import calibration_tensors
-        return calibration_tensors(spec, int(self.config['calibration_frames']), phase=0.5,
-                                   photos=False, log=self.log)
 
     def select(self, results, spec: ModelSpec, objective: str = 'latency',
                max_latency_ms: float = 0.0, min_accuracy: float = 0.0,
@@ -342,6 +323,7 @@ class BackendManager:
         if only:
             cands = [b for b in cands if b.name in set(only)]
         t_start = time.monotonic()
+        self._cancel = cancel
         probe = LoadProbe().start()
         best_ms = float('inf')     # fastest accepted p50 so far: slower ones are cut short
         screened: List[float] = []      # seconds each fresh candidate took (for the estimate)
@@ -400,6 +382,7 @@ class BackendManager:
                             cut_ms=float(cfg['cut_factor']) * best_ms,
                             cut_runs=int(cfg['cut_runs']))
                         screened.append(time.monotonic() - t_cand)
+                        _add_variant_note(backend, model_path, res)
                         if sess is not None:
                             open_sessions[backend.name] = sess
                         fresh[backend.name] = (key, parts)
@@ -535,6 +518,16 @@ class BackendManager:
             r.chosen = r is chosen
         run.chosen, run.why = chosen.backend, why
         return by_name[chosen.backend], run
+
+
+def _add_variant_note(backend: Backend, model_path: pathlib.Path,
+                      res: CandidateResult) -> None:
+    """Add how an int8 variant was calibrated and validated to its result's detail."""
+    note = backend.note(model_path) if hasattr(backend, 'note') else ''
+    if note and res.status == 'ok':
+        res.accuracy_detail = f'{res.accuracy_detail}; {note}'
+    elif note:
+        res.reason = f'{res.reason}; {note}'
 
 
 def release_freed_memory() -> bool:

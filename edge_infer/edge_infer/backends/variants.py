@@ -1,8 +1,9 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
 """fp16 and int8 variants of a model file, made on the robot once and cached.
 
-The backend manager runs them like any other candidate; its accuracy check
-against the fp32 model on real frames decides whether they may be chosen.
+The backend manager runs them like any other candidate (:class:`VariantBackend`);
+its accuracy check against the fp32 model on real frames decides whether they
+may be chosen.
 
 - ``fp16``: our own conversion with the ``onnx`` package (no
   onnxconverter-common). Float32 initializers, Constant tensors and float
@@ -13,29 +14,28 @@ against the fp32 model on real frames decides whether they may be chosen.
   float16 type in ONNX (Range, NonMaxSuppression, (De)QuantizeLinear) and
   float arithmetic on tensor shapes (from Shape/Size), where float16 would
   round sizes above 2048. Non-float tensors are never touched.
-- ``int8``: ``onnxruntime.quantization.quantize_static`` (QDQ, per-channel
-  int8 weights in 7-bit range, uint8 activations, MinMax calibration) on the
-  caller's calibration tensors.
-  :func:`calibration_tensors` makes such tensors from the bundled footage.
+- ``int8`` (ONNX Runtime, QDQ) and ``int8-nncf`` (OpenVINO IR from NNCF):
+  :mod:`.quantize`, calibrated on frames disjoint from the ones that judge
+  them, in a child process.
 
-Files are named ``<stem>.<kind>.<12 hex of the source sha256>.c<converter version>.onnx`` in the
-cache directory and written atomically (temporary file + ``os.replace``); an
-existing one is returned as is.
+Files are named ``<stem>.<kind>.<12 hex of the source sha256>[.<8 hex of the
+calibration key>].c<converter version>.<onnx|xml>`` in the cache directory and
+written atomically (temporary folder + ``os.replace``, the file itself last);
+an existing one is returned as is.
 """
 
 from collections import defaultdict
-import logging
 import os
 import pathlib
 import tempfile
-from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, List, Optional, Set, Tuple
 
 import numpy as np
 
 from ..checksums import sha256_file
-from ..core.backend import first_line
+from ..core.backend import Backend, BackendError, first_line, Session
 
-KINDS = ('fp16', 'int8')
+KINDS = ('fp16', 'int8', 'int8-nncf')
 Log = Callable[[str], object]
 
 # (op type, input index) that stays float32 in an fp16 graph: typed float32
@@ -56,7 +56,7 @@ class VariantError(ValueError):
 
 
 def variant_kinds() -> Tuple[str, ...]:
-    """Return the variant kinds make_variant knows: ('fp16', 'int8')."""
+    """Return the variant kinds make_variant knows: ('fp16', 'int8', 'int8-nncf')."""
     return KINDS
 
 
@@ -234,81 +234,60 @@ def _to_fp16(model):
     return model
 
 
-# ---------------------------------------------------------------------- int8
-class _Reader:
-    """CalibrationDataReader over a list of tensors."""
-
-    def __init__(self, name: str, tensors: Sequence[np.ndarray]):
-        self._tensors = [np.ascontiguousarray(t, np.float32) for t in tensors]
-        self._name = name
-        self._it = iter(self._tensors)
-
-    def get_next(self):
-        t = next(self._it, None)
-        return None if t is None else {self._name: t}
-
-    def rewind(self):
-        self._it = iter(self._tensors)
-
-
-def _to_int8(src: pathlib.Path, dst: pathlib.Path, calibration: Sequence[np.ndarray]) -> None:
-    """Quantize ``src`` to QDQ int8 at ``dst``, calibrated (MinMax) on ``calibration``.
-
-    ``reduce_range``: 7-bit weights. On x86 CPUs without VNNI (AVX2 only,
-    as the development machine) ORT's u8s8 kernels add pairs of products in
-    int16, which saturates with full-range weights: measured here, MobileNetV2
-    top-1 agreed with fp32 on 6 of 16 frames without it, 13 of 16 with it.
-    ``quant_pre_process`` is not run: on both bundled models it changed
-    neither the result nor the accuracy and added 0.4-1 s (and its symbolic
-    shape inference needs sympy).
-    """
-    import onnx
-    from onnxruntime.quantization import (CalibrationMethod, QuantFormat, quantize_static,
-                                          QuantType)
-    model = onnx.load(str(src))
-    inits = {i.name for i in model.graph.initializer}
-    names = [i.name for i in model.graph.input if i.name not in inits]
-    if len(names) != 1:
-        raise VariantError(f'int8: {src.name} has {len(names)} inputs; calibration feeds one')
-    root = logging.getLogger()
-    level = root.level
-    root.setLevel(logging.ERROR)    # the quantizer logs advice on the root logger
-    try:
-        quantize_static(str(src), str(dst), _Reader(names[0], calibration),
-                        quant_format=QuantFormat.QDQ, per_channel=True, reduce_range=True,
-                        activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
-                        calibrate_method=CalibrationMethod.MinMax)
-    finally:
-        root.setLevel(level)
-
-
 # ---------------------------------------------------------------------- API
 # Part of every variant's file name: bump it when a conversion changes, so files
-# made by an older converter (e.g. int8 before reduce_range) are not reused.
-CONVERTER_VERSION = 2
+# made by an older converter are not reused (2: int8 with reduce_range; 3: int8
+# calibrated on the video's first half, method chosen on validation frames).
+CONVERTER_VERSION = 3
+SUFFIX = {'int8-nncf': '.xml'}      # OpenVINO IR (+ .bin); the others are ONNX files
 
 
-def variant_path(src: pathlib.Path, kind: str, cache_dir: pathlib.Path) -> pathlib.Path:
-    """Return where the ``kind`` variant of ``src`` lives in ``cache_dir`` (hashes src)."""
+def variant_path(src: pathlib.Path, kind: str, cache_dir: pathlib.Path,
+                 key: str = '') -> pathlib.Path:
+    """Return where the ``kind`` variant of ``src`` lives in ``cache_dir`` (hashes src).
+
+    ``key``: what else the file depends on (an int8 file: its calibration
+    source, floor and frame counts), hashed into the name.
+    """
+    import hashlib
     src = pathlib.Path(src)
-    return pathlib.Path(cache_dir) / (f'{src.stem}.{kind}.{sha256_file(src)[:12]}'
-                                      f'.c{CONVERTER_VERSION}.onnx')
+    extra = f'.{hashlib.sha256(key.encode()).hexdigest()[:8]}' if key else ''
+    return pathlib.Path(cache_dir) / (f'{src.stem}.{kind}.{sha256_file(src)[:12]}{extra}'
+                                      f'.c{CONVERTER_VERSION}{SUFFIX.get(kind, ".onnx")}')
 
 
-def make_variant(src: pathlib.Path, kind: str, cache_dir: pathlib.Path,
-                 calibration: Optional[Sequence[np.ndarray]] = None,
-                 log: Log = print) -> pathlib.Path:
+def _companions(path: pathlib.Path) -> List[pathlib.Path]:
+    """Return the files that make up a variant: the IR's .bin first, then the file itself."""
+    return ([path.with_suffix('.bin')] if path.suffix == '.xml' else []) + [path]
+
+
+def _key(kind: str, spec, floor: float, frames: Tuple[int, int]) -> str:
+    """Return what an int8 file depends on besides the source: calibration, floor, counts."""
+    if kind == 'fp16':
+        return ''
+    return (f"{getattr(spec, 'calibration', '') or 'bundled'}|{floor:g}|{frames[0]}|"
+            f'{frames[1]}')
+
+
+def make_variant(src: pathlib.Path, kind: str, cache_dir: pathlib.Path, spec=None,
+                 floor: float = 0.9, frames: Tuple[int, int] = (30, 24), log: Log = print,
+                 cancel=None) -> pathlib.Path:
     """Return the ``kind`` variant of model file ``src``, converting it the first time.
 
     :param src: float32 ONNX model.
-    :param kind: 'fp16' or 'int8' (see :func:`variant_kinds`).
+    :param kind: 'fp16', 'int8' (ONNX Runtime QDQ) or 'int8-nncf' (OpenVINO IR
+        from NNCF); see :func:`variant_kinds` and :mod:`.quantize`.
     :param cache_dir: folder of the variants (created if missing).
-    :param calibration: int8 only: preprocessed input tensors (see
-        :func:`calibration_tensors`).
-    :param log: gets one line when a variant is made (nothing on a cache hit).
-    :returns: ``cache_dir/<stem>.<kind>.<12 hex of src's sha256>.c<N>.onnx``.
+    :param spec: int8 kinds only: the model's registry entry (preprocessing,
+        decoder, ``calibration`` source).
+    :param floor: int8 kinds: the task's accuracy floor (the quantizers aim above it).
+    :param frames: int8 kinds: (calibration, validation) frame counts.
+    :param log: gets the quantizer's lines and one line when a variant is made
+        (nothing on a cache hit).
+    :param cancel: a threading.Event that stops an int8 quantizer.
+    :returns: ``cache_dir/<stem>.<kind>.<12 hex of src's sha256>[.<key>].c<N>.<onnx|xml>``.
     :raises VariantError: unknown kind, missing or unreadable source, no
-        calibration for int8, or a conversion that failed.
+        spec for int8, or a conversion that failed (with the reason).
     """
     import time
     if kind not in KINDS:
@@ -316,12 +295,13 @@ def make_variant(src: pathlib.Path, kind: str, cache_dir: pathlib.Path,
     src = pathlib.Path(src)
     if not src.is_file():
         raise VariantError(f'source model {src} not found')
-    out = variant_path(src, kind, cache_dir)
-    if out.is_file():
+    int8 = kind != 'fp16'
+    if int8 and spec is None:
+        raise VariantError(f"{kind} needs the model's registry entry (calibration frames are "
+                           'preprocessed and judged as its node does)')
+    out = variant_path(src, kind, cache_dir, _key(kind, spec, floor, frames))
+    if all(p.is_file() for p in _companions(out)):
         return out
-    if kind == 'int8' and (calibration is None or len(calibration) == 0):
-        raise VariantError('int8 needs calibration frames (preprocessed input tensors, '
-                           'see calibration_tensors)')
     import onnx
     try:
         model = onnx.load(str(src))
@@ -330,44 +310,110 @@ def make_variant(src: pathlib.Path, kind: str, cache_dir: pathlib.Path,
         raise VariantError(f'{kind}: source {src.name} is not a valid ONNX model: '
                            f'{first_line(exc)}') from None
     out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=out.name + '.', suffix='.tmp', dir=out.parent)
-    os.close(fd)
     t0 = time.perf_counter()
-    try:
+    with tempfile.TemporaryDirectory(prefix=out.name + '.', dir=out.parent) as tmp_dir:
+        tmp = pathlib.Path(tmp_dir) / ('variant' + out.suffix)
         try:
             if kind == 'fp16':
                 onnx.save(_to_fp16(model), tmp)
             else:
-                assert calibration is not None      # int8 without it was refused above
-                _to_int8(src, pathlib.Path(tmp), calibration)
+                from .quantize import make_in_child
+                make_in_child(kind, src, tmp, spec, floor, frames[0], frames[1], log=log,
+                              cancel=cancel)
+                os.replace(str(tmp) + '.json', str(out) + '.json')
         except VariantError:
             raise
-        except Exception as exc:  # onnx / ORT errors on an unusual graph
+        except Exception as exc:  # onnx / ORT / NNCF errors on an unusual graph
             raise VariantError(f'{kind} conversion of {src.name} failed: '
                                f'{first_line(exc)}') from None
-        os.replace(tmp, out)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    log(f'made {kind} variant {out.name} ({out.stat().st_size / 1e6:.1f} MB) '
+        for part, final in zip(_companions(tmp), _companions(out)):
+            os.replace(part, final)     # the file itself last: it marks the variant made
+    size = sum(p.stat().st_size for p in _companions(out))
+    log(f'made {kind} variant {out.name} ({size / 1e6:.1f} MB) '
         f'in {time.perf_counter() - t0:.1f} s')
     return out
 
 
-def calibration_tensors(spec, n: int = 8, phase: float = 0.0, photos: bool = True,
-                        log: Callable[[str], None] = print) -> List[np.ndarray]:
-    """Return ``n`` preprocessed real frames for registry model ``spec`` (int8 calibration).
+class VariantBackend(Backend):
+    """A base backend run on an fp16 / int8 variant of the model file (made once, cached).
 
-    Video frames and photos from :func:`profiling.calibration_frames`, each
-    preprocessed as the model's node does (``core.preprocess.Preprocessor``)
-    and copied (the preprocessor reuses its buffer).
-
-    :raises VariantError: no real footage (random frames would calibrate nothing).
+    ``kind`` is the variant file's kind ('fp16', 'int8', 'int8-nncf'); the
+    candidate's name is the base's with ``/fp16`` or ``/int8`` added (before a
+    ``+pre``). ``settings()`` returns what an int8 quantizer needs: (spec,
+    floor, (calibration, validation) frame counts, cancel event).
     """
-    from ..core.preprocess import Preprocessor
-    from .profiling import calibration_frames
-    frames, what = calibration_frames(n, log=log, phase=phase, photos=photos)
-    if 'synthetic' in what:
-        raise VariantError(f'no footage for calibration: {what}')
-    pre = Preprocessor(spec.input_spec)
-    return [np.array(pre(f)[0], copy=True) for f in frames]
+
+    def __init__(self, base: Backend, kind: str, cache_dir: pathlib.Path,
+                 settings: Optional[Callable[[], tuple]] = None):
+        self.base = base
+        self.kind = kind
+        self.cache_dir = pathlib.Path(cache_dir)
+        self.settings = settings
+        self.precision = kind.split('-')[0]
+        stem, plus, pre = base.name.partition('+')
+        self.name = f'{stem}/{self.precision}{plus}{pre}'
+        self.library = base.library
+        self.device = base.device
+        self.tensor_passing = base.tensor_passing
+        if getattr(base, 'input_kind', None):
+            self.input_kind = base.input_kind
+
+    def options(self) -> Dict[str, object]:
+        """Return the base's options, the variant kind and (int8) what calibrated it."""
+        spec, floor, frames, _ = self._settings()
+        out = {**self.base.options(), 'variant': self.kind, 'converter': CONVERTER_VERSION}
+        if self.kind != 'fp16':
+            out['calibration'] = _key(self.kind, spec, floor, frames)
+        return out
+
+    def versions(self) -> Dict[str, str]:
+        """Return the base's versions and the converters' (onnx; nncf for int8-nncf)."""
+        import onnx
+        out = {**self.base.versions(), 'onnx': onnx.__version__}
+        if self.kind == 'int8-nncf':
+            from importlib.metadata import PackageNotFoundError, version
+            try:
+                out['nncf'] = version('nncf')
+            except PackageNotFoundError:
+                out['nncf'] = 'not installed'
+        return out
+
+    def available(self) -> Tuple[bool, str]:
+        """Return the base backend's availability (and, for int8-nncf, whether nncf is there)."""
+        ok, why = self.base.available()
+        if ok and self.kind == 'int8-nncf':
+            import importlib.util
+            if importlib.util.find_spec('nncf') is None:
+                return False, 'nncf not installed: pip install nncf (OpenVINO int8 needs it)'
+        return ok, why
+
+    def _settings(self) -> tuple:
+        return self.settings() if self.settings else (None, 0.9, (30, 24), None)
+
+    def variant_path(self, model_path: pathlib.Path, log: Log = lambda s: None) -> pathlib.Path:
+        """Return the variant file of ``model_path`` (converting it the first time)."""
+        spec, floor, frames, cancel = self._settings()
+        return make_variant(pathlib.Path(model_path), self.kind, self.cache_dir / 'variants',
+                            spec=spec, floor=floor, frames=frames, log=log, cancel=cancel)
+
+    def note(self, model_path: pathlib.Path) -> str:
+        """Return how the variant file was made (calibration, validation) or ''."""
+        from .quantize import describe_note, read_note
+        if self.kind == 'fp16':
+            return ''
+        spec, floor, frames, _ = self._settings()
+        return describe_note(read_note(variant_path(
+            pathlib.Path(model_path), self.kind, self.cache_dir / 'variants',
+            _key(self.kind, spec, floor, frames))))
+
+    def load(self, model_path: pathlib.Path, strict: bool = False,
+             input_spec=None) -> Session:
+        """Convert (cached) and load the variant on the base backend (arguments passed on)."""
+        try:
+            path = self.variant_path(model_path)
+        except Exception as exc:  # VariantError or an onnx/ORT error during conversion
+            raise BackendError(f'{self.name}: cannot make the {self.kind} variant: {exc}') \
+                from None
+        sess = self.base.load(path, strict=strict, input_spec=input_spec)
+        sess.backend_name = self.name
+        return sess

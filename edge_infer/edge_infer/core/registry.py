@@ -67,6 +67,7 @@ class ModelSpec:
     sha256: Optional[str] = None
     source: Dict = field(default_factory=dict)
     origin: str = ''        # the registry file the entry came from
+    calibration: str = ''   # int8 calibration frames: a folder or bag ('' = bundled video)
     keypoint_names: List[str] = field(default_factory=list)        # pose: K names
     skeleton: List[Tuple[int, int]] = field(default_factory=list)  # pose: index pairs
 
@@ -142,6 +143,20 @@ def _need(entry: dict, key: str, where: str):
     return entry[key]
 
 
+def _calibration(value, base: pathlib.Path, where: str) -> str:
+    """Return the ``calibration`` source as an absolute path ('' when not given).
+
+    A relative path is relative to the registry file; whether it holds usable
+    images is checked when an int8 variant is made (and said there).
+    """
+    if value in (None, ''):
+        return ''
+    if not isinstance(value, str):
+        raise RegistryError(f'{where}: calibration must be a path (a folder of images or a '
+                            f'rosbag2 folder), not {value!r}')
+    return str((base / pathlib.Path(value).expanduser()).resolve())
+
+
 def _parse(name: str, entry: dict, base: pathlib.Path) -> ModelSpec:
     where = f"model '{name}'"
     if not isinstance(entry, dict):
@@ -181,7 +196,8 @@ def _parse(name: str, entry: dict, base: pathlib.Path) -> ModelSpec:
     labels = [ln.strip() for ln in labels_path.read_text().splitlines() if ln.strip()]
     model = ModelSpec(name=name, file=str(_need(entry, 'file', where)), task=task,
                       input_spec=spec, decoder=decoder, decoder_args=out, labels=labels,
-                      sha256=entry.get('sha256'), source=dict(entry.get('source', {})))
+                      sha256=entry.get('sha256'), source=dict(entry.get('source', {})),
+                      calibration=_calibration(entry.get('calibration', ''), base, where))
     unknown = sorted(set(out) - set(DECODER_ARGS.get(decoder, out)))
     if unknown:
         raise RegistryError(f"{where}: decoder '{decoder}' takes no {', '.join(unknown)} "

@@ -2,6 +2,7 @@
 """Your own model: ``edge_infer model add | list | check`` (no ROS).
 
     edge_infer model add FILE.onnx [--name N] [--labels FILE] [--family F]
+                         [--calibration FOLDER|BAG]
     edge_infer model list
     edge_infer model check NAME IMAGE [--out PNG]
 
@@ -292,8 +293,14 @@ def propose(path: pathlib.Path, family: str = '', labels: Optional[List[str]] = 
 
 def add(path: pathlib.Path, name: str = '', labels_file: Optional[pathlib.Path] = None,
         family: str = '', registry: Optional[pathlib.Path] = None,
-        models_dir: Optional[pathlib.Path] = None) -> Tuple[str, Proposal]:
-    """Register ``path`` in the user's registry; return (name, proposal)."""
+        models_dir: Optional[pathlib.Path] = None,
+        calibration: Optional[pathlib.Path] = None) -> Tuple[str, Proposal]:
+    """Register ``path`` in the user's registry; return (name, proposal).
+
+    ``calibration``: a folder of images or a rosbag2 folder whose frames
+    calibrate the model's int8 variants (checked for a readable image here);
+    without it they calibrate on the bundled video.
+    """
     from .. import paths
     from ..checksums import sha256_file
     from ..core.registry import load_registry, user_registry_path
@@ -305,6 +312,13 @@ def add(path: pathlib.Path, name: str = '', labels_file: Optional[pathlib.Path] 
         labels = [ln.strip() for ln in pathlib.Path(labels_file).read_text().splitlines()
                   if ln.strip()]
     prop = propose(path, family, labels)
+    if calibration is not None:
+        from ..backends.quantize import QuantizeError, source_frames
+        calibration = pathlib.Path(calibration).expanduser().resolve()
+        try:
+            source_frames(str(calibration), 1, log=lambda s: None)
+        except (QuantizeError, OSError, ValueError) as exc:    # rosbags' errors too
+            raise ModelError(f'--calibration: {exc}') from None
     name = name or path.stem
     registry = pathlib.Path(registry) if registry else user_registry_path()
     models_dir = pathlib.Path(models_dir) if models_dir else paths.models_dir()
@@ -324,6 +338,8 @@ def add(path: pathlib.Path, name: str = '', labels_file: Optional[pathlib.Path] 
         'labels': str(labels_path.relative_to(registry.parent)),
         'source': {'added_from': str(path.resolve()), 'family': prop.family,
                    'why': '; '.join(prop.why)}}
+    if calibration is not None:
+        doc['models'][name]['calibration'] = str(calibration)
     registry.parent.mkdir(parents=True, exist_ok=True)
     tmp = registry.with_suffix('.yaml.tmp')
     tmp.write_text("# Your models (edge_infer model add); read beside the package's "
@@ -407,6 +423,9 @@ def main(argv=None) -> int:
     a.add_argument('--labels', type=pathlib.Path, default=None,
                    help='class names, one per line, in class-id order')
     a.add_argument('--family', default='', choices=('',) + FAMILIES)
+    a.add_argument('--calibration', type=pathlib.Path, default=None,
+                   help='a folder of images or a rosbag2 folder from your camera: int8 '
+                        'variants calibrate on it (default: the bundled video)')
     sub.add_parser('list', help='every model the nodes can run, and its registry file')
     c = sub.add_parser('check', help='run a model on an image; print and draw the result')
     c.add_argument('name')
@@ -415,13 +434,17 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     try:
         if args.verb == 'add':
-            name, prop = add(args.file, args.name, args.labels, args.family)
+            name, prop = add(args.file, args.name, args.labels, args.family,
+                             calibration=args.calibration)
             print(f"added '{name}': {prop.task}, {prop.inputs['width']}x{prop.inputs['height']}, "
                   f'{len(prop.labels)} classes')
             for line in prop.why:
                 print(f'  {line}')
             spec = load_models()[name]
             print(f'  in {spec.origin}')
+            print('  int8 calibration: ' + (
+                spec.calibration or "the bundled video's first half (--calibration FOLDER|BAG "
+                'for frames from your own camera)'))
             for line in check(spec, _photo(), out_png=pathlib.Path('out') / f'{name}.png'):
                 print(line)
             print(f'run it: a node with model: {name} (backend: auto measures it on this board)')

@@ -1,0 +1,445 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""int8 variants of a model file, calibrated on frames that never judge them.
+
+Two quantizers, each a variant kind (:mod:`.variants` names and caches the files):
+
+- ``int8``: ONNX Runtime's ``quantize_static`` (QDQ; per-channel int8
+  weights in 7-bit range, see :func:`ort_int8`; uint8 activations). The
+  calibration method is chosen by measurement: Percentile (99.999 %) and
+  MinMax are both made, and the one that agrees best with fp32 on the
+  validation frames is kept.
+- ``int8-nncf``: NNCF's ``nncf.quantize`` on the OpenVINO model (preset
+  MIXED: symmetric weights, asymmetric activations); where that result does
+  not reach the target on the validation frames,
+  ``nncf.quantize_with_accuracy_control`` with the package's own accuracy
+  check (:mod:`.agreement`) as its validation function returns the most
+  sensitive layers to float until it does. Saved as OpenVINO IR.
+
+Frames (:func:`calibration_sets`): calibration and validation frames come
+from the user's footage where the model's registry entry names it
+(``calibration``: a folder of images or a rosbag2 folder), else from the
+first half of the bundled video; one evenly spread grid, alternately to
+either set, so the two never share a frame. The manager's accuracy check
+then judges the variant on the second half of the video and the photos
+(:func:`.profiling.calibration_frames`), frames no quantizer saw. The
+target on the validation frames is stricter than the judge's floor (half
+the gap to 1), so a variant tuned to pass there has a margin where it is
+judged.
+
+Quantizing runs in a child process (``python -m edge_infer.backends.quantize``,
+niced): importing NNCF (scipy, scikit-learn, networkx) adds 49 MB of RSS, which a
+node should not keep; a quantizer that fails on an unusual graph costs the
+candidate and not the node, and a cancelled profile kills it. The child
+writes a JSON note beside the file (``<file>.json``): calibration source,
+method, layers kept in float, validation score, seconds. The manager adds
+it to the candidate's accuracy detail.
+"""
+
+import argparse
+import json
+import logging
+import os
+import pathlib
+import pickle
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..core.backend import first_line
+
+Log = Callable[[str], object]
+KINDS = ('int8', 'int8-nncf')
+MAX_FLOAT_LAYERS = 12       # accuracy control: layers it may return to float
+RANKING_FRAMES = 8          # accuracy control: validation frames that rank the layers
+INSTALL_NNCF = 'pip install nncf'
+# lines of the quantizers' own chatter that the child's log leaves out
+NOISE = ('INFO:nncf', 'WARNING:nncf', 'Number of histogram bins', 'Percentile :')
+
+
+class QuantizeError(ValueError):
+    """A variant cannot be made: no footage, a graph the quantizer refuses, a missing library."""
+
+
+def validation_target(floor: float) -> float:
+    """Return the agreement the quantizers aim for on validation frames: half the gap to 1."""
+    return 1.0 - (1.0 - float(floor)) / 2.0
+
+
+# ---------------------------------------------------------------------- frames
+def _spread(items: Sequence, n: int) -> List:
+    """Return ``n`` items spread evenly over ``items`` (all of them when fewer)."""
+    if len(items) <= n:
+        return list(items)
+    return [items[int(k * len(items) / n)] for k in range(n)]
+
+
+def _bag_frames(bag: pathlib.Path, n: int):
+    """Return ``n`` frames spread over the image messages of a rosbag2 folder."""
+    from ..bag.record import bag_info, decode_image, iter_bag_frames
+    from ..core.image import Frame
+    info = bag_info(bag)
+    kinds = ('sensor_msgs/msg/Image', 'sensor_msgs/msg/CompressedImage')
+    topics = [t for t, v in info['topics'].items() if v['type'] in kinds]
+    if not topics:
+        raise QuantizeError(f'calibration bag {bag} has no Image or CompressedImage topic '
+                            f"(topics: {', '.join(sorted(info['topics'])) or 'none'})")
+    count = sum(info['topics'][t]['count'] for t in topics)
+    wanted = set(_spread(range(count), n))
+    frames, bad = [], 0
+    for i, (_, msgtype, _, cdr) in enumerate(iter_bag_frames(bag, topics)):
+        if i in wanted:
+            try:
+                frames.append(Frame(decode_image(msgtype, cdr)[1], 'rgb'))
+            except ValueError:
+                bad += 1
+    return frames, f"{len(frames)} frames of bag {bag} ({', '.join(topics)})" + (
+        f', {bad} undecodable skipped' if bad else '')
+
+
+def _folder_frames(folder: pathlib.Path, n: int):
+    """Return ``n`` images spread over a folder's image files (sorted by name)."""
+    import cv2
+    from ..bag.record import _list_images, RecordError
+    from ..core.image import Frame
+    try:
+        files = _spread(_list_images(folder), n)
+    except RecordError as exc:
+        raise QuantizeError(f'calibration folder: {exc}') from None
+    frames = [Frame(img, 'bgr') for img in (cv2.imread(str(f)) for f in files)
+              if img is not None]
+    return frames, f'{len(frames)} images of folder {folder}'
+
+
+def source_frames(source: str, n: int, log: Log = print):
+    """Return (``n`` frames, what they are) from a user's folder or bag, or the bundled video.
+
+    ``source`` '' means the first half of the bundled video
+    (:data:`.profiling.CALIBRATION_SPAN`).
+
+    :raises QuantizeError: a source that does not exist or holds no usable image,
+        or no footage at all (random frames would calibrate nothing).
+    """
+    from .profiling import CALIBRATION_SPAN, video_frames
+    if source:
+        path = pathlib.Path(source).expanduser()
+        if not path.exists():
+            raise QuantizeError(f'calibration source {path} does not exist (a folder of '
+                                f'images or a rosbag2 folder)')
+        if path.is_dir() and (path / 'metadata.yaml').is_file():
+            frames, what = _bag_frames(path, n)
+        else:
+            frames, what = _folder_frames(path, n)
+        if not frames:
+            raise QuantizeError(f'calibration source {path}: no image could be read')
+        return frames, what
+    frames = video_frames(n, CALIBRATION_SPAN)
+    if not frames:
+        raise QuantizeError('no footage for calibration (the bundled video is missing: '
+                            'run edge_infer prepare, or name your own with `calibration:`)')
+    return frames, f'{len(frames)} frames of the bundled video (vtest.avi first half)'
+
+
+def calibration_sets(spec, n_calibration: int, n_validation: int, log: Log = print):
+    """Return (calibration frames, validation frames, what): disjoint, from one grid.
+
+    The source is the registry entry's ``calibration`` (a folder or a bag),
+    else the first half of the bundled video.
+    """
+    frames, what = source_frames(getattr(spec, 'calibration', '') or '',
+                                 n_calibration + n_validation, log)
+    if len(frames) < 2:
+        raise QuantizeError(f'calibration needs at least 2 frames; {what}')
+    # alternate while both sets still want frames, the rest to calibration
+    cal: List = []
+    val: List = []
+    for i, f in enumerate(frames):
+        if len(val) < n_validation and (i % 2 == 1 or len(cal) >= n_calibration):
+            val.append(f)
+        else:
+            cal.append(f)
+    return cal, val, (f'{what}: {len(cal)} calibrate, {len(val)} validate (alternate '
+                      f'frames, disjoint)')
+
+
+def _inputs(spec, frames) -> List[np.ndarray]:
+    """Return the model's float input tensor of each frame (copied)."""
+    from ..core.preprocess import Preprocessor
+    pre = Preprocessor(spec.input_spec)
+    return [np.array(pre(f)[0], copy=True) for f in frames]
+
+
+# ---------------------------------------------------------------------- ORT
+class _Reader:
+    """CalibrationDataReader over a list of tensors."""
+
+    def __init__(self, name: str, tensors: Sequence[np.ndarray]):
+        self._tensors = [np.ascontiguousarray(t, np.float32) for t in tensors]
+        self._name = name
+        self._it = iter(self._tensors)
+
+    def get_next(self):
+        t = next(self._it, None)
+        return None if t is None else {self._name: t}
+
+    def rewind(self):
+        self._it = iter(self._tensors)
+
+
+def ort_int8(src: pathlib.Path, dst: pathlib.Path, calibration: Sequence[np.ndarray],
+             method: str = 'MinMax') -> None:
+    """Quantize ``src`` to QDQ int8 at ``dst``, calibrated with ``method`` on ``calibration``.
+
+    ``reduce_range``: 7-bit weights. On x86 CPUs without VNNI ORT's u8s8
+    kernels add pairs of products in int16, which saturates with full-range
+    weights (MobileNetV2 top-1 agreed with fp32 on 6 of 16 frames without it,
+    13 of 16 with it). ``quant_pre_process`` is not run: on both bundled
+    models it changed neither result nor accuracy, and its symbolic shape
+    inference needs sympy.
+    """
+    import onnx
+    from onnxruntime.quantization import (CalibrationMethod, QuantFormat, quantize_static,
+                                          QuantType)
+    model = onnx.load(str(src))
+    inits = {i.name for i in model.graph.initializer}
+    names = [i.name for i in model.graph.input if i.name not in inits]
+    if len(names) != 1:
+        raise QuantizeError(f'int8: {src.name} has {len(names)} inputs; calibration feeds one')
+    extra = {'CalibPercentile': 99.999} if method == 'Percentile' else {}
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)    # the quantizer logs advice on the root logger
+    try:
+        quantize_static(str(src), str(dst), _Reader(names[0], calibration),
+                        quant_format=QuantFormat.QDQ, per_channel=True, reduce_range=True,
+                        activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
+                        calibrate_method=getattr(CalibrationMethod, method),
+                        extra_options=extra)
+    finally:
+        root.setLevel(level)
+
+
+def _ort_outputs(path: pathlib.Path):
+    """Return run(x) -> list of outputs for an ONNX file on ORT's CPU provider."""
+    from .ort import OrtBackend
+    sess = OrtBackend(intra_op_threads=1).load(path)
+    return lambda x: [np.array(o, copy=True) for o in sess.run(x)]
+
+
+def make_ort(src: pathlib.Path, dst: pathlib.Path, cal: List[np.ndarray],
+             score: Callable[[Callable], Tuple[float, str]], target: float,
+             log: Log) -> dict:
+    """Make the ORT int8 file with the calibration method that validates best."""
+    best: Optional[Tuple[float, str, str]] = None
+    tried = []
+    for method in ('Percentile', 'MinMax'):
+        tmp = dst.with_name(f'{dst.stem}.{method}.onnx')
+        ort_int8(src, tmp, cal, method)
+        acc, detail = score(_ort_outputs(tmp))
+        tried.append(f'{method} {acc:.3f}')
+        log(f'int8 ({method} calibration): validation agreement {acc:.3f} ({detail})')
+        if best is None or acc > best[0]:
+            if best is not None:
+                os.unlink(best[2])
+            best = (acc, method, str(tmp))
+        else:
+            os.unlink(tmp)
+        if acc >= target:
+            break
+    assert best is not None
+    os.replace(best[2], dst)
+    return {'method': f'quantize_static, {best[1]} calibration (validated: '
+                      f"{', '.join(tried)})", 'validation': best[0], 'float_layers': []}
+
+
+# ---------------------------------------------------------------------- NNCF
+def make_nncf(src: pathlib.Path, dst: pathlib.Path, cal: List[np.ndarray], ref,
+              target: float, log: Log) -> dict:
+    """Make the OpenVINO IR int8 file: nncf.quantize, then accuracy control if needed.
+
+    ``ref``: the fp32 reference on the validation frames
+    (:class:`.profiling.Reference`). Accuracy control ranks layers on at
+    most :data:`RANKING_FRAMES` of them and returns at most
+    :data:`MAX_FLOAT_LAYERS` to float: on a 2-core x86 without VNNI an
+    unbounded run on MobileNetV2 took over 20 minutes.
+    """
+    from .agreement import agreement
+    from .openvino import telemetry_blocked  # noqa: F401  (blocks OpenVINO telemetry first)
+    try:
+        import nncf
+        from nncf.quantization.advanced_parameters import AdvancedAccuracyRestorerParameters
+    except ImportError as exc:
+        raise QuantizeError(f'nncf not installed ({exc}): {INSTALL_NNCF}') from None
+    import openvino as ov
+    core = ov.Core()
+    model = core.read_model(str(src))
+    config = {'INFERENCE_PRECISION_HINT': 'f32', 'PERFORMANCE_HINT': 'LATENCY'}
+
+    def score(compiled, indices: Sequence[int]) -> Tuple[float, str]:
+        req = compiled.create_infer_request()
+        got = [ref.decoder([np.array(o, copy=True) for o in
+                            req.infer({0: ref.inputs[i][0]}).values()], ref.inputs[i][1])
+               for i in indices]
+        return agreement(ref.spec, [ref.outputs[i] for i in indices], got)
+
+    every = list(range(len(ref.inputs)))
+    preset = nncf.QuantizationPreset.MIXED
+    quantized = nncf.quantize(model, nncf.Dataset(cal), subset_size=len(cal), preset=preset)
+    acc, detail = score(core.compile_model(quantized, 'CPU', config), every)
+    log(f'int8-nncf (nncf.quantize, MIXED): validation agreement {acc:.3f} ({detail})')
+    note = {'method': 'nncf.quantize (MIXED)', 'validation': acc, 'float_layers': []}
+    if acc < target:
+        t0 = time.monotonic()
+        quantized = nncf.quantize_with_accuracy_control(
+            model, nncf.Dataset(cal),
+            nncf.Dataset(every, lambda i: ref.inputs[i][0]),
+            lambda compiled, items: score(compiled, list(items))[0],
+            max_drop=1.0 - target, drop_type=nncf.DropType.ABSOLUTE,
+            subset_size=len(cal), preset=preset,
+            advanced_accuracy_restorer_parameters=AdvancedAccuracyRestorerParameters(
+                max_num_iterations=MAX_FLOAT_LAYERS,
+                ranking_subset_size=min(RANKING_FRAMES, len(every)), num_ranking_workers=1))
+        acc, detail = score(core.compile_model(quantized, 'CPU', config), every)
+        floats = _float_layers(quantized)
+        log(f'int8-nncf (accuracy control, {time.monotonic() - t0:.0f} s): validation '
+            f'agreement {acc:.3f} ({detail}); {len(floats)} layer(s) in float')
+        note = {'method': 'nncf.quantize_with_accuracy_control (MIXED, max drop '
+                          f'{1.0 - target:.3g})', 'validation': acc, 'float_layers': floats}
+    ov.save_model(quantized, str(dst), compress_to_fp16=False)
+    return note
+
+
+def _float_layers(model) -> List[str]:
+    """Return the convolutions and matmuls of a quantized model whose input is not quantized."""
+    return [op.get_friendly_name() for op in model.get_ordered_ops()
+            if op.get_type_name() in ('Convolution', 'GroupConvolution', 'MatMul') and
+            op.input_value(0).get_node().get_type_name() != 'FakeQuantize']
+
+
+# ---------------------------------------------------------------------- child
+def _make(kind: str, src: pathlib.Path, dst: pathlib.Path, spec, floor: float,
+          n_cal: int, n_val: int, log: Log) -> dict:
+    """Make one int8 file (in the child); return its note."""
+    from .profiling import Reference
+    t0 = time.monotonic()
+    cal_frames, val_frames, what = calibration_sets(spec, n_cal, n_val, log)
+    log(f'{kind}: calibration frames: {what}')
+    cal = _inputs(spec, cal_frames)
+    ref = Reference(spec, src, val_frames, 'validation', rounds=1)
+
+    def score(run) -> Tuple[float, str]:
+        return ref.agreement([ref.decoder(run(x), tf) for x, tf in ref.inputs])
+    target = validation_target(floor)
+    if kind == 'int8':
+        note = make_ort(src, dst, cal, score, target, log)
+    else:
+        note = make_nncf(src, dst, cal, ref, target, log)
+    note.update({'kind': kind, 'calibration': what, 'target': target,
+                 'seconds': round(time.monotonic() - t0, 1)})
+    return note
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Child entry: make one variant file; the last stdout line is a JSON result."""
+    ap = argparse.ArgumentParser(description='Make one int8 variant (run by make_in_child).')
+    ap.add_argument('kind', choices=KINDS)
+    ap.add_argument('src')
+    ap.add_argument('dst')
+    ap.add_argument('spec', help='pickled ModelSpec')
+    ap.add_argument('--floor', type=float, default=0.9)
+    ap.add_argument('--calibration-frames', type=int, default=30)
+    ap.add_argument('--validation-frames', type=int, default=24)
+    args = ap.parse_args(argv)
+    with open(args.spec, 'rb') as f:
+        spec = pickle.load(f)
+    try:
+        note = _make(args.kind, pathlib.Path(args.src), pathlib.Path(args.dst), spec,
+                     args.floor, args.calibration_frames, args.validation_frames,
+                     lambda s: print(s, flush=True))
+    except Exception as exc:  # QuantizeError, or the quantizer's own error on this graph
+        print(json.dumps({'ok': False, 'reason': first_line(exc)}), flush=True)
+        return 1
+    print(json.dumps({'ok': True, 'note': note}), flush=True)
+    return 0
+
+
+def make_in_child(kind: str, src: pathlib.Path, dst: pathlib.Path, spec, floor: float,
+                  n_calibration: int = 30, n_validation: int = 24, log: Log = print,
+                  cancel: Optional[threading.Event] = None) -> dict:
+    """Make ``dst`` in a niced child process; return its note (also written to ``dst``.json).
+
+    :raises QuantizeError: the child's reason, a crash (its exit status), or a cancel.
+    """
+    env = dict(os.environ)
+    env['PYTHONUNBUFFERED'] = '1'
+    with tempfile.TemporaryDirectory(prefix='edge_infer_quantize_') as tmp:
+        spec_file = pathlib.Path(tmp) / 'spec.pickle'
+        spec_file.write_bytes(pickle.dumps(spec))
+        cmd = [sys.executable, '-m', 'edge_infer.backends.quantize', kind, str(src), str(dst),
+               str(spec_file), '--floor', str(floor),
+               '--calibration-frames', str(n_calibration),
+               '--validation-frames', str(n_validation)]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, env=env, text=True,
+                                preexec_fn=lambda: os.nice(10))
+        lines: List[str] = []
+        stop = threading.Event()
+
+        def watch() -> None:        # a cancelled profile kills the child
+            while not stop.wait(0.2):
+                if cancel is not None and cancel.is_set() and proc.poll() is None:
+                    proc.kill()
+                    return
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        try:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                line = line.rstrip()
+                if line.startswith('{'):
+                    lines.append(line)
+                elif line and not line.startswith(NOISE) and '━' not in line:
+                    log(line)
+            code = proc.wait()
+        finally:
+            stop.set()
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    if cancel is not None and cancel.is_set():
+        raise QuantizeError(f'{kind}: cancelled')
+    result: Dict = json.loads(lines[-1]) if lines else {}
+    if not result.get('ok'):
+        raise QuantizeError(result.get('reason') or
+                            f'{kind}: the quantizer process died (exit status {code})')
+    note = result['note']
+    pathlib.Path(str(dst) + '.json').write_text(json.dumps(note, indent=1))
+    return note
+
+
+def read_note(path: pathlib.Path) -> dict:
+    """Return the note written beside a variant file ({} when there is none)."""
+    try:
+        return json.loads(pathlib.Path(str(path) + '.json').read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def describe_note(note: dict) -> str:
+    """Return one line: how a variant was calibrated and what it scored on validation."""
+    if not note:
+        return ''
+    text = f"{note.get('method', '?')}; calibrated on {note.get('calibration', '?')}"
+    if 'validation' in note:
+        text += f"; validation agreement {note['validation']:.3f}"
+    if note.get('float_layers'):
+        text += f"; {len(note['float_layers'])} layer(s) kept in float"
+    return text
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())
