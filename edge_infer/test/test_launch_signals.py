@@ -25,7 +25,6 @@ container "finished cleanly".
 import os
 import pathlib
 import re
-import shutil
 import signal
 import subprocess
 import tempfile
@@ -33,6 +32,7 @@ import threading
 import time
 
 from edge_infer import procs
+from edge_infer.testing.launching import ros2_launch_missing
 import psutil
 import pytest
 
@@ -41,18 +41,7 @@ ACTIVE = re.compile(r'autostart: all \d+ nodes active')
 SHM = pathlib.Path('/dev/shm')
 
 
-def _ros2_launch_missing() -> str:
-    if shutil.which('ros2') is None:
-        return "no ros2 command (ROS 2 not sourced, or this repository's PyPI-only set-up)"
-    try:
-        import launch_ros  # noqa: F401
-        import ros2launch  # noqa: F401
-    except ImportError as exc:
-        return f'ros2 launch is not installed ({exc})'
-    return ''
-
-
-pytestmark = pytest.mark.skipif(bool(_ros2_launch_missing()), reason=_ros2_launch_missing())
+pytestmark = pytest.mark.skipif(bool(ros2_launch_missing()), reason=ros2_launch_missing())
 
 
 class Launch:

@@ -1,0 +1,182 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""The rules behind supervision, without ROS processes: restarts, checks, stale shared memory.
+
+- edge_infer.supervise: what the launch does when the container exits
+  (restart with a doubling delay, give up after a crash series, final exit
+  codes, a requested stop);
+- edge_infer.validate: each bad launch argument or parameter gets one line
+  naming it (rclpy's own name validation underneath);
+- edge_infer.shm: Fast DDS files of dead processes are found and removed,
+  those of a live one (its lock held, or the file open) never.
+
+The same behaviour under the real ``ros2 launch`` is test_launch_supervision.py.
+"""
+
+import fcntl
+import os
+import pathlib
+import time
+
+from edge_infer import graph, shm, supervise, validate
+import pytest
+import yaml
+
+
+class Clock:
+    def __init__(self):
+        self.t = 0.0
+
+    def __call__(self):
+        return self.t
+
+
+def test_crashes_in_a_row_back_off_then_give_up_with_one_line():
+    clock = Clock()
+    sup = supervise.Supervisor('perception_container',
+                               supervise.RespawnPolicy(delay_s=0.5, max_crashes=3), clock)
+    delays = []
+    for _ in range(3):
+        sup.started()
+        clock.t += 1.0                          # dies a second after each start
+        d = sup.exited(-11, requested=False)
+        assert d.action == 'restart' and 'SIGSEGV' in d.line
+        delays.append(d.delay_s)
+    assert delays == [0.5, 1.0, 2.0]
+    sup.started()
+    d = sup.exited(-11, requested=False)
+    assert d.action == 'give_up'
+    assert '4 crashes in a row' in d.line and '\n' not in d.line
+
+
+def test_a_run_that_lasted_starts_a_new_series():
+    clock = Clock()
+    policy = supervise.RespawnPolicy(delay_s=0.2, max_crashes=2, stable_s=10.0)
+    sup = supervise.Supervisor('c', policy, clock)
+    for _ in range(10):                         # crashes far apart: restarted every time
+        sup.started()
+        clock.t += policy.stable_s + 1
+        d = sup.exited(-9, requested=False)
+        assert d.action == 'restart' and d.delay_s == policy.delay_s
+    assert sup.restarts == 10
+
+
+@pytest.mark.parametrize('code,requested,action', [
+    (0, True, 'none'), (-2, True, 'none'),       # the launch is stopping: nothing to do
+    (0, False, 'stop'),                          # the container alone was stopped
+    (supervise.EXIT_BAD_PARAMETER, False, 'give_up'),
+    (supervise.EXIT_PARTIAL, False, 'give_up'),
+    (1, False, 'restart'), (-9, False, 'restart'),
+])
+def test_each_exit_code_has_its_decision(code, requested, action):
+    sup = supervise.Supervisor('c', supervise.RespawnPolicy())
+    sup.started()
+    assert sup.exited(code, requested).action == action
+
+
+def test_respawn_off_gives_up_at_the_first_crash():
+    sup = supervise.Supervisor('c', supervise.RespawnPolicy(enabled=False))
+    sup.started()
+    d = sup.exited(-11, requested=False)
+    assert d.action == 'give_up' and 'respawn is off' in d.line
+
+
+@pytest.mark.parametrize('args,named', [
+    ({'camera_topic': "''"}, "'camera_topic'"),
+    ({'camera_topic': '/cam/1abc'}, "'camera_topic'"),
+    ({'namespace': 'robot 1'}, "'namespace'"),
+    ({'nodes': 'detector,bad-name'}, "'nodes'"),
+    ({'autostart': 'ture'}, "'autostart'"),
+    ({'keep_partial': 'maybe'}, "'keep_partial'"),
+    ({'respawn_delay': '-1'}, "'respawn_delay'"),
+    ({'respawn_max': '0'}, "'respawn_max'"),
+    ({'respawn_max': 'x'}, "'respawn_max'"),
+    ({'params_file': '/no/such/file.yaml'}, "'params_file'"),
+])
+def test_a_bad_launch_argument_gets_one_line_naming_it(args, named):
+    with pytest.raises(validate.ArgumentError) as err:
+        validate.check_arguments(args)
+    assert named in str(err.value) and '\n' not in str(err.value)
+    assert isinstance(err.value, graph.GraphError)      # bringup prints it and exits 1
+
+
+def test_good_launch_arguments_pass_typed():
+    got = validate.check_arguments({'camera_topic': '/front/image_raw', 'namespace': 'robot1',
+                                    'nodes': 'detector,pose', 'autostart': 'true',
+                                    'keep_partial': 'False', 'respawn': '1',
+                                    'respawn_delay': '0.2', 'respawn_max': '5'})
+    assert got == {'autostart': True, 'keep_partial': False, 'respawn': True,
+                   'respawn_delay': 0.2, 'respawn_max': 5}
+
+
+@pytest.mark.parametrize('detector,named', [
+    ({'model': 'nanodett'}, "'model'"),
+    ({'model': 'nanodet', 'max_latency_ms': 5}, "'max_latency_ms'"),    # int for a double
+    ({'model': 'nanodet', 'modle': 'x'}, "'modle'"),
+    ({'model': 'nanodet', 'image_topic': 'a b'}, "'image_topic'"),
+    ({'model': 'nanodet', 'transport': 'jpeg'}, "'transport'"),
+    ({'model': 'nanodet', 'nms_iou': 0.0}, "'nms_iou'"),
+    ({'model': 'nanodet', 'objective': 'fast'}, "'objective'"),
+    ({'model': 'nanodet', 'reselect_duty': 0.9}, "'reselect_duty'"),
+    ({'model': 'nanodet', 'diagnostics_window_s': 0.0}, "'diagnostics_window_s'"),
+    ({'model': 'nanodet', 'backend': 'onnxruntime/cpu/t99'}, "'backend'"),
+])
+def test_a_bad_parameter_in_the_params_file_is_named_before_anything_starts(
+        tmp_path, detector, named):
+    params = tmp_path / 'p.yaml'
+    params.write_text(yaml.safe_dump({
+        'perception_container': {'ros__parameters': {'nodes': ['detector']}},
+        'detector': {'ros__parameters': detector}}))
+    with pytest.raises(validate.ArgumentError) as err:
+        graph.plan(params_file=params)
+    assert named in str(err.value) and 'detector' in str(err.value)
+    assert '\n' not in str(err.value)
+
+
+def test_the_package_params_file_passes():
+    (p,) = graph.plan(nodes=['detector', 'detector_cam2'], keep_partial=False)
+    assert p.params['perception_container']['ros__parameters']['keep_partial'] is False
+
+
+# ---------------------------------------------------------------- shared memory
+def _segment(folder: pathlib.Path, name: str, age_s: float, size: int = 1000):
+    files = [folder / name, folder / f'{name}_el']
+    files[0].write_bytes(b'\0' * size)
+    files[1].write_bytes(b'')
+    old = time.time() - age_s
+    for f in files:
+        os.utime(f, (old, old))
+    return files
+
+
+def test_only_files_no_live_process_owns_are_removed(tmp_path):
+    dead = _segment(tmp_path, 'fastrtps_0123456789abcdef', 60)
+    locked = _segment(tmp_path, 'fastrtps_00000000000000aa', 60)
+    fresh = _segment(tmp_path, 'fastrtps_00000000000000bb', 0)
+    mapped = _segment(tmp_path, 'fastrtps_00000000000000cc', 60)
+    port = _segment(tmp_path, 'fastrtps_port7411', 60)
+    (tmp_path / 'sem.fastrtps_port7411_mutex').write_bytes(b'\0' * 32)
+    other = tmp_path / 'not_fastdds'
+    other.write_text('x')
+    fd = os.open(locked[1], os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_SH)              # as a live participant holds its lock
+    try:
+        stale = shm.stale(tmp_path, min_age_s=2.0, used={str(mapped[0])})
+        assert sorted(files[0].name for files in stale) == sorted(
+            [dead[1].name, port[1].name])
+        lines = []
+        counts = shm.clean(tmp_path, min_age_s=2.0, log=lines.append)
+    finally:
+        os.close(fd)
+    assert counts['segments'] == 2 and counts['ports'] == 1     # 'mapped' is not in use here
+    assert not any(f.exists() for f in dead + port)
+    assert not (tmp_path / 'sem.fastrtps_port7411_mutex').exists()
+    assert all(f.exists() for f in locked + fresh) and other.exists()
+    assert lines == [f'shared memory: removed what dead processes left in {tmp_path}: '
+                     '2 segment(s), 1 port(s), 0.0 MB']
+
+
+def test_a_file_a_live_process_has_open_counts_as_used(tmp_path):
+    path = tmp_path / 'fastrtps_00000000000000dd'
+    with open(path, 'wb'):
+        assert str(path) in shm.open_by_live_processes()
+    assert str(path) not in shm.open_by_live_processes()
