@@ -41,6 +41,7 @@ ACTIVE = re.compile(r'autostart: all \d+ nodes active')
 SHM = pathlib.Path('/dev/shm')
 
 
+_ros2_launch_missing = ros2_launch_missing     # test_launch_diagnostics.py imports it
 pytestmark = pytest.mark.skipif(bool(ros2_launch_missing()), reason=ros2_launch_missing())
 
 
