@@ -117,24 +117,13 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
     # ----------------------------------------------------------------- lifecycle
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Check parameters, open the model, create publishers."""
-        try:
-            self._configure()
-        except Exception as exc:  # a bug or a library error too: one line, and no crash
-            known = isinstance(exc, (ConfigError, RegistryError, BackendError))
-            return self._transition_failed(
-                'configure', str(exc) if known else f'{type(exc).__name__}: {exc}', self._release)
-        self._failure = ''
-        return TransitionCallbackReturn.SUCCESS
+        return self._transition('configure', self._configure, self._release,
+                                known=(ConfigError, RegistryError, BackendError))
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Subscribe to the camera and start the inference worker."""
-        try:
-            self._activate()
-        except Exception as exc:  # e.g. a topic name the middleware refuses
-            return self._transition_failed('activate', f'{type(exc).__name__}: {exc}',
-                                           self._stop)
-        self._failure = ''
-        return super().on_activate(state)
+        done = self._transition('activate', self._activate, self._stop)
+        return super().on_activate(state) if done == TransitionCallbackReturn.SUCCESS else done
 
     def _activate(self) -> None:
         self._slot.clear()

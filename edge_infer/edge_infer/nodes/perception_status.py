@@ -95,6 +95,21 @@ class PerceptionStatus(_Node):
             raise ValueError(f"parameter 'stale_after_s' is {self._param('stale_after_s')}: "
                              f'use 0 (off) or more seconds')
 
+    def _transition(self, transition: str, step: Callable[[], None], undo: Callable[[], None],
+                    known: tuple = ()) -> TransitionCallbackReturn:
+        """Run a transition's ``step``; on any exception, :meth:`_transition_failed`.
+
+        ``known``: exception types whose message is the reason by itself (a bug
+        or a library error gets its type name in front: still one line, no crash).
+        """
+        try:
+            step()
+        except Exception as exc:
+            reason = str(exc) if isinstance(exc, known) else f'{type(exc).__name__}: {exc}'
+            return self._transition_failed(transition, reason, undo)
+        self._failure = ''
+        return TransitionCallbackReturn.SUCCESS
+
     def _transition_failed(self, transition: str, reason: str,
                            undo: Callable[[], None]) -> TransitionCallbackReturn:
         """Log one line, ``undo``, and publish ERROR with the reason until a transition succeeds.
