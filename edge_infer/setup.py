@@ -28,6 +28,7 @@ setup(
         ('share/' + package_name, ['package.xml', 'pip-requirements.txt']),
         *share_tree('launch'),
         *share_tree('config'),      # every file: executor_profiles/, labels/, ...
+        *share_tree('systemd'),     # edge_infer.service (README: run it as a service)
     ],
     install_requires=['setuptools'],
     extras_require={'test': ['pytest']},

@@ -20,13 +20,14 @@ Verbs::
   edge_infer model add FILE.onnx [--name N] [--labels FILE] [--family F]
   edge_infer model list | check NAME IMAGE
                                         your own model: recognised, registered, checked
+  edge_infer shm-clean [--min-age S]    remove Fast DDS files dead processes left in /dev/shm
 """
 
 import shutil
 import sys
 
 VERBS = ('prepare', 'demo', 'record', 'play', 'lifecycle', 'info', 'backends', 'profile',
-         'bringup', 'arm-check', 'model')
+         'bringup', 'arm-check', 'model', 'shm-clean')
 
 
 def _lifecycle(argv) -> int:
@@ -112,6 +113,8 @@ def main(argv=None) -> int:
         from .armcheck.check import main as run
     elif verb == 'model':
         from .models.user import main as run
+    elif verb == 'shm-clean':
+        from .shm import main as run
     else:
         return _info(rest)
     return run(rest)

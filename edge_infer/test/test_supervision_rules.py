@@ -180,3 +180,19 @@ def test_a_file_a_live_process_has_open_counts_as_used(tmp_path):
     with open(path, 'wb'):
         assert str(path) in shm.open_by_live_processes()
     assert str(path) not in shm.open_by_live_processes()
+
+
+def test_the_systemd_unit_stops_with_sigint_restarts_on_failure_and_cleans_shm_first():
+    import configparser
+    root = pathlib.Path(__file__).resolve().parents[1]
+    unit = configparser.ConfigParser(strict=False, interpolation=None)
+    unit.optionxform = str
+    unit.read(root / 'systemd' / 'edge_infer.service')
+    service = unit['Service']
+    assert service['KillSignal'] == 'SIGINT'            # Jazzy's ros2 launch dies of SIGTERM
+    assert service['Restart'] == 'on-failure'           # the launch's exit 1, not a stop's 0
+    assert 'edge_infer shm-clean' in service['ExecStartPre']
+    assert 'ros2 launch edge_infer perception.launch.py' in service['ExecStart']
+    assert "share_tree('systemd')" in (root / 'setup.py').read_text()     # installed
+    readme = (root.parent / 'README.md').read_text()
+    assert 'KillSignal=SIGINT' in readme and 'edge_infer.service' in readme
