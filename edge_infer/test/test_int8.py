@@ -183,3 +183,39 @@ def test_nncf_int8_is_made_once_with_its_note_and_runs(mobilenet, footage, tmp_p
     got = OpenVinoBackend(1).load(out).run(x)[0]
     ref = OrtBackend().load(src).run(x)[0]
     assert int(np.argmax(got)) == int(np.argmax(ref))     # a clear cat stays a cat
+
+
+@pytest.mark.slow
+def test_profile_says_how_an_int8_candidate_was_made_and_judged(mobilenet, tmp_path):
+    spec, src = mobilenet
+    lines = []
+    mgr = BackendManager(tmp_path, config={
+        'calibration_frames': 4, 'int8_calibration_frames': 6, 'int8_validation_frames': 4,
+        'warmup': 1, 'min_runs': 3, 'screen_s': 0.05, 'quiet_foreign_cores': 99.0},
+        log=lines.append)
+    run = mgr.profile(spec, src, only=['onnxruntime/cpu/t2/int8'])
+    res = run.results[0]
+    assert res.backend == 'onnxruntime/cpu/t2/int8' and res.status in ('ok', 'rejected'), res.reason
+    text = res.accuracy_detail if res.status == 'ok' else res.reason
+    assert 'calibrated on 10 frames of the bundled video (vtest.avi first half)' in text
+    assert 'validation agreement' in text and 'quantize_static' in text
+    said = [ln for ln in lines if ln.startswith('[onnxruntime/cpu/t2/int8 mobilenet_v2]')]
+    assert any('calibration frames: 10 frames of the bundled video' in ln for ln in said)
+    assert any(ln.startswith('[onnxruntime/cpu/t2/int8 mobilenet_v2] made int8 variant')
+               for ln in said)
+    # the second profile reads the file: nothing made again, the note still shown
+    lines.clear()
+    again = mgr.profile(spec, src, only=['onnxruntime/cpu/t2/int8'], use_cache=False)
+    res = again.results[0]
+    assert 'validation agreement' in (res.accuracy_detail if res.status == 'ok' else res.reason)
+    assert not [ln for ln in lines if 'made int8 variant' in ln]
+
+
+def test_in_process_quantizing_fails_the_same_way(mobilenet, tmp_path, monkeypatch):
+    """arm-check's worker quantizes in its own process (no second aarch64 Python)."""
+    from edge_infer.backends import quantize
+    spec, _ = mobilenet
+    monkeypatch.setattr(quantize, 'ISOLATE', False)
+    src = _two_input_model(tmp_path / 'two.onnx')
+    with pytest.raises(VariantError, match='int8 conversion of two.onnx failed: .*2 inputs'):
+        make_variant(src, 'int8', tmp_path / 'cache', spec=spec, frames=(2, 2), log=_quiet)

@@ -457,7 +457,8 @@ def main(argv=None) -> int:
         print(f'edge_infer arm-check: no footage in {paths.cache_dir()}: the accuracy check '
               f'needs real frames (run edge_infer prepare)', file=sys.stderr)
         return FAILED
-    config = {**EMULATION_BUDGET, 'calibration_frames': max(1, args.frames)}
+    config = {**EMULATION_BUDGET, 'calibration_frames': max(1, args.frames),
+              'int8_calibration_frames': 4, 'int8_validation_frames': 2}
     if not args.all_threads:
         config.update(ONE_THREAD)
     home = prep.arm_home()

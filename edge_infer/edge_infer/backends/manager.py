@@ -210,7 +210,7 @@ class BackendManager:
         def settings() -> tuple:
             return spec, floor, frames, self._cancel
         out: List[Backend] = [VariantBackend(OrtBackend(intra_op_threads=base_threads), kind,
-                                             self.cache_dir, settings)
+                                             self.cache_dir, settings, self.log)
                               for kind in cfg['variants'] if kind in ('fp16', 'int8')]
         if 'int8-nncf' in cfg['variants'] and cfg['openvino_threads']:
             from .openvino import openvino_candidates
@@ -221,8 +221,8 @@ class BackendManager:
             best = 'fp32' if all(b.precision == 'fp32' for b in bases) else next(
                 b.precision for b in bases if b.precision != 'fp32')
             # one int8 twin per thread count and input kind, on the best precision
-            out += [VariantBackend(b, 'int8-nncf', self.cache_dir, settings) for b in bases
-                    if b.precision == best]
+            out += [VariantBackend(b, 'int8-nncf', self.cache_dir, settings, self.log)
+                    for b in bases if b.precision == best]
         return out
 
     def over_budget(self, backend: Backend) -> str:

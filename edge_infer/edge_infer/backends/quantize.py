@@ -54,6 +54,9 @@ from ..core.backend import first_line
 
 Log = Callable[[str], object]
 KINDS = ('int8', 'int8-nncf')
+# False: quantize in this process (the arm-check worker: under qemu-user it
+# cannot start another aarch64 Python); cancel and crash isolation are lost.
+ISOLATE = True
 MAX_FLOAT_LAYERS = 12       # accuracy control: layers it may return to float
 RANKING_FRAMES = 8          # accuracy control: validation frames that rank the layers
 INSTALL_NNCF = 'pip install nncf'
@@ -374,6 +377,16 @@ def make_in_child(kind: str, src: pathlib.Path, dst: pathlib.Path, spec, floor: 
 
     :raises QuantizeError: the child's reason, a crash (its exit status), or a cancel.
     """
+    if not ISOLATE:
+        try:
+            note = _make(kind, pathlib.Path(src), pathlib.Path(dst), spec, floor,
+                         n_calibration, n_validation, log)
+        except QuantizeError:
+            raise
+        except Exception as exc:  # the quantizer's own error on this graph
+            raise QuantizeError(first_line(exc)) from None
+        pathlib.Path(str(dst) + '.json').write_text(json.dumps(note, indent=1))
+        return note
     env = dict(os.environ)
     env['PYTHONUNBUFFERED'] = '1'
     with tempfile.TemporaryDirectory(prefix='edge_infer_quantize_') as tmp:

@@ -344,8 +344,9 @@ class VariantBackend(Backend):
     """
 
     def __init__(self, base: Backend, kind: str, cache_dir: pathlib.Path,
-                 settings: Optional[Callable[[], tuple]] = None):
+                 settings: Optional[Callable[[], tuple]] = None, log: Log = lambda s: None):
         self.base = base
+        self.log = log      # the quantizer's lines: calibration source, scores, time
         self.kind = kind
         self.cache_dir = pathlib.Path(cache_dir)
         self.settings = settings
@@ -390,11 +391,13 @@ class VariantBackend(Backend):
     def _settings(self) -> tuple:
         return self.settings() if self.settings else (None, 0.9, (30, 24), None)
 
-    def variant_path(self, model_path: pathlib.Path, log: Log = lambda s: None) -> pathlib.Path:
+    def variant_path(self, model_path: pathlib.Path) -> pathlib.Path:
         """Return the variant file of ``model_path`` (converting it the first time)."""
         spec, floor, frames, cancel = self._settings()
+        name = getattr(spec, 'name', pathlib.Path(model_path).stem)
         return make_variant(pathlib.Path(model_path), self.kind, self.cache_dir / 'variants',
-                            spec=spec, floor=floor, frames=frames, log=log, cancel=cancel)
+                            spec=spec, floor=floor, frames=frames, cancel=cancel,
+                            log=lambda line: self.log(f'[{self.name} {name}] {line}'))
 
     def note(self, model_path: pathlib.Path) -> str:
         """Return how the variant file was made (calibration, validation) or ''."""
