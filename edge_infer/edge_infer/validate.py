@@ -212,18 +212,19 @@ def check_params(params: dict, process: str, source: str) -> None:
         return body.get('ros__parameters') or {}
     own = section(process)
     _typed(f'{source}: {process}', own, container)
-    hosted = list(own.get('nodes', ['detector', 'classifier', 'pose', 'segmenter']))
+    names = list(own.get('nodes', ['detector', 'classifier', 'pose', 'segmenter']))
     telemetry = own.get('telemetry', 'telemetry')
-    for n in hosted:
+    for n in names:
         node_name(f"{source}: {process}: parameter 'nodes':", n)
         if n not in params:
             raise ArgumentError(f"{source}: {process}: parameter 'nodes' names '{n}', which "
                                 f'has no section in {source}')
-    if len(set(hosted)) != len(hosted) or telemetry in hosted:
-        raise ArgumentError(f"{source}: {process}: parameter 'nodes' {hosted}: use distinct "
+    if len(set(names)) != len(names) or telemetry in names:
+        raise ArgumentError(f"{source}: {process}: parameter 'nodes' {names}: use distinct "
                             f"names, other than the telemetry node's ('{telemetry}')")
     if telemetry:
         node_name(f"{source}: {process}: parameter 'telemetry'", telemetry)
+    if telemetry in params:
         values = section(telemetry)
         _typed(f'{source}: {telemetry}', values, TELEMETRY)
         for key, value in values.items():
@@ -237,7 +238,7 @@ def check_params(params: dict, process: str, source: str) -> None:
         raise ArgumentError(f"{source}: {process}: parameter 'thread_budget' is "
                             f"{own['thread_budget']}: use -1 (no cap), 0 (automatic) or more")
     cache: dict = {}
-    for n in hosted:
+    for n in names:
         values = section(n)
         _typed(f'{source}: {n}', values, PARAMETERS)
         _perception(f'{source}: {n}', {**{k: d for k, (d, _) in PARAMETERS.items()}, **values},
@@ -254,8 +255,8 @@ def check_arguments(args: Dict[str, str]) -> Dict:
     if args.get('params_file') and not pathlib.Path(args['params_file']).is_file():
         raise ArgumentError(f"launch argument 'params_file' {args['params_file']!r}: "
                             f'no such file')
-    out = {k: boolean(f"launch argument '{k}'", args[k])
-           for k in ('autostart', 'keep_partial', 'respawn') if k in args}
+    out: Dict[str, object] = {k: boolean(f"launch argument '{k}'", args[k])
+                              for k in ('autostart', 'keep_partial', 'respawn') if k in args}
     if 'respawn_delay' in args:
         out['respawn_delay'] = number("launch argument 'respawn_delay'", args['respawn_delay'],
                                       0.0)

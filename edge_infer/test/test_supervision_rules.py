@@ -132,6 +132,15 @@ def test_a_bad_parameter_in_the_params_file_is_named_before_anything_starts(
     assert '\n' not in str(err.value)
 
 
+def test_a_node_hosted_twice_is_named(tmp_path):
+    params = tmp_path / 'p.yaml'
+    params.write_text(yaml.safe_dump({
+        'perception_container': {'ros__parameters': {'nodes': ['detector', 'detector']}},
+        'detector': {'ros__parameters': {'model': 'nanodet'}}}))
+    with pytest.raises(validate.ArgumentError, match="parameter 'nodes'"):
+        graph.plan(params_file=params)
+
+
 def test_the_package_params_file_passes():
     (p,) = graph.plan(nodes=['detector', 'detector_cam2'], keep_partial=False)
     assert p.params['perception_container']['ros__parameters']['keep_partial'] is False

@@ -73,6 +73,7 @@ class LaunchRun:
         self._reader.start()
 
     def _read(self) -> None:
+        assert self.proc.stdout is not None
         for line in self.proc.stdout:
             self.lines.append(line)
             self.times.append(time.monotonic())
