@@ -46,7 +46,7 @@ from launch.actions import (DeclareLaunchArgument, EmitEvent, OpaqueFunction,
                             RegisterEventHandler, SetEnvironmentVariable, TimerAction)
 from launch.event_handlers import OnProcessExit, OnProcessStart
 from launch.events import Shutdown
-import launch.logging
+from launch.logging import get_logger
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
@@ -77,7 +77,7 @@ class PerceptionDown(RuntimeError):
 
 def _supervised(make_node, supervisor: Supervisor) -> list:
     """Return the actions that run ``make_node()``'s process under ``supervisor``."""
-    log = launch.logging.get_logger('edge_infer.supervise')
+    log = get_logger('edge_infer.supervise')
     current = {}
 
     def start():

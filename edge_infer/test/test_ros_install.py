@@ -216,13 +216,20 @@ def _fake_launch_api(monkeypatch):
             return context[self.args[0]]
     api = {'launch': {'LaunchDescription': Recorded},
            'launch.actions': {n: type(n, (Recorded,), {}) for n in (
-               'DeclareLaunchArgument', 'OpaqueFunction', 'RegisterEventHandler',
-               'SetEnvironmentVariable')},
-           'launch.event_handlers': {'OnShutdown': type('OnShutdown', (Recorded,), {})},
+               'DeclareLaunchArgument', 'EmitEvent', 'OpaqueFunction', 'RegisterEventHandler',
+               'SetEnvironmentVariable', 'TimerAction')},
+           'launch.event_handlers': {n: type(n, (Recorded,), {}) for n in (
+               'OnProcessExit', 'OnProcessStart', 'OnShutdown')},
+           'launch.events': {'Shutdown': type('Shutdown', (Recorded,), {})},
+           'launch.logging': {'get_logger': lambda name: None},
            'launch.substitutions': {'LaunchConfiguration': LaunchConfiguration},
            'launch_ros': {}, 'launch_ros.actions': {'Node': type('Node', (Recorded,), {})}}
     for name, attrs in api.items():
         monkeypatch.setitem(sys.modules, name, types.SimpleNamespace(**attrs))
+
+
+def _nodes(actions) -> list:
+    return [a for a in actions if type(a).__name__ == 'Node']
 
 
 def _launch_file():
@@ -254,9 +261,13 @@ def test_launch_file_namespaces_params_in_a_content_named_file_and_uses_the_venv
     (opaque,) = [a for a in actions if type(a).__name__ == 'OpaqueFunction']
     context = dict(declared, namespace='robot1', camera_topic='/front/image_raw')
     made = opaque.kwargs['function'](context)
-    # one Node, nothing to clean up at shutdown (a SIGKILLed launch leaves nothing behind)
-    assert [type(a).__name__ for a in made] == ['Node']
-    (node,) = made
+    # one Node, nothing to clean up at shutdown (a SIGKILLed launch leaves nothing
+    # behind), and the supervisor's handlers of its start and exit
+    kinds = sorted(type(a).__name__ for a in made)
+    assert kinds == ['Node', 'RegisterEventHandler', 'RegisterEventHandler']
+    assert sorted(type(a.args[0]).__name__ for a in made if a.args) == [
+        'OnProcessExit', 'OnProcessStart']
+    (node,) = _nodes(made)
     assert node.kwargs['namespace'] == 'robot1'
     assert node.kwargs['prefix'] == str(venv / 'bin' / 'python3')
     assert ('/camera/image_raw', '/front/image_raw') in node.kwargs['remappings']
@@ -266,11 +277,11 @@ def test_launch_file_namespaces_params_in_a_content_named_file_and_uses_the_venv
     assert params['/robot1/perception_container']['ros__parameters']['autostart'] is True
     assert params['/robot1/detector']['ros__parameters']['model']
     # the same arguments: the same file; other arguments: another file beside it
-    (again,) = opaque.kwargs['function'](context)
+    (again,) = _nodes(opaque.kwargs['function'](context))
     assert again.kwargs['parameters'] == node.kwargs['parameters']
     # without a virtual environment: the scripts' own #! line
     monkeypatch.delenv('VIRTUAL_ENV')
-    (node,) = opaque.kwargs['function'](declared)
+    (node,) = _nodes(opaque.kwargs['function'](declared))
     assert 'prefix' not in node.kwargs and node.kwargs['namespace'] == ''
     other = pathlib.Path(node.kwargs['parameters'][0])
     assert other != params_file and other.parent == params_file.parent
