@@ -58,14 +58,14 @@ class Launch:
         return ''.join(self.lines)
 
     def container_pid(self):
-        """Return the pid of the container (the launch's child running perception_container)."""
+        """Return the pid of the container (perception_container in the launch's session)."""
         for pid in os.listdir('/proc'):
             try:
                 stat = pathlib.Path(f'/proc/{pid}/stat').read_text()
                 cmd = pathlib.Path(f'/proc/{pid}/cmdline').read_bytes()
             except OSError:
                 continue
-            if int(stat.rsplit(')', 1)[1].split()[1]) == self.proc.pid and \
+            if int(stat.rsplit(')', 1)[1].split()[3]) == self.proc.pid and \
                     b'perception_container' in cmd:
                 return int(pid)
         return None
