@@ -205,3 +205,24 @@ def test_the_systemd_unit_stops_with_sigint_restarts_on_failure_and_cleans_shm_f
     assert "share_tree('systemd')" in (root / 'setup.py').read_text()     # installed
     readme = (root.parent / 'README.md').read_text()
     assert 'KillSignal=SIGINT' in readme and 'edge_infer.service' in readme
+
+
+def test_stop_signals_never_raise_and_are_ignored_once_the_shutdown_is_done():
+    import subprocess
+    import sys
+    code = '\n'.join([
+        'import os, signal, sys',
+        'from edge_infer.nodes.stopping import StopSignals',
+        "assert 'rclpy' not in sys.modules     # before the heavy imports",
+        'lines = []',
+        'stop = StopSignals(log=lines.append).install()',
+        'for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGINT):',
+        '    os.kill(os.getpid(), sig)',
+        'assert stop.count == 3 and len(lines) == 1, (stop.count, lines)',
+        'stop.ignore_rest()',
+        'os.kill(os.getpid(), signal.SIGINT)   # as during the exit',
+        "print('stopped cleanly')"])
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == 'stopped cleanly' and 'Traceback' not in out.stderr
