@@ -107,17 +107,17 @@ def stale(shm_dir: pathlib.Path = SHM_DIR, min_age_s: float = MIN_AGE_S,
           ) -> List[List[pathlib.Path]]:
     """Return the file sets no live process owns (see the module's three tests)."""
     now = time.time() if now is None else now
-    used = set(open_by_live_processes() if used is None else used)
     out = []
     for lock, files in file_sets(shm_dir).items():
         try:
             age = now - lock.stat().st_mtime
         except OSError:
             continue
-        if age < min_age_s or any(str(f) in used for f in files):
-            continue
-        if _lock_is_free(lock):
+        if age >= min_age_s and _lock_is_free(lock):
             out.append(files)
+    if out:     # /proc is read only when something looks stale (the usual case: nothing)
+        used = set(open_by_live_processes() if used is None else used)
+        out = [files for files in out if not any(str(f) in used for f in files)]
     return out
 
 
