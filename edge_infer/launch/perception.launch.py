@@ -117,8 +117,8 @@ def _processes(context):
                        params_file=pathlib.Path(arg('params_file')) if arg('params_file')
                        else None,
                        autostart=checked['autostart'], keep_partial=checked['keep_partial'])
-    policy_args = RespawnPolicy(enabled=checked['respawn'], delay_s=checked['respawn_delay'],
-                                max_crashes=checked['respawn_max'])
+    respawn = RespawnPolicy(enabled=checked['respawn'], delay_s=checked['respawn_delay'],
+                            max_crashes=checked['respawn_max'])
     python = procs.launch_python()
     actions = []
     for p in plans:
@@ -130,7 +130,7 @@ def _processes(context):
             return Node(package=p.package, executable=p.executable, namespace=p.namespace,
                         output='screen', emulate_tty=True, parameters=[str(params)],
                         remappings=list(p.remappings.items()), **extra)
-        actions += _supervised(make, Supervisor(p.executable, policy_args))
+        actions += _supervised(make, Supervisor(p.executable, respawn))
     return actions
 
 
