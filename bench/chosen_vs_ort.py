@@ -86,7 +86,8 @@ def main() -> None:
             int8_rows += [(name, setting, r) for r in run.results if r.precision == 'int8']
     print(f'\nload average after: {os.getloadavg()[0]:.2f} (1 min)')
     floors = load_config()['min_accuracy']
-    print(f'\nint8 candidates (accuracy on the judging frames: {calibration_frames(12)[1]}; '
+    judged = calibration_frames(int(load_config()['calibration_frames']))[1]
+    print(f'\nint8 candidates (accuracy on the judging frames: {judged}; '
           f'floors {floors}):\n')
     print('| model | setting | candidate | status | profile p50 ms | accuracy | how made |')
     print('|---|---|---|---|---|---|---|')

@@ -1,20 +1,20 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
 """Feasibility of NNCF int8 for the bundled models, judged on frames it never saw.
 
-    pip install --target /tmp/nncf_site nncf==3.4.0     # not a dependency (yet)
-    PYTHONPATH=/tmp/nncf_site ./run.sh exec python bench/int8_nncf_probe.py
+    ./run.sh exec python bench/int8_nncf_probe.py
         [--models nanodet mobilenet_v2] [--accuracy-control]
 
-Groundwork for int8 candidates (not a candidate yet): per model, OpenVINO on
+The probe that preceded the int8-nncf candidates (edge_infer/backends/quantize.py
+makes them now, on the video's first half, judged on the second half and the
+photos); kept to compare quantizer settings quickly: per model, OpenVINO on
 one thread at fp32, at the CPU's native precision, and int8 from
-``nncf.quantize`` (30 calibration frames: the video at phase 0.5, disjoint
+``nncf.quantize`` (30 calibration frames: the video's first half at phase 0.5, disjoint
 from the judging frames; preset MIXED for detectors, PERFORMANCE otherwise)
 and, with ``--accuracy-control`` (classifiers),
-``nncf.quantize_with_accuracy_control`` (validation: 24 more video frames
+``nncf.quantize_with_accuracy_control`` (validation: 24 more first-half frames
 at phase 0.25, top-1 vs fp32, max drop 0.01). Judged by the manager's own
-accuracy check against ONNX Runtime CPU fp32 on the 12 profile frames
-(video at phase 0 + photos); time: p50 of 60 runs on one frame, after 5
-warm-up runs.
+accuracy check against ONNX Runtime CPU fp32 on 12 profile frames; time:
+p50 of 60 runs on one frame, after 5 warm-up runs.
 """
 
 import argparse
@@ -47,7 +47,7 @@ def main() -> int:
     try:
         import nncf
     except ImportError as exc:
-        print(f'nncf not importable ({exc}): see the command in this file')
+        print(f'nncf not importable ({exc}): pip install nncf')
         return 2
     import openvino as ov
     core = ov.Core()
@@ -62,7 +62,8 @@ def main() -> int:
         spec = load_models()[name]
         path = paths.models_dir() / spec.file
         pre = Preprocessor(spec.input_spec)
-        calib = [np.array(pre(f)[0], copy=True) for f in calibration_frames(30, phase=0.5)[0]]
+        calib = [np.array(pre(f)[0], copy=True)
+                 for f in calibration_frames(30, phase=0.5, span=(0.0, 0.5))[0]]
         judge, what = calibration_frames(12)
         ref = Reference(spec, path, judge, what)
         model = core.read_model(str(path))
@@ -78,7 +79,7 @@ def main() -> int:
             print(f'{name}: no accuracy control (its validation here is top-1: classifiers)')
         elif args.accuracy_control:
             val = [np.array(pre(f)[0], copy=True)
-                   for f in calibration_frames(24, phase=0.25)[0]]
+                   for f in calibration_frames(24, phase=0.25, span=(0.0, 0.5))[0]]
             fp = compiled(model, 'f32')
             labels = [int(np.argmax(fp(x)[0])) for x in val]
 

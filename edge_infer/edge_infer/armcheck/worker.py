@@ -257,8 +257,8 @@ def make_variants(mgr, spec, model_path, tracer: Tracer, events: Events) -> int:
     """
     tracer.phase = 'variants'
     for b in mgr.candidates(spec, model_path):
-        if not hasattr(b, 'variant_path'):
-            continue
+        if not hasattr(b, 'variant_path') or not b.available()[0]:
+            continue        # e.g. int8-nncf where nncf is not installed: said in the profile
         tracer.touch(b.name, 'convert')
         t = time.monotonic()
         path = b.variant_path(model_path)

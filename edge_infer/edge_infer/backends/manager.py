@@ -71,7 +71,7 @@ DEFAULTS = {
     'tail_guard': 4.0,
     'warmup': 2,
     'min_runs': 5,
-    'calibration_frames': 12,
+    'calibration_frames': 6,
     'min_accuracy': {'classification': 0.99, 'detection': 0.9, 'pose': 0.9,
                      'segmentation': 0.9},
     'exclude': [],
@@ -83,8 +83,7 @@ DEFAULTS = {
 # candidates accepted by an older check are measured again (v2: a detector
 # frame that loses all its objects counts; v3: frames spread over the whole video;
 # v4: a classifier's top-1 flip between classes tied in the reference agrees;
-# v5: judged on the video's second half + photos, 12 frames: int8 calibrates on
-# the first half).
+# v5: judged on the video's second half + photos: int8 calibrates on the first).
 ACCURACY_CHECK_VERSION = 5
 # What a cached profile's figures cover: the run, with the CPU preprocessing
 # of the candidate's input kind beside it (CandidateResult.frame_ms).
@@ -156,74 +155,19 @@ class BackendManager:
     def candidates(self, spec: Optional[ModelSpec] = None,
                    model_path: Optional[pathlib.Path] = None) -> List[Backend]:
         """Return every configured candidate (variants only when a model is given)."""
-        from .opencv_dnn import OpenCvDnnBackend
-        from .ort import ort_candidates
+        from .candidates import configured_candidates, variant_candidates
         cfg = self.config
-        out: List[Backend] = list(ort_candidates(
-            thread_options=cfg['ort_threads'], cache_dir=str(self.cache_dir),
-            include_unlisted=cfg['ort_providers_always_listed']))
-        out += [OpenCvDnnBackend(t) for t in cfg['opencv_targets']]
-        if cfg['blas']:
-            try:
-                from .blas import BlasBackend
-                out.append(BlasBackend())
-            except ImportError as exc:  # the module is optional
-                self.log(f'backend numpy-blas: not importable ({exc})')
-        if cfg['openvino_threads']:
-            from .openvino import openvino_candidates
-            out += openvino_candidates(cfg['openvino_threads'],
-                                       native=bool(cfg['openvino_native_precision']),
-                                       graph_preprocessing=bool(
-                                           cfg['openvino_graph_preprocessing']))
-        if cfg['ncnn_threads'] or cfg['ncnn_vulkan']:
-            try:
-                from .ncnn import ncnn_candidates
-            except ImportError as exc:  # the module is optional
-                self.log(f'backend ncnn: not importable ({exc})')
-            else:
-                out += ncnn_candidates(self.cache_dir, threads=cfg['ncnn_threads'],
-                                       fp16=bool(cfg['ncnn_fp16']),
-                                       vulkan=bool(cfg['ncnn_vulkan']))
+        out = configured_candidates(cfg, self.cache_dir, self.log)
         if spec is not None and model_path is not None:
-            out += self._variant_candidates(spec)
+            floor = self.min_accuracy(spec)
+            frames = (int(cfg['int8_calibration_frames']), int(cfg['int8_validation_frames']))
+
+            def settings() -> tuple:
+                return spec, floor, frames, self._cancel
+            out += variant_candidates(cfg, self.cache_dir, self.thread_budget, settings,
+                                      self.log)
         excluded = set(cfg['exclude'] or ())
         return [b for b in out if b.name not in excluded]
-
-    def _variant_candidates(self, spec: ModelSpec) -> List[Backend]:
-        """Return the fp16 / int8 candidates of a model (see variants.py and quantize.py).
-
-        ONNX Runtime runs each kind of ``variants`` at ``variant_threads``
-        (within the budget); OpenVINO runs its NNCF int8 file (``int8-nncf``)
-        at each of ``openvino_threads``, at the device's best precision for
-        the layers left in float, with a ``+pre`` twin where graph
-        preprocessing is on.
-        """
-        from .ort import OrtBackend
-        from .variants import VariantBackend
-        cfg = self.config
-        base_threads = int(cfg['variant_threads'])
-        if self.thread_budget:       # variants run within the budget
-            base_threads = min(base_threads, self.thread_budget)
-        floor = self.min_accuracy(spec)
-        frames = (int(cfg['int8_calibration_frames']), int(cfg['int8_validation_frames']))
-
-        def settings() -> tuple:
-            return spec, floor, frames, self._cancel
-        out: List[Backend] = [VariantBackend(OrtBackend(intra_op_threads=base_threads), kind,
-                                             self.cache_dir, settings, self.log)
-                              for kind in cfg['variants'] if kind in ('fp16', 'int8')]
-        if 'int8-nncf' in cfg['variants'] and cfg['openvino_threads']:
-            from .openvino import openvino_candidates
-            bases = openvino_candidates(cfg['openvino_threads'],
-                                        native=bool(cfg['openvino_native_precision']),
-                                        graph_preprocessing=bool(
-                                            cfg['openvino_graph_preprocessing']))
-            best = 'fp32' if all(b.precision == 'fp32' for b in bases) else next(
-                b.precision for b in bases if b.precision != 'fp32')
-            # one int8 twin per thread count and input kind, on the best precision
-            out += [VariantBackend(b, 'int8-nncf', self.cache_dir, settings, self.log)
-                    for b in bases if b.precision == best]
-        return out
 
     def over_budget(self, backend: Backend) -> str:
         """Return why a candidate exceeds the process's thread budget ('' if it does not)."""

@@ -5,15 +5,16 @@ Two quantizers, each a variant kind (:mod:`.variants` names and caches the files
 
 - ``int8``: ONNX Runtime's ``quantize_static`` (QDQ; per-channel int8
   weights in 7-bit range, see :func:`ort_int8`; uint8 activations). The
-  calibration method is chosen by measurement: Percentile (99.999 %) and
-  MinMax are both made, and the one that agrees best with fp32 on the
-  validation frames is kept.
+  calibration method is chosen by measurement: MinMax first, and where it
+  misses the target on the validation frames Percentile (99.999 %) too; the
+  one that agrees best with fp32 there is kept.
 - ``int8-nncf``: NNCF's ``nncf.quantize`` on the OpenVINO model (preset
   MIXED: symmetric weights, asymmetric activations); where that result does
-  not reach the target on the validation frames,
-  ``nncf.quantize_with_accuracy_control`` with the package's own accuracy
-  check (:mod:`.agreement`) as its validation function returns the most
-  sensitive layers to float until it does. Saved as OpenVINO IR.
+  not reach the target on the validation frames but comes within
+  :data:`AC_REACH` of it, ``nncf.quantize_with_accuracy_control`` with the
+  package's own accuracy check (:mod:`.agreement`) as its validation
+  function returns the most sensitive layers to float until it does.
+  Saved as OpenVINO IR.
 
 Frames (:func:`calibration_sets`): calibration and validation frames come
 from the user's footage where the model's registry entry names it
@@ -59,6 +60,10 @@ KINDS = ('int8', 'int8-nncf')
 ISOLATE = True
 MAX_FLOAT_LAYERS = 12       # accuracy control: layers it may return to float
 RANKING_FRAMES = 8          # accuracy control: validation frames that rank the layers
+# Accuracy control runs only where nncf.quantize lands within this of the target:
+# on MobileNetV2 (0.54 vs 0.995) it took 127 s, returned 11 layers to float and
+# reached 0.875, still rejected; such a gap costs minutes of a robot's CPU for nothing.
+AC_REACH = 0.25
 INSTALL_NNCF = 'pip install nncf'
 # lines of the quantizers' own chatter that the child's log leaves out
 NOISE = ('INFO:nncf', 'WARNING:nncf', 'Number of histogram bins', 'Percentile :')
@@ -239,7 +244,7 @@ def make_ort(src: pathlib.Path, dst: pathlib.Path, cal: List[np.ndarray],
     """Make the ORT int8 file with the calibration method that validates best."""
     best: Optional[Tuple[float, str, str]] = None
     tried = []
-    for method in ('Percentile', 'MinMax'):
+    for method in ('MinMax', 'Percentile'):
         tmp = dst.with_name(f'{dst.stem}.{method}.onnx')
         ort_int8(src, tmp, cal, method)
         acc, detail = score(_ort_outputs(tmp))
@@ -295,7 +300,10 @@ def make_nncf(src: pathlib.Path, dst: pathlib.Path, cal: List[np.ndarray], ref,
     acc, detail = score(core.compile_model(quantized, 'CPU', config), every)
     log(f'int8-nncf (nncf.quantize, MIXED): validation agreement {acc:.3f} ({detail})')
     note = {'method': 'nncf.quantize (MIXED)', 'validation': acc, 'float_layers': []}
-    if acc < target:
+    if acc < target - AC_REACH:
+        log(f'int8-nncf: no accuracy control: {acc:.3f} is more than {AC_REACH:g} under the '
+            f'target {target:.3f} (12 layers back in float did not close such a gap)')
+    elif acc < target:
         t0 = time.monotonic()
         quantized = nncf.quantize_with_accuracy_control(
             model, nncf.Dataset(cal),

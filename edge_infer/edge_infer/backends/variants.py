@@ -237,8 +237,9 @@ def _to_fp16(model):
 # ---------------------------------------------------------------------- API
 # Part of every variant's file name: bump it when a conversion changes, so files
 # made by an older converter are not reused (2: int8 with reduce_range; 3: int8
-# calibrated on the video's first half, method chosen on validation frames).
-CONVERTER_VERSION = 3
+# calibrated on the video's first half, method chosen on validation frames; 4:
+# MinMax first, accuracy control only within reach).
+CONVERTER_VERSION = 4
 SUFFIX = {'int8-nncf': '.xml'}      # OpenVINO IR (+ .bin); the others are ONNX files
 
 

@@ -1,0 +1,76 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""The candidates config/backends.yaml lists: one entry per library, device, threads, precision.
+
+:func:`configured_candidates` gives the model-independent ones (every library
+module's own list); :func:`variant_candidates` the fp16 / int8 files of one
+model (:mod:`.variants`, :mod:`.quantize`). The manager filters both by
+``exclude`` and its thread budget.
+"""
+
+import pathlib
+from typing import Callable, List
+
+from ..core.backend import Backend
+
+Log = Callable[[str], None]
+
+
+def configured_candidates(cfg: dict, cache_dir: pathlib.Path, log: Log) -> List[Backend]:
+    """Return every model-independent candidate the config names (unavailable ones too)."""
+    from .opencv_dnn import OpenCvDnnBackend
+    from .ort import ort_candidates
+    out: List[Backend] = list(ort_candidates(
+        thread_options=cfg['ort_threads'], cache_dir=str(cache_dir),
+        include_unlisted=cfg['ort_providers_always_listed']))
+    out += [OpenCvDnnBackend(t) for t in cfg['opencv_targets']]
+    if cfg['blas']:
+        try:
+            from .blas import BlasBackend
+            out.append(BlasBackend())
+        except ImportError as exc:  # the module is optional
+            log(f'backend numpy-blas: not importable ({exc})')
+    if cfg['openvino_threads']:
+        from .openvino import openvino_candidates
+        out += openvino_candidates(cfg['openvino_threads'],
+                                   native=bool(cfg['openvino_native_precision']),
+                                   graph_preprocessing=bool(cfg['openvino_graph_preprocessing']))
+    if cfg['ncnn_threads'] or cfg['ncnn_vulkan']:
+        try:
+            from .ncnn import ncnn_candidates
+        except ImportError as exc:  # the module is optional
+            log(f'backend ncnn: not importable ({exc})')
+        else:
+            out += ncnn_candidates(cache_dir, threads=cfg['ncnn_threads'],
+                                   fp16=bool(cfg['ncnn_fp16']), vulkan=bool(cfg['ncnn_vulkan']))
+    return out
+
+
+def variant_candidates(cfg: dict, cache_dir: pathlib.Path, thread_budget: int,
+                       settings: Callable[[], tuple], log: Log) -> List[Backend]:
+    """Return a model's fp16 / int8 candidates.
+
+    ONNX Runtime runs each kind of ``variants`` at ``variant_threads`` (within
+    the budget); OpenVINO runs its NNCF int8 file (``int8-nncf``) at each of
+    ``openvino_threads``, at the device's best precision for the layers left
+    in float, with a ``+pre`` twin where graph preprocessing is on.
+    ``settings()`` returns what a quantizer needs (see VariantBackend).
+    """
+    from .ort import OrtBackend
+    from .variants import VariantBackend
+    base_threads = int(cfg['variant_threads'])
+    if thread_budget:       # variants run within the budget
+        base_threads = min(base_threads, thread_budget)
+    out: List[Backend] = [VariantBackend(OrtBackend(intra_op_threads=base_threads), kind,
+                                         cache_dir, settings, log)
+                          for kind in cfg['variants'] if kind in ('fp16', 'int8')]
+    if 'int8-nncf' in cfg['variants'] and cfg['openvino_threads']:
+        from .openvino import openvino_candidates
+        bases = openvino_candidates(cfg['openvino_threads'],
+                                    native=bool(cfg['openvino_native_precision']),
+                                    graph_preprocessing=bool(cfg['openvino_graph_preprocessing']))
+        best = 'fp32' if all(b.precision == 'fp32' for b in bases) else next(
+            b.precision for b in bases if b.precision != 'fp32')
+        # one int8 twin per thread count and input kind, on the best precision
+        out += [VariantBackend(b, 'int8-nncf', cache_dir, settings, log)
+                for b in bases if b.precision == best]
+    return out
