@@ -16,8 +16,10 @@ SIGINT. Modes: ``lease`` (``thread_budget: 0``, the host-wide lease) and
 ``alone`` (``thread_budget: -1``: every process as if alone, the behaviour
 before the lease). Per launch it reports the budget line, each node's
 backend and the threads that backend runs (``/tN`` of its name; OpenCV DNN
-runs the budget), the threads of the container that were busy during the
-bag (over ``--busy`` of a core, from /proc; DDS and executor threads
+runs the budget), the threads that run at once (the fair share's limit on
+frames at once, from its ``inference share`` line, times the models'
+threads), the cores the container used during the bag and its threads that
+were busy (over ``--busy`` of a core, from /proc; DDS and executor threads
 included, so an upper bound), and the ``latency drift`` lines. The
 inference threads in all are the sum of the backends' threads.
 """
@@ -38,6 +40,7 @@ import yaml
 
 ACTIVE = re.compile(r'autostart: all \d+ nodes active')
 BUDGET = re.compile(r'inference thread budget: [^\n\x1b]*')    # up to a colour code
+SHARE = re.compile(r'inference share: (?:at most (\d+) of|no limit)')
 TICK = os.sysconf('SC_CLK_TCK')
 
 
@@ -163,9 +166,14 @@ def run_mode(mode, args, env):
                              for t in after[x.ns]), reverse=True)
             status = [diag[f'/{x.ns}/{n}: perception'] for n in args.nodes.split(',')]
             nodes = [(n, st.get('backend', '?')) for n, st in zip(args.nodes.split(','), status)]
+            threads = [backend_threads(b, line) for _, b in nodes]
+            shares_said = SHARE.findall(x.text)     # the fair share in force at the end
+            limit = int(shares_said[-1] or 0) if shares_said else 0
+            ranked = sorted((t or 0 for t in threads), reverse=True)
             rows.append({'mode': mode, 'launch': x.ns, 'budget': line,
-                         'backends': nodes,
-                         'threads': [backend_threads(b, line) for _, b in nodes],
+                         'backends': nodes, 'threads': threads,
+                         'at_once': sum(ranked[:limit] if limit else ranked),
+                         'cores_used': round(sum(shares), 2),
                          'busy': sum(s >= args.busy for s in shares),
                          'top': [round(s, 2) for s in shares[:4]],
                          'drift_lines': x.text.count('latency drift'),
@@ -197,18 +205,22 @@ def main(argv=None):
     env = procs.ros_env(procs.free_domain_id(os.getpid() + 11))
     print(f'host: {os.cpu_count()} cores; {args.launches} launches of nodes:={args.nodes}; '
           f'bag {args.bag.name} at rate {args.rate:g}')
-    print('| mode | launch | budget line | backend (threads) | busy threads (>= '
-          f'{args.busy:g} core; top shares) | drift lines | frames |')
-    print('|---|---|---|---|---|---|---|')
+    print('| mode | launch | budget line | backend (threads) | threads at once (fair share) '
+          f'| cores used | busy threads (>= {args.busy:g} core; top shares) | drift lines | '
+          'frames |')
+    print('|---|---|---|---|---|---|---|---|---|')
     for mode in args.modes:
         rows = run_mode(mode, args, env)
         for r in rows:
             pairs = zip(r['backends'], r['threads'])
             backends = ', '.join(f'{n} {b} ({t})' for (n, b), t in pairs)
-            print(f"| {mode} | {r['launch']} | {r['budget']} | {backends} | {r['busy']} "
-                  f"({r['top']}) | {r['drift_lines']} | {r['frames']} |")
+            print(f"| {mode} | {r['launch']} | {r['budget']} | {backends} | {r['at_once']} | "
+                  f"{r['cores_used']} | {r['busy']} ({r['top']}) | {r['drift_lines']} | "
+                  f"{r['frames']} |")
         total = sum(t or 0 for r in rows for t in r['threads'])
         print(f'| {mode} | all | | inference threads in all: {total} | '
+              f"{sum(r['at_once'] for r in rows)} | "
+              f"{round(sum(r['cores_used'] for r in rows), 2)} | "
               f"{sum(r['busy'] for r in rows)} | {sum(r['drift_lines'] for r in rows)} | |")
     return 0
 

@@ -28,7 +28,17 @@ slots than it has models (a third process on a full 2-core host, or four
 models on two cores) still runs, one thread per model, and its budget says
 by how many threads it is *over budget*. When a process ends, its slots are
 free for the next process to start; the processes still running keep the
-budget they started with (their sessions were profiled and opened with it).
+threads per model they started with (their sessions were profiled and
+opened with them).
+
+The slots fix threads per model; :class:`FairShare` bounds how many frames
+run at once, and follows processes as they come and go. Every container
+joins as a *member* (``member-<pid>``: its model count, under an exclusive
+``flock`` held for life) and lets at most its share of the cores run at
+once (``backends.gate.GATE``'s limit): cores x its models / the models of
+every live member, at least one frame. Two launches of two models each on 2
+cores run one frame at a time each, 2 inference threads in all; a launch
+alone is not limited, and gets its cores back when the other one ends.
 """
 
 from dataclasses import dataclass, field
@@ -36,6 +46,7 @@ import fcntl
 import os
 import pathlib
 import tempfile
+import threading
 from typing import Dict, List, Optional
 
 ENV_DIR = 'EDGE_INFER_CORE_LEASE_DIR'
@@ -81,6 +92,7 @@ class Budget:
     slots: List[int] = field(default_factory=list)     # slot indices this process holds
     others: Dict[int, str] = field(default_factory=dict)    # slot -> holder's pid, when taken
     _fds: List[int] = field(default_factory=list, repr=False)
+    fair: Optional['FairShare'] = field(default=None, repr=False)
 
     @property
     def threads(self) -> int:
@@ -114,7 +126,10 @@ class Budget:
         return f'{head} ({where})'
 
     def release(self) -> None:
-        """Give the slots back (the kernel does the same at exit)."""
+        """Give the slots back and leave the fair share (the kernel does the same at exit)."""
+        if self.fair is not None:
+            self.fair.stop()
+            self.fair = None
         for fd in self._fds:
             try:
                 os.close(fd)
@@ -207,4 +222,111 @@ def apply_budget(manager, models: int, thread_budget: int, log, warn) -> Optiona
         return None
     manager.cap_threads(budget.per_model, budget.why())
     (warn if budget.over else log)(budget.line())
+    try:
+        budget.fair = FairShare(models, budget.per_model, log=log).start()
+    except OSError as exc:
+        warn(f'inference share: not followed ({lease_dir()}: {exc}); frames run unlimited')
     return budget
+
+
+class FairShare:
+    """How many of this process's frames may run at once, re-read while it runs (see module doc).
+
+    ``gate``: what takes the limit (``set_limit``; default the process's
+    ``GATE``); ``period_s``: how often the members are counted again.
+    """
+
+    def __init__(self, models: int, per_model: int = 1, cores: Optional[int] = None,
+                 directory: Optional[pathlib.Path] = None, gate=None, log=print,
+                 period_s: float = 1.0):
+        """Describe this process: its models and threads per model."""
+        self.models, self.per_model = int(models), max(1, int(per_model))
+        self.cores = int(cores or os.cpu_count() or 1)
+        self.directory = pathlib.Path(directory) if directory else lease_dir()
+        if gate is None:
+            from .backends.gate import GATE
+            gate = GATE
+        self.gate, self.log, self.period_s = gate, log, float(period_s)
+        self.limit = -1         # not computed yet; 0 = no limit
+        self._fd: Optional[int] = None
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+
+    def start(self) -> 'FairShare':
+        """Join as a member, set the limit, and follow the others in a daemon thread."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        tmp = self.directory / f'joining-{os.getpid()}'
+        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o666)
+        fcntl.flock(fd, fcntl.LOCK_EX)      # locked before others can see it
+        os.pwrite(fd, f'{self.models}\n'.encode(), 0)
+        os.replace(tmp, self.directory / f'member-{os.getpid()}')
+        self._fd = fd
+        self.refresh()
+        self._thread = threading.Thread(target=self._run, name='fair-share', daemon=True)
+        self._thread.start()
+        return self
+
+    def members(self) -> Dict[int, int]:
+        """Return {pid: models} of the live members; remove the files of dead ones."""
+        out: Dict[int, int] = {}
+        for path in self.directory.glob('member-*'):
+            try:
+                pid = int(path.name.split('-', 1)[1])
+            except ValueError:
+                continue
+            if pid == os.getpid():
+                out[pid] = self.models
+                continue
+            try:
+                fd = os.open(path, os.O_RDONLY)
+            except OSError:
+                continue        # gone meanwhile
+            try:
+                if _try_lock(fd):       # nobody holds it: its process is gone
+                    try:
+                        path.unlink()
+                    except OSError:
+                        pass
+                    continue
+                text = os.pread(fd, 32, 0).decode(errors='replace').strip()
+                out[pid] = int(text) if text.isdigit() else 1
+            finally:
+                os.close(fd)
+        return out
+
+    def refresh(self) -> int:
+        """Count the members again, set the gate's limit; log a change; return the limit."""
+        live = self.members()
+        total = sum(live.values()) or self.models
+        share = max(1, self.cores * self.models // max(1, total))
+        frames = max(1, share // self.per_model)
+        limit = 0 if frames >= self.models else frames
+        if limit != self.limit:
+            self.gate.set_limit(limit)
+            where = (f'{share} of {self.cores} cores; {len(live)} process(es) with {total} '
+                     f'model(s) on this host')
+            self.log(f'inference share: at most {limit} of {self.models} model(s) at once '
+                     f'({where})' if limit else f'inference share: no limit ({where})')
+            self.limit = limit
+        return limit
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.period_s):
+            try:
+                self.refresh()
+            except OSError:
+                pass        # the directory went away: keep the last limit
+
+    def stop(self) -> None:
+        """Leave: no limit in this process, the member file removed."""
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=2 * self.period_s)
+        if self._fd is not None:
+            try:
+                (self.directory / f'member-{os.getpid()}').unlink()
+            except OSError:
+                pass
+            os.close(self._fd)
+            self._fd = None
+        self.gate.set_limit(0)

@@ -57,6 +57,18 @@ def test_the_load_probe_sees_another_process_spinning_a_core():
     assert cond['window_s'] >= 0.9
 
 
+def test_our_own_child_processes_are_not_foreign_load():
+    """The int8 quantizer runs in a child: its CPU time is the profile's own."""
+    import subprocess
+    import sys
+    probe = LoadProbe().start()
+    subprocess.run([sys.executable, '-c', 'import time\nt = time.process_time()\n'
+                    'while time.process_time() - t < 1.0: pass'], check=True)
+    cond = probe.stop()
+    assert cond['window_s'] >= 0.9
+    assert cond['foreign_cores'] < 0.5, cond       # a busy core of our own child
+
+
 class _Delayed:
     def __init__(self, inner, delay_s):
         self.inner, self.delay_s = inner, delay_s

@@ -8,7 +8,8 @@ import subprocess
 import sys
 import time
 
-from edge_infer.host_budget import apply_budget, lease_dir, max_threads_per_model, take_threads
+from edge_infer.host_budget import (apply_budget, FairShare, lease_dir, max_threads_per_model,
+                                    take_threads)
 import pytest
 import yaml
 
@@ -132,11 +133,14 @@ def test_apply_budget_caps_the_manager_and_says_it_in_one_line(tmp_path, monkeyp
     mgr, lines = _Manager(), []
     budget = apply_budget(mgr, 1, 0, lines.append, lines.append)
     try:
-        assert len(lines) == 1 and lines[0].startswith('inference thread budget: ')
+        assert len(lines) == 2 and lines[0].startswith('inference thread budget: ')
+        assert lines[1].startswith('inference share: no limit (')     # alone on the host
         assert mgr.caps == [(budget.per_model, budget.why())] and budget.slots
         assert budget.per_model <= max_threads_per_model(mgr.config)
+        assert (tmp_path / f'member-{os.getpid()}').exists()
     finally:
         budget.release()
+    assert not (tmp_path / f'member-{os.getpid()}').exists()
     mgr, lines = _Manager(), []     # -1: as if alone, no cap and no lease
     assert apply_budget(mgr, 1, -1, lines.append, lines.append) is None
     assert mgr.caps == [] and 'no cap' in lines[0]
@@ -185,3 +189,88 @@ def test_two_containers_share_the_host_cores(ros, tmp_path, monkeypatch):
     finally:
         for proc, _ in started:
             procs.stop(proc)
+
+
+# a process that joins the fair share with N models, then stays until stdin closes
+MEMBER = """
+import sys
+from edge_infer.host_budget import FairShare
+
+class Gate:
+    def set_limit(self, n):
+        pass
+
+FairShare(int(sys.argv[2]), cores=int(sys.argv[3]), directory=sys.argv[1], gate=Gate(),
+          log=lambda s: None, period_s=60).start()
+print('joined', flush=True)
+sys.stdin.read()
+"""
+
+
+class _Gate:
+    """Records the limits FairShare sets."""
+
+    def __init__(self):
+        self.limits = []
+
+    def set_limit(self, n):
+        self.limits.append(n)
+
+
+def _member(directory, models, cores):
+    p = subprocess.Popen([sys.executable, '-c', MEMBER, str(directory), str(models),
+                          str(cores)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == 'joined'
+    return p
+
+
+def test_fair_share_follows_the_processes_on_the_host(tmp_path, holders):
+    gate, lines = _Gate(), []
+    mine = FairShare(2, cores=2, directory=tmp_path, gate=gate, log=lines.append,
+                     period_s=60).start()
+    try:
+        assert mine.limit == 0 and gate.limits == [0]       # alone: two models, two cores
+        other = _member(tmp_path, 2, 2)                     # a second launch of two models
+        holders.append(other)
+        assert mine.refresh() == 1 and gate.limits[-1] == 1     # one frame at a time each
+        assert 'at most 1 of 2 model(s) at once (1 of 2 cores; 2 process(es) with 4' \
+            in lines[-1], lines
+        os.kill(other.pid, signal.SIGKILL)                  # it crashes: its cores come back
+        other.wait()
+        assert mine.refresh() == 0 and gate.limits[-1] == 0
+        assert not (tmp_path / f'member-{other.pid}').exists()     # its file removed
+        assert mine.refresh() == 0 and len(gate.limits) == 3       # a change is said once
+    finally:
+        mine.stop()
+    assert not list(tmp_path.glob('member-*'))
+
+
+def test_the_gate_runs_at_most_its_limit_at_once():
+    import threading
+    from edge_infer.backends.gate import ComputeGate
+    gate = ComputeGate()
+    gate.set_limit(1)
+    inside, most, lock = [0], [0], threading.Lock()
+    release = threading.Event()
+
+    def frame():
+        with gate.shared():
+            with lock:
+                inside[0] += 1
+                most[0] = max(most[0], inside[0])
+            release.wait(5)
+            with lock:
+                inside[0] -= 1
+    threads = [threading.Thread(target=frame) for _ in range(3)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + 5
+    while inside[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    release.set()
+    for t in threads:
+        t.join(5)
+    assert most[0] == 1 and not any(t.is_alive() for t in threads)
+    gate.set_limit(0)
+    with gate.shared(), gate.shared():          # no limit: holders side by side
+        pass

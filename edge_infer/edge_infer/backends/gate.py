@@ -29,12 +29,31 @@ class ComputeGate:
         self._shared = 0
         self._exclusive = False
         self._waiting = 0
+        self._limit = 0         # most shared holders at once (0 = no limit)
+
+    @property
+    def limit(self) -> int:
+        """Return the most frames that may run at once (0 = no limit)."""
+        return self._limit
+
+    def set_limit(self, limit: int) -> None:
+        """Let at most ``limit`` frames run at once (0 = no limit): the host's share of cores.
+
+        Frames over the limit wait for one in flight to end (host_budget.FairShare
+        sets it when other processes on the host run inference too).
+        """
+        with self._cond:
+            self._limit = max(0, int(limit))
+            self._cond.notify_all()
+
+    def _full(self) -> bool:
+        return bool(self._limit) and self._shared >= self._limit
 
     @contextlib.contextmanager
     def shared(self):
         """Hold the gate beside other shared holders (one frame's inference)."""
         with self._cond:
-            while self._exclusive or self._waiting:
+            while self._exclusive or self._waiting or self._full():
                 self._cond.wait()
             self._shared += 1
         try:
@@ -42,7 +61,7 @@ class ComputeGate:
         finally:
             with self._cond:
                 self._shared -= 1
-                if not self._shared:
+                if not self._shared or self._limit:
                     self._cond.notify_all()
 
     @contextlib.contextmanager

@@ -7,7 +7,8 @@ load, not for the board, so every measurement carries its conditions:
 
 - ``foreign_cores``: CPU time used by every other process during the window,
   in cores (``/proc/stat`` busy time minus this process's own time from
-  ``/proc/self/stat``), so 1.0 = one core kept busy by someone else;
+  ``/proc/self/stat``, its finished children's included), so 1.0 = one core
+  kept busy by someone else;
 - ``foreign_share``: the same as a share of all cores (0..1);
 - ``loadavg1``: the 1-minute load average at the end (context only: it lags);
 - ``psi_cpu_some_avg10``: Linux pressure-stall information, the share of the
@@ -34,10 +35,15 @@ def _busy_total() -> Tuple[float, float]:
 
 
 def _own() -> float:
-    """Return this process's CPU time in jiffies (user + system, all threads)."""
+    """Return this process's CPU time in jiffies (user + system, all threads).
+
+    Its reaped children's time counts too (cutime + cstime): the int8
+    quantizer and ncnn's first run are our own work in a child process, and
+    a profile that made an int8 file was otherwise never "quiet".
+    """
     with open('/proc/self/stat') as f:
         fields = f.read().rsplit(')', 1)[1].split()
-    return float(fields[11]) + float(fields[12])
+    return sum(float(v) for v in fields[11:15])
 
 
 def _psi() -> Optional[float]:
