@@ -154,7 +154,7 @@ def run_mode(mode, args, env):
         before = {ns: thread_cpu(pid) for ns, pid in pids.items()}
         t0 = time.monotonic()
         subprocess.run([sys.executable, '-m', 'edge_infer.bag.play', str(args.bag), '--topics',
-                        '/camera/image_raw', '--rate', str(args.rate), '-q'], env=env,
+                        *args.topics, '--rate', str(args.rate), '-q'], env=env,
                        check=True, timeout=args.timeout)
         seconds = time.monotonic() - t0
         after = {ns: thread_cpu(pid) for ns, pid in pids.items()}
@@ -198,6 +198,9 @@ def main(argv=None):
     p.add_argument('--modes', nargs='+', default=['lease', 'alone'], choices=['lease', 'alone'])
     p.add_argument('--bag', type=pathlib.Path, default=paths.bags_dir() / 'demo')
     p.add_argument('--rate', type=float, default=1.0, help='bag playback speed')
+    p.add_argument('--topics', nargs='+', default=['/camera/image_raw',
+                                                   '/camera/image_raw/compressed'],
+                   help='bag topics played (the classifier takes the compressed one)')
     p.add_argument('--busy', type=float, default=0.1,
                    help='a thread counts as busy over this share of a core')
     p.add_argument('--timeout', type=float, default=300.0)
