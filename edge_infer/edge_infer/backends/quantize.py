@@ -266,16 +266,15 @@ def make_ort(src: pathlib.Path, dst: pathlib.Path, cal: List[np.ndarray],
 
 # ---------------------------------------------------------------------- NNCF
 def make_nncf(src: pathlib.Path, dst: pathlib.Path, cal: List[np.ndarray], ref,
-              target: float, log: Log) -> dict:
+              score: Callable[..., Tuple[float, str]], target: float, log: Log) -> dict:
     """Make the OpenVINO IR int8 file: nncf.quantize, then accuracy control if needed.
 
     ``ref``: the fp32 reference on the validation frames
-    (:class:`.profiling.Reference`). Accuracy control ranks layers on at
+    (:class:`.profiling.Reference`), ``score`` its :func:`_scorer`. Accuracy control ranks layers on at
     most :data:`RANKING_FRAMES` of them and returns at most
     :data:`MAX_FLOAT_LAYERS` to float: on a 2-core x86 without VNNI an
     unbounded run on MobileNetV2 took over 20 minutes.
     """
-    from .agreement import agreement
     from .openvino import telemetry_blocked  # noqa: F401  (blocks OpenVINO telemetry first)
     try:
         import nncf
@@ -287,17 +286,14 @@ def make_nncf(src: pathlib.Path, dst: pathlib.Path, cal: List[np.ndarray], ref,
     model = core.read_model(str(src))
     config = {'INFERENCE_PRECISION_HINT': 'f32', 'PERFORMANCE_HINT': 'LATENCY'}
 
-    def score(compiled, indices: Sequence[int]) -> Tuple[float, str]:
+    def runner(compiled):
         req = compiled.create_infer_request()
-        got = [ref.decoder([np.array(o, copy=True) for o in
-                            req.infer({0: ref.inputs[i][0]}).values()], ref.inputs[i][1])
-               for i in indices]
-        return agreement(ref.spec, [ref.outputs[i] for i in indices], got)
+        return lambda x: [np.array(o, copy=True) for o in req.infer({0: x}).values()]
 
     every = list(range(len(ref.inputs)))
     preset = nncf.QuantizationPreset.MIXED
     quantized = nncf.quantize(model, nncf.Dataset(cal), subset_size=len(cal), preset=preset)
-    acc, detail = score(core.compile_model(quantized, 'CPU', config), every)
+    acc, detail = score(runner(core.compile_model(quantized, 'CPU', config)))
     log(f'int8-nncf (nncf.quantize, MIXED): validation agreement {acc:.3f} ({detail})')
     note = {'method': 'nncf.quantize (MIXED)', 'validation': acc, 'float_layers': []}
     if acc < target - AC_REACH:
@@ -308,13 +304,13 @@ def make_nncf(src: pathlib.Path, dst: pathlib.Path, cal: List[np.ndarray], ref,
         quantized = nncf.quantize_with_accuracy_control(
             model, nncf.Dataset(cal),
             nncf.Dataset(every, lambda i: ref.inputs[i][0]),
-            lambda compiled, items: score(compiled, list(items))[0],
+            lambda compiled, items: score(runner(compiled), list(items))[0],
             max_drop=1.0 - target, drop_type=nncf.DropType.ABSOLUTE,
             subset_size=len(cal), preset=preset,
             advanced_accuracy_restorer_parameters=AdvancedAccuracyRestorerParameters(
                 max_num_iterations=MAX_FLOAT_LAYERS,
                 ranking_subset_size=min(RANKING_FRAMES, len(every)), num_ranking_workers=1))
-        acc, detail = score(core.compile_model(quantized, 'CPU', config), every)
+        acc, detail = score(runner(core.compile_model(quantized, 'CPU', config)))
         floats = _float_layers(quantized)
         log(f'int8-nncf (accuracy control, {time.monotonic() - t0:.0f} s): validation '
             f'agreement {acc:.3f} ({detail}); {len(floats)} layer(s) in float')
@@ -332,6 +328,21 @@ def _float_layers(model) -> List[str]:
 
 
 # ---------------------------------------------------------------------- child
+def _scorer(ref) -> Callable[..., Tuple[float, str]]:
+    """Return score(run, indices=every frame): a file's agreement with the fp32 reference.
+
+    ``run(x)`` returns the outputs of one input; ``indices`` picks validation
+    frames (accuracy control ranks layers on a subset).
+    """
+    from .agreement import agreement
+
+    def score(run, indices: Optional[Sequence[int]] = None) -> Tuple[float, str]:
+        idx = range(len(ref.inputs)) if indices is None else indices
+        got = [ref.decoder(run(ref.inputs[i][0]), ref.inputs[i][1]) for i in idx]
+        return agreement(ref.spec, [ref.outputs[i] for i in idx], got)
+    return score
+
+
 def _make(kind: str, src: pathlib.Path, dst: pathlib.Path, spec, floor: float,
           n_cal: int, n_val: int, log: Log) -> dict:
     """Make one int8 file (in the child); return its note."""
@@ -341,14 +352,12 @@ def _make(kind: str, src: pathlib.Path, dst: pathlib.Path, spec, floor: float,
     log(f'{kind}: calibration frames: {what}')
     cal = _inputs(spec, cal_frames)
     ref = Reference(spec, src, val_frames, 'validation', rounds=1)
-
-    def score(run) -> Tuple[float, str]:
-        return ref.agreement([ref.decoder(run(x), tf) for x, tf in ref.inputs])
+    score = _scorer(ref)
     target = validation_target(floor)
     if kind == 'int8':
         note = make_ort(src, dst, cal, score, target, log)
     else:
-        note = make_nncf(src, dst, cal, ref, target, log)
+        note = make_nncf(src, dst, cal, ref, score, target, log)
     note.update({'kind': kind, 'calibration': what, 'target': target,
                  'seconds': round(time.monotonic() - t0, 1)})
     return note
