@@ -270,10 +270,10 @@ def make_nncf(src: pathlib.Path, dst: pathlib.Path, cal: List[np.ndarray], ref,
     """Make the OpenVINO IR int8 file: nncf.quantize, then accuracy control if needed.
 
     ``ref``: the fp32 reference on the validation frames
-    (:class:`.profiling.Reference`), ``score`` its :func:`_scorer`. Accuracy control ranks layers on at
-    most :data:`RANKING_FRAMES` of them and returns at most
-    :data:`MAX_FLOAT_LAYERS` to float: on a 2-core x86 without VNNI an
-    unbounded run on MobileNetV2 took over 20 minutes.
+    (:class:`.profiling.Reference`), ``score`` its :func:`_scorer`.
+    Accuracy control ranks layers on at most :data:`RANKING_FRAMES` of them
+    and returns at most :data:`MAX_FLOAT_LAYERS` to float: on a 2-core x86
+    without VNNI an unbounded run on MobileNetV2 took over 20 minutes.
     """
     from .openvino import telemetry_blocked  # noqa: F401  (blocks OpenVINO telemetry first)
     try:
