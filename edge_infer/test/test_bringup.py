@@ -98,6 +98,12 @@ def test_two_cameras_into_two_detectors(ros, tmp_path, footage):
     assert codes == {'perception_container': 0}
 
 
+# The detector-only graphs here subscribe to the raw topic alone: the player is
+# told to play only that one, or it would wait out --wait-for-subscribers on
+# the bag's /compressed topic (20 s per start) before publishing anything.
+RAW_ONLY = ('--topics', '/camera/image_raw')
+
+
 def _zombie_segments():
     """Return Fast DDS segment lock files in /dev/shm that no live process holds."""
     out = set()
@@ -121,7 +127,7 @@ def test_kill_9_during_replay_then_restart_recovers(ros, tmp_path, small_bag):
     ros.node.create_subscription(DetectionArray, '/detector/detections', got.append, 50)
     run = Running(plans, ros.env, tmp_path / 'first').start()
     run.activate(ros.node, ros.executor)
-    player = procs.start_player(small_bag, ros.env, ['--wait-for-subscribers', '20',
+    player = procs.start_player(small_bag, ros.env, [*RAW_ONLY, '--wait-for-subscribers', '20',
                                                      '--rate', '0.5'])
     assert ros.spin_until(lambda: len(got) >= 2, 60)
     (_, proc), = run.procs
@@ -137,7 +143,8 @@ def test_kill_9_during_replay_then_restart_recovers(ros, tmp_path, small_bag):
     again = Running(plans, ros.env, tmp_path / 'second').start()
     try:
         again.activate(ros.node, ros.executor)
-        player = procs.start_player(small_bag, ros.env, ['--wait-for-subscribers', '20'])
+        player = procs.start_player(small_bag, ros.env,
+                                    [*RAW_ONLY, '--wait-for-subscribers', '20'])
         assert ros.spin_until(lambda: len(got) >= n_dead + 5, 60)
         ros.spin_until(lambda: player.poll() is not None, 60)
     finally:
@@ -203,7 +210,7 @@ def test_bag_player_dying_mid_bag_leaves_the_graph_serving(ros, tmp_path, small_
     run = Running(plans, ros.env, tmp_path).start()
     try:
         run.activate(ros.node, ros.executor)
-        player = procs.start_player(small_bag, ros.env, ['--wait-for-subscribers', '20',
+        player = procs.start_player(small_bag, ros.env, [*RAW_ONLY, '--wait-for-subscribers', '20',
                                                          '--rate', '0.3'])
         assert ros.spin_until(lambda: len(got) >= 1, 60)
         os.killpg(player.pid, signal.SIGKILL)            # the player dies mid-bag
@@ -211,7 +218,8 @@ def test_bag_player_dying_mid_bag_leaves_the_graph_serving(ros, tmp_path, small_
         n = len(got)
         ros.spin_until(lambda: False, 2.0)
         assert run.procs[0][1].poll() is None            # the container does not care
-        player = procs.start_player(small_bag, ros.env, ['--wait-for-subscribers', '20'])
+        player = procs.start_player(small_bag, ros.env,
+                                    [*RAW_ONLY, '--wait-for-subscribers', '20'])
         assert ros.spin_until(lambda: len(got) >= n + 5, 60)    # a new player: results again
         ros.spin_until(lambda: player.poll() is not None, 60)
         assert player.returncode == 0
