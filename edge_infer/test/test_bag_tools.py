@@ -213,6 +213,7 @@ def _child_env(domain: int) -> dict[str, str]:
     return env
 
 
+@pytest.mark.slow
 def test_player_publishes_bag_over_ros(footage_dir, tmp_path, monkeypatch):
     rclpy = pytest.importorskip('rclpy')
     pytest.importorskip('sensor_msgs.msg')

@@ -17,6 +17,7 @@ import pytest
 PKG = pathlib.Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 @pytest.mark.flake8
 @pytest.mark.linter
 def test_flake8():

@@ -249,6 +249,7 @@ def test_shared_executor_runs_both_models_in_segments(ros, container, results, s
     assert results.diag['/detector']['executor_bytes_copied_total'] == '0'
 
 
+@pytest.mark.slow
 def test_lifecycle_from_another_process_no_results_while_inactive(
         ros, container, results, footage):
     container()
@@ -298,6 +299,7 @@ def _counter(results, node, key):
     return int(results.diag.get(node, {}).get(key, -1))
 
 
+@pytest.mark.slow
 def test_malformed_frames_are_rejected_and_the_node_keeps_serving(
         ros, container, results, footage):
     fast_diag = {'diagnostics_period': 0.1}

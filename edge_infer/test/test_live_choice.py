@@ -181,6 +181,7 @@ def test_a_fixed_choice_is_never_switched_or_watched(tmp_path, mobilenet):
         live.close()
 
 
+@pytest.mark.slow
 def test_runner_up_time_stays_within_the_duty(tmp_path, mobilenet):
     spec, path = mobilenet
     lock = str(tmp_path / 'device.lock')

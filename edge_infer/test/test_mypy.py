@@ -14,6 +14,7 @@ import pytest
 PKG = pathlib.Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 @pytest.mark.linter
 @pytest.mark.mypy
 def test_mypy(tmp_path):

@@ -150,6 +150,7 @@ def test_probe_and_bad_files_and_a_missing_library(tmp_path, monkeypatch):
     assert not ok and 'pip install openvino' in why
 
 
+@pytest.mark.slow
 def test_the_manager_lists_measures_and_can_choose_openvino(tmp_path, registry, data_home):
     spec = registry['mobilenet_v2']
     path = data_home / 'models' / spec.file

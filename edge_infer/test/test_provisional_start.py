@@ -90,6 +90,7 @@ def test_a_first_start_serves_at_once_then_switches_to_the_measured_choice(
         again.close()
 
 
+@pytest.mark.slow
 def test_the_settled_choice_is_the_one_a_blocking_profile_makes(tmp_path, mobilenet, frames):
     """Same candidates, same cache rules: the provisional path changes when, not what."""
     spec, path = mobilenet
