@@ -71,9 +71,9 @@ class Running:
         for name in self.node_names():
             lc.bring_up(name, timeout=timeout)
 
-    def stop(self) -> Dict[str, int]:
-        """Stop every process (SIGINT, then SIGKILL); return exit codes by name."""
-        return {p.name: procs.stop(proc) for p, proc in reversed(self.procs)}
+    def stop(self, timeout: float = 10.0) -> Dict[str, int]:
+        """Stop every process (SIGINT, then SIGKILL after ``timeout`` s); return exit codes."""
+        return {p.name: procs.stop(proc, timeout) for p, proc in reversed(self.procs)}
 
 
 def main(argv: Optional[List[str]] = None) -> int:

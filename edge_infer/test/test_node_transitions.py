@@ -59,9 +59,11 @@ CAMERA_HZ = 20.0
 
 
 def _lifecycle_cli(env, node, transition):
+    # 60 s: a shutdown from active waits for the background profile's current
+    # candidate (31.9 s for ncnn Vulkan fp16 on lavapipe on a fresh clone)
     return subprocess.run([sys.executable, '-m', 'edge_infer.cli', 'lifecycle', node, transition,
-                           '--timeout', '30'], env=env, capture_output=True, text=True,
-                          timeout=90)
+                           '--timeout', '60'], env=env, capture_output=True, text=True,
+                          timeout=120)
 
 
 def _start(ros, tmp_path, overrides):
