@@ -377,10 +377,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     with open(args.spec, 'rb') as f:
         spec = pickle.load(f)
     try:
-        note = _make(args.kind, pathlib.Path(args.src), pathlib.Path(args.dst), spec,
-                     args.floor, args.calibration_frames, args.validation_frames,
-                     lambda s: print(s, flush=True))
-    except Exception as exc:  # QuantizeError, or the quantizer's own error on this graph
+        note = _make_checked(args.kind, pathlib.Path(args.src), pathlib.Path(args.dst), spec,
+                             args.floor, args.calibration_frames, args.validation_frames,
+                             lambda s: print(s, flush=True))
+    except QuantizeError as exc:
         print(json.dumps({'ok': False, 'reason': first_line(exc)}), flush=True)
         return 1
     print(json.dumps({'ok': True, 'note': note}), flush=True)
@@ -394,16 +394,30 @@ def make_in_child(kind: str, src: pathlib.Path, dst: pathlib.Path, spec, floor: 
 
     :raises QuantizeError: the child's reason, a crash (its exit status), or a cancel.
     """
-    if not ISOLATE:
-        try:
-            note = _make(kind, pathlib.Path(src), pathlib.Path(dst), spec, floor,
-                         n_calibration, n_validation, log)
-        except QuantizeError:
-            raise
-        except Exception as exc:  # the quantizer's own error on this graph
-            raise QuantizeError(first_line(exc)) from None
-        pathlib.Path(str(dst) + '.json').write_text(json.dumps(note, indent=1))
-        return note
+    if ISOLATE:
+        note = _run_child(kind, src, dst, spec, floor, n_calibration, n_validation, log, cancel)
+    else:
+        note = _make_checked(kind, pathlib.Path(src), pathlib.Path(dst), spec, floor,
+                             n_calibration, n_validation, log)
+    pathlib.Path(str(dst) + '.json').write_text(json.dumps(note, indent=1))
+    return note
+
+
+def _make_checked(kind: str, src: pathlib.Path, dst: pathlib.Path, spec, floor: float,
+                  n_cal: int, n_val: int, log: Log) -> dict:
+    """Return :func:`_make`'s note; the quantizer's own error on this graph as QuantizeError."""
+    try:
+        return _make(kind, src, dst, spec, floor, n_cal, n_val, log)
+    except QuantizeError:
+        raise
+    except Exception as exc:
+        raise QuantizeError(first_line(exc)) from None
+
+
+def _run_child(kind: str, src: pathlib.Path, dst: pathlib.Path, spec, floor: float,
+               n_calibration: int, n_validation: int, log: Log,
+               cancel: Optional[threading.Event]) -> dict:
+    """Run :func:`main` in a niced child process; return its note."""
     env = dict(os.environ)
     env['PYTHONUNBUFFERED'] = '1'
     with tempfile.TemporaryDirectory(prefix='edge_infer_quantize_') as tmp:
@@ -446,9 +460,7 @@ def make_in_child(kind: str, src: pathlib.Path, dst: pathlib.Path, spec, floor: 
     if not result.get('ok'):
         raise QuantizeError(result.get('reason') or
                             f'{kind}: the quantizer process died (exit status {code})')
-    note = result['note']
-    pathlib.Path(str(dst) + '.json').write_text(json.dumps(note, indent=1))
-    return note
+    return result['note']
 
 
 def read_note(path: pathlib.Path) -> dict:
