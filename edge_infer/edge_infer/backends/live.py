@@ -132,6 +132,8 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
         self._cancel = threading.Event()
         self._threads: List[threading.Thread] = []
         self._reevaluating = threading.Lock()
+        self._resuming = threading.Lock()       # the profile thread's end vs a resume
+        self._profiling = False                 # a background profile thread runs
 
     # ------------------------------------------------------------------- start
     def start(self, force: str = '', use_cache: bool = True, backend=None,
@@ -391,23 +393,63 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
         self.pacing.forget(name)
 
     def _consider(self, name: str, now: float) -> None:
-        """Switch to runner-up ``name`` when its pairs pass the rule (:func:`paired_verdict`)."""
+        """Switch to runner-up ``name`` when two looks at its pairs pass the rule.
+
+        First look (:func:`paired_verdict` on its last pairs, after every new
+        pair): when it passes, the pairs are forgotten and ``confirm_pairs``
+        fresh ones are judged once, by the same rule; only if that passes too
+        does ``name`` take over. Looking after every pair, the first look alone
+        passed by chance about once per 240 pairs between equal candidates; the
+        confirming look, a single one on new frames, lets through ``alpha`` of
+        those. Going back to the choice left less than ``dwell_s`` ago needs
+        twice the margin (hysteresis).
+        """
         st = self.settings
         pairs = self.runners.pairs(name)
-        v = paired_verdict([(p[1], p[2]) for p in pairs], st.min_pairs, st.min_margin,
-                           st.alpha)
-        if not v.switch:
-            return
+        margin = self._margin(name, now)
+        first = self.runners.screened(name, now)
+        if first is None:
+            v = paired_verdict([(p[1], p[2]) for p in pairs], st.min_pairs, margin, st.alpha)
+            if not v.switch:
+                return
+            if st.confirm_pairs:
+                self.runners.screen(name, now, v)
+                self.log(f'runner-up {name} took {v.time_ratio:.2f}x the time of '
+                         f'{self.run.chosen} over {v.n} frames (p = {v.p:.3f}): confirming '
+                         f'on the next {st.confirm_pairs}')
+                return
+            looks = ''
+        else:
+            if len(pairs) < st.confirm_pairs:
+                return
+            pairs = pairs[-st.confirm_pairs:]
+            v = paired_verdict([(p[1], p[2]) for p in pairs], st.confirm_pairs, margin,
+                               st.alpha)
+            self.runners.unscreen(name, forget_pairs=not v.switch)
+            if not v.switch:
+                self.log(f'runner-up {name} not confirmed: {v.time_ratio:.2f}x over '
+                         f'{v.n} fresh frames, faster in {v.wins} (p = {v.p:.3f})')
+                return
+            looks = (f'; confirming a first look of {first.time_ratio:.2f}x over {first.n} '
+                     f'frames (p = {first.p:.3f})')
         old = self.run.chosen
         evidence = (f'{name} took {v.time_ratio:.2f}x the time of {old} over {v.n} frames '
                     f'paired in the last {now - pairs[0][0]:.1f} s (median {v.runner_ms:.2f} '
-                    f'vs {v.chosen_ms:.2f} ms; margin {st.min_margin:.0%}), faster in '
-                    f'{v.wins} of {v.n} (sign test p = {v.p:.3f} <= {st.alpha:g})')
+                    f'vs {v.chosen_ms:.2f} ms; margin {margin:.0%}), faster in '
+                    f'{v.wins} of {v.n} (sign test p = {v.p:.3f} <= {st.alpha:g}){looks}')
         # the runner-up's open session takes over; the old choice is now watched as one
         old_model = self.model
         sess = self.runners.promote(name, old, old_model.session, v.time_ratio, now)
         self.model = old_model.with_session(sess)
         self._switched(old, name, 'online', evidence, expected_ms=v.runner_ms)
+
+    def _margin(self, name: str, now: float) -> float:
+        """Return the margin ``name`` must beat: twice the usual if it was left < dwell_s ago."""
+        st = self.settings
+        last = self.switches[-1] if self.switches else None
+        if last is not None and last['from'] == name and now - last['t'] < st.dwell_s:
+            return 2 * st.min_margin
+        return st.min_margin
 
     def _switched(self, old: str, new: str, trigger: str, evidence: str,
                   expected_ms: Optional[float] = None) -> None:
@@ -472,21 +514,34 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
         self._cancel.set()
         self._served.set()      # a profile waiting for the first frame stops waiting
 
-    def join(self, timeout: float = 30.0) -> None:
-        """Wait for background work to end."""
-        self.cancel()
-        for t in self._threads:
-            t.join(timeout=timeout)
-        self._threads = []
+    def join(self, timeout: float = 30.0) -> List[str]:
+        """Cancel background work and wait up to ``timeout`` s in all; return what still runs.
 
-    def close(self) -> None:
-        """Stop background work and free every session."""
-        self.join()
+        A thread inside one measurement (a candidate's load and timing: up to
+        32 s for ncnn's Vulkan on a software device, longer for a first
+        TensorRT engine) cannot be interrupted; it ends by itself after it,
+        on the cancel. The names of the threads still running are returned,
+        so that a stop can go on without them (:func:`still_running`).
+        """
+        self.cancel()
+        deadline = time.monotonic() + timeout     # real time: threads, not simulated runs
+        for t in self._threads:
+            t.join(timeout=max(0.0, deadline - time.monotonic()))
+        self._threads = [t for t in self._threads if t.is_alive()]
+        return [t.name for t in self._threads]
+
+    def close(self, timeout: float = 30.0) -> List[str]:
+        """Stop background work (waiting up to ``timeout`` s) and free every session.
+
+        Returns the background threads still running (see :meth:`join`).
+        """
+        left = self.join(timeout)
         self.runners.close()
         for model in (self.model, self._pending):
             if model is not None:
                 model.close()
         self.model = self._pending = None
+        return left
 
     def overhead(self, since_start: bool = False) -> float:
         """Return the runners-up's extra time / the chosen one's (the duty actually spent).

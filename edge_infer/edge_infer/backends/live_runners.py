@@ -49,6 +49,7 @@ class RunnerPool:
         self._pairs: Dict[str, Deque[Pair]] = {}
         self._known: Dict[str, Tuple[float, float]] = {}   # name -> (time, median ratio)
         self._models: Dict[str, object] = {}    # name -> the Model that serves frames on it
+        self._screened: Dict[str, Tuple[float, object]] = {}   # name -> (time, first look)
         self.rotation = 0       # whose turn it is among equals
 
     def __len__(self) -> int:
@@ -102,9 +103,36 @@ class RunnerPool:
             model = self._models[name] = base.with_session(sess)
         return model
 
+    def screened(self, name: str, now: float):
+        """Return the verdict of ``name``'s first look awaiting its confirmation (None: none).
+
+        A first look older than ``window_s`` is forgotten, as its pairs are.
+        """
+        with self._lock:
+            hit = self._screened.get(name)
+            if hit is not None and hit[0] < now - self.settings.window_s:
+                del self._screened[name]
+                hit = None
+        return hit[1] if hit is not None else None
+
+    def screen(self, name: str, now: float, verdict) -> None:
+        """Record ``name``'s passing first look and forget its pairs: the next ones confirm."""
+        with self._lock:
+            if name in self._pairs:
+                self._screened[name] = (now, verdict)
+                self._pairs[name].clear()
+
+    def unscreen(self, name: str, forget_pairs: bool = False) -> None:
+        """End ``name``'s confirmation (it was judged); ``forget_pairs``: start afresh."""
+        with self._lock:
+            self._screened.pop(name, None)
+            if forget_pairs and name in self._pairs:
+                self._pairs[name].clear()
+
     def take(self, name: str):
         """Stop watching runner-up ``name`` and return its session (None: not open)."""
         with self._lock:
+            self._screened.pop(name, None)
             self._pairs.pop(name, None)
             self._known.pop(name, None)
             return self._sessions.pop(name, None)
@@ -113,6 +141,7 @@ class RunnerPool:
         """Stop watching runner-up ``name`` and close its session."""
         with self._lock:
             sess = self._sessions.pop(name, None)
+            self._screened.pop(name, None)
             self._pairs.pop(name, None)
             self._known.pop(name, None)
             self._models.pop(name, None)
@@ -128,6 +157,7 @@ class RunnerPool:
         with self._lock:
             sess = self._sessions.pop(name)
             self._pairs.pop(name)
+            self._screened.clear()
             self._known.pop(name, None)
             self._known = {n: (t, r / time_ratio) for n, (t, r) in self._known.items()}
             self._known[old] = (now, 1 / time_ratio)
@@ -200,6 +230,8 @@ class RunnerPool:
             for pairs in self._pairs.values():
                 while pairs and pairs[0][0] < since:
                     pairs.popleft()
+            # a first look taken under the old load confirms nothing under the new one
+            self._screened = {n: s for n, s in self._screened.items() if s[0] >= since}
 
     def new_choice(self) -> None:
         """Forget every pair (measured against the old choice) and the serving Models."""
@@ -207,6 +239,7 @@ class RunnerPool:
             for pairs in self._pairs.values():
                 pairs.clear()
             self._models.clear()
+            self._screened.clear()
 
     def close(self) -> None:
         """Close every session."""
@@ -214,5 +247,6 @@ class RunnerPool:
             sessions, self._sessions = dict(self._sessions), {}
             self._pairs = {}
             self._models = {}
+            self._screened = {}
         for sess in sessions.values():
             sess.close()

@@ -75,19 +75,39 @@ class ProvisionalStart:
         self.model = self._open_model(backend)
         self.run, self.provisional = run, True
         self.report(run, 'provisional')
-        self._spawn(self._profile_behind, 'profile')
+        with self._resuming:
+            self._profiling = True
+            self._spawn(self._profile_behind, 'profile')
         return run
 
     def resume(self) -> None:
-        """Start the background profile again if a cancel stopped it before it settled."""
-        if self.provisional and self.model is not None and not any(
-                t.is_alive() and t.name.endswith('-profile') for t in self._threads):
+        """Go on with a background profile that a cancel stopped before it settled.
+
+        The profile thread may still be ending (inside a measurement when the
+        cancel came, a deactivation that did not wait for it): it then sees
+        the cancel lifted and profiles on (what it measured is cached);
+        otherwise a new one starts.
+        """
+        if not self.provisional or self.model is None:
+            return
+        with self._resuming:
             self._cancel.clear()
             self._served.clear()
-            self._spawn(self._profile_behind, 'profile')
+            if not self._profiling:
+                self._profiling = True
+                self._spawn(self._profile_behind, 'profile')
 
     def _profile_behind(self) -> None:
-        """Profile while the provisional backend serves; hand the choice over (background)."""
+        """Profile while the provisional backend serves, again if resumed while ending."""
+        while True:
+            done = self._profile_once()
+            with self._resuming:
+                if done or self._cancel.is_set():
+                    self._profiling = False
+                    return
+
+    def _profile_once(self) -> bool:
+        """Profile and hand the choice over between two frames; False: cancelled."""
         st = self.settings
         # the first frame first: started at once, the profile's model loads and ncnn
         # conversions took the cores the camera driver, DDS discovery and the first
@@ -97,7 +117,7 @@ class ProvisionalStart:
         t0 = self.clock.monotonic()
         try:
             if self._cancel.is_set():
-                return
+                return False
             backend, run = self.manager.choose(
                 self.spec, self.model_path, objective=st.objective,
                 max_latency_ms=st.max_latency_ms, min_accuracy=st.min_accuracy,
@@ -106,15 +126,18 @@ class ProvisionalStart:
             if backend.name != self.model.backend_name:
                 new = self._open_model(backend)
         except Exception as exc:  # keep serving on the provisional backend
-            if not self._cancel.is_set():
-                self.warn(f'profile failed ({type(exc).__name__}: {first_line(exc)}): '
-                          f'staying on the provisional {self.backend_name}')
-            return
-        with self._frame_lock:      # between two frames
             if self._cancel.is_set():
+                return False
+            if 'profile cancelled' in str(exc):     # resumed while it ended: again
+                return False
+            self.warn(f'profile failed ({type(exc).__name__}: {first_line(exc)}): '
+                      f'staying on the provisional {self.backend_name}')
+            return True
+        with self._frame_lock:      # between two frames
+            if self._cancel.is_set() or self.model is None:
                 if new is not None:
                     new.close()
-                return
+                return False
             old = self.model.backend_name
             self.run, self.provisional = run, False
             if new is not None:
@@ -130,3 +153,4 @@ class ProvisionalStart:
                         f'keeping {old}') + ' (profiled)')
             self.report(run, 'profiled')
             self._watch()
+        return True
