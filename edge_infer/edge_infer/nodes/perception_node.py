@@ -19,7 +19,7 @@ from collections import deque
 import pathlib
 import threading
 import time
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Deque, Dict, List, Optional, Tuple
 
 from edge_infer_msgs.msg import BackendReport, Energy, EnergyRecord
 from rclpy.event_handler import SubscriptionEventCallbacks
@@ -51,6 +51,7 @@ from ..telemetry import shared as shared_meter
 from ..telemetry.meter import EnergyRecord as MeterRecord
 
 NAN = float('nan')
+INF = float('inf')
 
 
 def energy_msg(rec: Optional[MeterRecord]) -> Energy:
@@ -65,17 +66,29 @@ def energy_msg(rec: Optional[MeterRecord]) -> Energy:
 
 
 class _Pending:
-    """Holds the energy record the meter delivers from its sampler thread."""
+    """One model run's energy record: delivered by the meter, then published on ~/energy.
 
-    __slots__ = ('event', 'record')
+    ``deliver`` is the meter's end() callback: it runs on the sampler thread
+    (a measured source, once the first sample after the run is in) or inside
+    end() (the estimator). ``arrived(self)`` then publishes the record if the
+    frame's result is already out (``out`` set); the node's lock decides who
+    publishes, ``done`` that it happens once.
+    """
 
-    def __init__(self):
+    __slots__ = ('event', 'record', 'arrived', 'out', 'deadline', 'done')
+
+    def __init__(self, arrived: Callable[['_Pending'], None]):
         self.event = threading.Event()
-        self.record = None
+        self.record: Optional[MeterRecord] = None
+        self.arrived = arrived
+        self.out = None             # the frame's result, once published
+        self.deadline = INF         # time.monotonic() after which the record counts as missing
+        self.done = False           # its EnergyRecord went out (or was dropped and counted)
 
-    def deliver(self, record) -> None:
+    def deliver(self, record: Optional[MeterRecord]) -> None:
         self.record = record
         self.event.set()
+        self.arrived(self)
 
 
 class ConfigError(ValueError):
@@ -108,6 +121,15 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
         self._debug_next = 0.0              # time.monotonic() of the next allowed debug image
         self._debug_period = 0.1
         self._joules = deque(maxlen=1000)   # recent energy per inference, for diagnostics
+        # ~/energy follows the result: records the meter has yet to deliver, in
+        # frame order (_energy_cv); the publisher is used and destroyed under
+        # _energy_lock, since the sampler thread publishes too
+        self._energy_due: Deque[_Pending] = deque()
+        self._energy_cv = threading.Condition()
+        self._energy_lock = threading.Lock()
+        # records dropped because ~/energy was gone (StreamStats has no such
+        # counter; count() adds to any attribute)
+        setattr(self.stats, 'energy_after_stop', 0)
 
     @property
     def _model(self):
@@ -283,6 +305,7 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
             self._worker.join(timeout=10.0)
             self._worker = None
         self.join_background()
+        self._drain_energy()    # while ~/energy is still active
 
     def cancel_background(self) -> None:
         """Stop taking frames and cancel background work, without waiting (no ROS calls)."""
@@ -313,9 +336,10 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
         if self._task is not None:
             self._task.destroy()
             self._task = None
-        if self._energy_pub is not None:
-            self.destroy_lifecycle_publisher(self._energy_pub)
-            self._energy_pub = None
+        with self._energy_lock:     # a record may be on its way from the sampler thread
+            if self._energy_pub is not None:
+                self.destroy_lifecycle_publisher(self._energy_pub)
+                self._energy_pub = None
         if self._debug_pub is not None:
             self.destroy_lifecycle_publisher(self._debug_pub)
             self._debug_pub = None
@@ -419,7 +443,7 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
         latest: List[Optional[_Pending]] = [None]       # the last run's (a retry runs again)
 
         def around():       # marks one model run on the meter (again if the frame is retried)
-            latest[0] = p = _Pending()
+            latest[0] = p = _Pending(self._energy_arrived)
             token = meter.begin(self._model.spec.name)
             return lambda: meter.end(token, callback=p.deliver)
         # between frames the run-time choice may switch backend or fall back
@@ -434,18 +458,22 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
         out.header.stamp.sec, out.header.stamp.nanosec = sec, nanosec
         out.header.frame_id = frame_id
         t3 = time.perf_counter()
-        # A measured source: the window's tail needs the first power sample after
-        # the run (wait <= 1 period, 10 ms at 100 Hz). The estimator: the record
-        # came with end(), tail held (see telemetry.meter).
-        if pending is not None and not pending.event.wait(
-                timeout=max(0.25, 3.0 / meter.rate_hz)):
-            self.stats.count('energy_missing')
-        out.energy = energy_msg(pending.record if pending is not None else None)
+        # The result never waits for its energy. The estimator delivered the
+        # record inside end(): it rides on the result. A measured source needs
+        # the first power sample after the run (up to one period, 10 ms at
+        # 100 Hz): the result goes out with joules NaN, source 'pending', and
+        # the record follows on ~/energy, keyed by the same header.
+        if pending is not None and pending.event.is_set():
+            out.energy = energy_msg(pending.record)
+        else:
+            out.energy = energy_msg(None)
+            if pending is not None:
+                out.energy.source = 'pending'
         t4 = time.perf_counter()
         task.publish(out, result)
         t5 = time.perf_counter()
         if pending is not None:     # the separate energy record: after the result
-            self._publish_energy(out, pending.record)
+            self._energy_follows(out, pending, max(0.25, 3.0 / meter.rate_hz))
         self.stats.count('processed')
         self.stats.add_latency((t5 - t0) * 1e3, {
             'queued': (t0 - received) * 1e3, 'parse': (t1 - t0) * 1e3,
@@ -458,17 +486,106 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
         self._debug_image(frame, result, out)      # after the result: never delays it
         live.after_frame()      # maybe time a runner-up on this frame (bounded duty)
 
-    def _publish_energy(self, out, r: Optional[MeterRecord]) -> None:
-        """Publish ~/energy's EnergyRecord of the frame whose result ``out`` is."""
-        rec = EnergyRecord(header=out.header, model=out.model, backend=out.backend,
-                           latency_ms=out.inference_ms, energy=out.energy,
-                           method='no power sample covered the run')
+    # ------------------------------------------------------- ~/energy, after the result
+    def _energy_follows(self, out, p: _Pending, timeout_s: float) -> None:
+        """Have ``p``'s record published on ~/energy when it comes (frame thread; no wait).
+
+        Already delivered (the estimator, or a sample that landed since the
+        check): published now. Otherwise the meter's callback publishes it; not
+        delivered within ``timeout_s`` it counts as missing (_sweep_energy).
+        """
+        with self._energy_cv:
+            p.out = out
+            if not p.event.is_set():
+                p.deadline = time.monotonic() + timeout_s
+                self._energy_due.append(p)
+                return
+            p.done = True
+        self._publish_energy(out, p.record, out.energy if out.energy.source != 'pending'
+                             else None)
+
+    def _energy_arrived(self, p: _Pending) -> None:
+        """Publish a delivered record whose result is out (the meter's callback: keep it short).
+
+        Before the result is out (``out`` unset: the estimator delivers inside
+        end()) the frame thread publishes it instead (_energy_follows).
+        """
+        with self._energy_cv:
+            if p.out is None or p.done:
+                return
+            p.done = True
+            self._energy_cv.notify_all()
+        self._sweep_energy()    # older records overdue: counted now, off the frame thread
+        self._publish_energy(p.out, p.record)
+
+    def _sweep_energy(self, everything: bool = False) -> None:
+        """Count and publish as missing the records not delivered in time (``everything``: all).
+
+        Runs when a record arrives, at each diagnostics tick and when the node
+        stops; the EnergyRecord then says no power sample covered the run
+        (joules NaN), as before, and a record the meter delivers later is not
+        published (one EnergyRecord per result).
+        """
+        now = time.monotonic()
+        missing = []
+        with self._energy_cv:
+            due = self._energy_due
+            while due and (due[0].done or everything or due[0].deadline <= now):
+                p = due.popleft()
+                if not p.done:
+                    p.done = True
+                    missing.append(p)
+            self._energy_cv.notify_all()
+        for p in missing:
+            self.stats.count('energy_missing')
+            self._publish_energy(p.out, None)
+
+    def _drain_energy(self) -> None:
+        """Wait until the records of the results published are out, at most until they are due.
+
+        The old frame thread waited for each record before its result, so a
+        deactivation never lost one; this keeps that (<= one sample period at
+        a measured source, nothing to wait for at the estimator).
+        """
+        with self._energy_cv:
+            last = max((p.deadline for p in self._energy_due if not p.done), default=None)
+            if last is not None and self.context.ok():     # else none can be published
+                self._energy_cv.wait_for(lambda: all(p.done for p in self._energy_due),
+                                         timeout=max(0.0, last - time.monotonic()))
+        self._sweep_energy(everything=True)
+
+    def diagnostic_status(self):
+        """Return this node's status for /diagnostics (records overdue counted first)."""
+        self._sweep_energy()
+        return super().diagnostic_status()
+
+    def _publish_energy(self, out, r: Optional[MeterRecord], energy: Optional[Energy] = None
+                        ) -> None:
+        """Publish ~/energy's EnergyRecord of the frame whose result ``out`` is (any thread).
+
+        A record that comes after ~/energy was deactivated or destroyed, or the
+        ROS context ended, is dropped and counted (``energy_after_stop``).
+        """
         if r is not None:
             self._joules.append(r.joules)
-            rec.latency_ms, rec.method = r.duration_s * 1e3, r.method
-            rec.window_start = self.ros_time(r.t0)
-        assert self._energy_pub is not None     # made with the meter (energy_metering)
-        self._energy_pub.publish(rec)
+        try:
+            rec = EnergyRecord(header=out.header, model=out.model, backend=out.backend,
+                               latency_ms=out.inference_ms,
+                               energy=energy if energy is not None else energy_msg(r),
+                               method='no power sample covered the run')
+            if r is not None:
+                rec.latency_ms, rec.method = r.duration_s * 1e3, r.method
+                rec.window_start = self.ros_time(r.t0)
+            with self._energy_lock:     # _release destroys the publisher under it
+                pub = self._energy_pub
+                if pub is None or not pub.is_activated or not self.context.ok():
+                    self.stats.count('energy_after_stop')
+                    return
+                pub.publish(rec)
+        except Exception:   # the node or the context went while the record was on its way
+            if self.context.ok():
+                raise
+            self.stats.count('energy_after_stop')
 
     def _debug_image(self, frame, result, out) -> None:
         """Publish the frame with the results drawn, if someone listens and the cap allows.
