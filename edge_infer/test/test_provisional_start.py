@@ -238,3 +238,46 @@ def test_a_profile_waiting_for_another_models_profile_can_be_cancelled(tmp_path,
         waiter.join(10)
         assert not waiter.is_alive(), 'the cancelled profile still waits for the lock'
     assert outcome == ["model 'mobilenet_v2': profile cancelled"]
+
+
+def test_a_stop_during_a_measurement_does_not_wait_and_a_resume_goes_on(
+        tmp_path, mobilenet, frames):
+    """A candidate's load cannot be interrupted (ncnn Vulkan on lavapipe: 32 s): never wait."""
+    from edge_infer.backends.live import still_running
+    from edge_infer.backends.ort import OrtCpuBackend
+    spec, path = mobilenet
+    entered, release = threading.Event(), threading.Event()
+
+    class Blocking(OrtCpuBackend):
+        """ONNX Runtime whose load blocks, deaf to any cancel, until the test releases it."""
+
+        def __init__(self):
+            super().__init__(1)
+            self.name = 'onnxruntime/cpu/t1/blocking'
+
+        def load(self, model_path, strict=False, input_spec=None):
+            entered.set()
+            release.wait(60)
+            return super().load(model_path, strict, input_spec)
+    mgr = _manager(tmp_path)
+    listed = mgr.candidates
+    mgr.candidates = lambda spec=None, model_path=None: listed(spec, model_path) + [Blocking()]
+    reports = []
+    live = _live(mgr, spec, path, reports, profile_after_s=0.0)
+    try:
+        live.start()
+        live.infer(frames[0])
+        assert entered.wait(60), 'the profile never reached the blocking candidate'
+        t0 = time.monotonic()
+        left = live.join(timeout=0.5)       # a deactivation or a stop
+        assert time.monotonic() - t0 < 2.0
+        assert left == ['mobilenet_v2-profile'] and left[0] in still_running()
+        live.resume()       # activated again while that thread is still inside the load
+        release.set()
+        _serve_until_settled(live, frames)
+        assert [t for t, _ in reports] == ['provisional', 'profiled']
+        assert 'onnxruntime/cpu/t1/blocking' in {r.backend for r in live.run.results}
+    finally:
+        release.set()
+        assert live.close() == []
+    assert not [n for n in still_running() if n.startswith('mobilenet_v2-')]

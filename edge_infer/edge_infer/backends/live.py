@@ -57,6 +57,18 @@ from ..core.registry import ModelSpec
 Log = Callable[[str], None]
 
 
+def still_running() -> List[str]:
+    """Return the names of every LiveChoice's background threads still alive in this process.
+
+    A stop that did not wait for them (:meth:`LiveChoice.join`) leaves the
+    process with ``os._exit`` when this is not empty: finalizing Python
+    while such a thread is inside a library's native code aborted the
+    process (ONNX Runtime: "terminate called without an active exception").
+    """
+    return [t.name for t in threading.enumerate()
+            if getattr(t, 'edge_infer_background', False) and t.is_alive()]
+
+
 class Observer:
     """What a LiveChoice tells an observer (tests, benchmarks); here each call does nothing."""
 
@@ -202,6 +214,7 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
             with self.scope():
                 target()
         t = threading.Thread(target=scoped, daemon=True, name=f'{self.spec.name}-{what}')
+        t.edge_infer_background = True      # type: ignore[attr-defined]  # see still_running
         self._threads = [x for x in self._threads if x.is_alive()] + [t]
         t.start()
 

@@ -50,7 +50,7 @@ from rclpy.node import Node
 
 from .base import set_shared_logger, shared_log
 from .perception_node import PerceptionNode
-from .stopping import StopSignals
+from .stopping import leave, StopSignals
 from .telemetry_node import TelemetryNode
 from .. import procs, shm
 from ..backends.manager import shared_manager
@@ -61,6 +61,7 @@ from ..supervise import EXIT_BAD_PARAMETER, EXIT_PARTIAL
 
 EXECUTORS = ('events', 'single')
 WAIT_S = 120.0      # how long a shutdown waits for a callback still running
+STOP_WAIT_S = 1.0   # ... and for background work (a profile) after its cancel
 
 
 def check_executor_kind(kind: str) -> None:
@@ -191,8 +192,18 @@ class PerceptionContainer:
                 time.sleep(0.01)
         for n in self.perception:      # all first: one may wait for another's profile
             n.cancel_background()
+        # A measurement under way (one candidate's load and timing: 32 s for ncnn's
+        # Vulkan on a software device) cannot be interrupted: the stop waits for the
+        # background work STOP_WAIT_S in all, then goes on without it (the process
+        # then leaves with os._exit: nodes/stopping.py).
+        stop_by = time.monotonic() + STOP_WAIT_S
+        left = []
         for n in self.perception:
-            n.join_background()
+            left += n.join_background(max(0.0, stop_by - time.monotonic()))
+        if left:
+            self.node.get_logger().info(
+                f"stopping without waiting for {', '.join(left)} (inside one measurement; "
+                f'it ends by itself and the process leaves without finalizing it)')
         for n in reversed(self.lifecycle_nodes):
             try:
                 n.trigger_shutdown()
@@ -304,4 +315,4 @@ def main(args=None, stop=None) -> int:
 
 
 if __name__ == '__main__':
-    sys.exit(main())
+    sys.exit(leave(main()))

@@ -51,6 +51,7 @@ from ..telemetry import shared as shared_meter
 from ..telemetry.meter import EnergyRecord as MeterRecord
 
 NAN = float('nan')
+BACKGROUND_WAIT_S = 1.0     # a transition waits this long for cancelled background work
 INF = float('inf')
 
 
@@ -304,7 +305,10 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
         if self._worker is not None:
             self._worker.join(timeout=10.0)
             self._worker = None
-        self.join_background()
+        left = self.join_background()
+        if left:
+            self.get_logger().info(f"not waiting for {', '.join(left)}: inside one "
+                                   f'measurement, it ends by itself after it')
         self._drain_energy()    # while ~/energy is still active
 
     def cancel_background(self) -> None:
@@ -314,22 +318,26 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
         if self._live is not None:
             self._live.cancel()
 
-    def join_background(self, timeout: float = 30.0) -> None:
-        """Stop the worker and any re-evaluation; wait for both (no ROS calls).
+    def join_background(self, timeout: float = BACKGROUND_WAIT_S) -> List[str]:
+        """Stop the worker, cancel background work, wait up to ``timeout`` s (no ROS calls).
 
-        A thread still inside ONNX Runtime when the process exits aborts it
-        ("terminate called without an active exception"): the container calls
-        this before shutting rclpy down, even when a signal already ended the
-        ROS context and lifecycle transitions can no longer run.
+        Returns the background threads still running: a profile inside one
+        candidate's measurement (32 s for ncnn's Vulkan on a software device)
+        cannot be interrupted, so a deactivation or stop does not wait for it;
+        it ends by itself after that measurement (a new activation lets it go
+        on). A thread still inside ONNX Runtime when Python finalizes aborts
+        the process, so the container leaves with ``os._exit`` while one runs
+        (nodes/stopping.py). The container calls this before shutting rclpy
+        down, even when a signal already ended the ROS context.
         """
         self.cancel_background()
         if self._worker is not None:
             self._worker.join(timeout=10.0)
             self._worker = None
-        if self._live is not None:
-            self._live.join(timeout=timeout)
+        left = self._live.join(timeout=timeout) if self._live is not None else []
         if self._slot.clear():
             self.stats.count('dropped')
+        return left
 
     def _release(self) -> None:
         self._stop_diagnostics()
@@ -350,7 +358,7 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
             self.destroy_publisher(self._report_pub)
             self._report_pub = None
         if self._live is not None:
-            self._live.close()
+            self._live.close(timeout=BACKGROUND_WAIT_S)     # cancelled: ends by itself
             self._live = None
         if self._executor is not None:
             self._executor = None

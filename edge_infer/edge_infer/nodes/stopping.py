@@ -15,6 +15,7 @@ died". :meth:`StopSignals.ignore_rest` ignores both signals from the end of
 the shutdown to the exit.
 """
 
+import os
 import signal
 import sys
 
@@ -86,7 +87,25 @@ def container_main(args=None) -> int:
     """Run the ``perception_container`` executable, its signals handled before any import."""
     stop = StopSignals().install()
     from .container import main
-    return main(args, stop=stop)
+    return leave(main(args, stop=stop))
+
+
+def leave(code: int) -> int:
+    """Return ``code``, or exit with it at once while a background measurement still runs.
+
+    A stop waits for background work only briefly (container.STOP_WAIT_S): a
+    profile inside one candidate's measurement ends by itself, but finalizing
+    Python while its thread is in native code aborted the process (ONNX
+    Runtime: "terminate called without an active exception"). The nodes are
+    shut down and the ROS context is down by then; ``os._exit`` skips only
+    the interpreter's finalization.
+    """
+    from ..backends.live import still_running
+    if still_running():
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 if __name__ == '__main__':
