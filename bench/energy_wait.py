@@ -80,7 +80,7 @@ def main() -> None:
         assert node.trigger_configure().name == 'SUCCESS', 'configure failed (see the log)'
         assert node.trigger_activate().name == 'SUCCESS', 'activate failed (see the log)'
         add, task_publish, publish_energy = (node.stats.add_latency, node._task.publish,
-                                             node._publish_energy)
+                                             node._energy.publish)
 
         def add_latency(ms, st=None):       # the node's own stage times, per frame
             stages.append((ms, st['energy']))
@@ -95,7 +95,7 @@ def main() -> None:
             with lock:
                 followed[out.header.stamp.sec] = time.perf_counter()
         node.stats.add_latency, node._task.publish = add_latency, result_out
-        node._publish_energy = energy_out
+        node._energy.publish = energy_out
         img = Image(height=224, width=224, encoding='rgb8', step=224 * 3, data=np.random.
                     default_rng(0).integers(0, 255, 224 * 224 * 3, np.uint8).tobytes())
         warmup, period = 10, 1.0 / args.fps

@@ -175,7 +175,7 @@ def _summarize(collector: Collector, info: dict, player_line: str) -> dict:
                                       for m in msgs], 95),
             # the node's own clock, frame taken -> result published (diagnostics)
             'node_p50': float(d.get('latency_p50_ms', 'nan')),
-            'energy': _energy_summary(msgs, collector.energy[name]),
+            'energy': _energy_summary(collector.energy[name]),
         }
     for m in collector.results['detector']:
         s['classes'].update(d.label for d in m.detections)
@@ -191,14 +191,21 @@ def _summarize(collector: Collector, info: dict, player_line: str) -> dict:
     return s
 
 
-def _energy_summary(results, records) -> dict:
-    """Energy per inference of one model from its results (and its ~/energy count)."""
-    metered = [m.energy for m in results if np.isfinite(m.energy.joules)]
+def _energy_summary(records) -> dict:
+    """Energy per inference of one model from its ~/energy records (one per result).
+
+    Not from the results' ``energy``: with a measured power source a result
+    goes out before its power sample (joules NaN, source 'pending') and the
+    record follows on ~/energy with the same header; the estimator's record
+    rides on the result and goes out on ~/energy as well.
+    """
+    metered = [r.energy for r in records if np.isfinite(r.energy.joules)]
+    missing = len(records) - len(metered)     # no power sample covered the run
     if not metered:
-        return {'metered': 0, 'records': len(records)}
+        return {'metered': 0, 'records': len(records), 'missing': missing}
     joules = np.array([e.joules for e in metered])
     errors = np.array([e.error_j for e in metered])
-    return {'metered': len(metered), 'records': len(records),
+    return {'metered': len(metered), 'records': len(records), 'missing': missing,
             'source': metered[-1].source, 'measured': bool(metered[-1].measured),
             'rate_hz': float(np.median([e.sample_rate_hz for e in metered])),
             'j_p50': float(np.median(joules)), 'j_mean': float(joules.mean()),
@@ -263,18 +270,19 @@ def _print_summary(s: dict, log) -> None:
         log('power: no PowerSample received')
     hdr = (f"{'model':<{mw}}{'metered':>8}  {'J/inference p50':>15}  {'mean':>8}  "
            f"{'+- err p50':>10}  {'W in run':>8}  {'source @ rate':<20}")
-    log('energy per inference (window = the model run; overlapping runs share power '
-        'equally):')
+    log('energy per inference (~/energy records; window = the model run; overlapping runs '
+        'share power equally):')
     log(hdr)
     log('-' * len(hdr))
     for name, n in s['nodes'].items():
         e = n['energy']
+        missing = f"  ({e['missing']} without a power sample)" if e['missing'] else ''
         if not e['metered']:
-            log(f"{n['model']:<{mw}}{0:>8}  (not metered)")
+            log(f"{n['model']:<{mw}}{0:>8}  (not metered){missing}")
             continue
         log(f"{n['model']:<{mw}}{e['metered']:>8}  {e['j_p50']:>15.4f}  {e['j_mean']:>8.4f}  "
             f"{e['err_p50']:>10.4f}  {e['w_mean']:>8.2f}  "
-            f"{e['source'] + ' @ ' + format(e['rate_hz'], '.0f') + ' Hz':<20}")
+            f"{e['source'] + ' @ ' + format(e['rate_hz'], '.0f') + ' Hz':<20}{missing}")
     log('')
     log('detections per class (detector, all frames): ' + ', '.join(
         f'{c} {k}' for c, k in s['classes'].most_common()))

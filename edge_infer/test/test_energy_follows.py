@@ -214,7 +214,7 @@ def test_a_record_that_never_comes_is_missing_and_one_after_stop_is_dropped(
         # delivered after ~/energy was deactivated (a stop that could not wait,
         # as on a signal): dropped and counted, the sampler thread unharmed
         assert node.trigger_activate() == TransitionCallbackReturn.SUCCESS
-        monkeypatch.setattr(node, '_drain_energy', lambda: None)
+        monkeypatch.setattr(node._energy, 'drain', lambda: None)
         _run_frame(node, gate, 1, hold_s=30.0, on_result=False)
         assert node.trigger_deactivate() == TransitionCallbackReturn.SUCCESS
         gate.release()

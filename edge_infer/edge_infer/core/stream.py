@@ -76,6 +76,7 @@ class StreamStats:
         self.rejected = 0
         self.lost = 0               # lost in transport (message-lost event), never received
         self.energy_missing = 0     # frames whose energy no power sample covered
+        self.energy_after_stop = 0  # energy records dropped: ~/energy or the context gone
         self.fallbacks = 0          # backends replaced after raising mid-run
         self.debug_images = 0       # ~/debug_image messages drawn and published
         self.last_error = ''
@@ -84,7 +85,7 @@ class StreamStats:
         self._rejected_at: Deque[float] = deque(maxlen=window)  # time.monotonic() of rejections
 
     def count(self, what: str, n: int = 1) -> None:
-        """Add ``n`` to one counter (received, processed, dropped, rejected, energy_missing)."""
+        """Add ``n`` to one counter (received, processed, dropped, rejected, energy_*, ...)."""
         with self._lock:
             setattr(self, what, getattr(self, what) + n)
 
@@ -131,4 +132,5 @@ class StreamStats:
         with self._lock:
             return {'received': self.received, 'processed': self.processed,
                     'dropped': self.dropped, 'rejected': self.rejected, 'lost': self.lost,
-                    'energy_missing': self.energy_missing, 'last_error': self.last_error}
+                    'energy_missing': self.energy_missing,
+                    'energy_after_stop': self.energy_after_stop, 'last_error': self.last_error}

@@ -12,18 +12,19 @@ The subscription takes serialized messages and only puts the newest one in a
 one-frame slot; a worker thread reads the header fields from the CDR bytes,
 views the pixels in place (numpy, no copy), runs the model and publishes.
 Frames replaced before the worker took them are dropped and counted, so a
-slow model never builds a queue.
+slow model never builds a queue. Each run's EnergyRecord follows its
+result on ~/energy (nodes/energy_follow.py): the result never waits for it.
 """
 
 from collections import deque
 import pathlib
 import threading
 import time
-from typing import Callable, Deque, Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
-from edge_infer_msgs.msg import BackendReport, Energy, EnergyRecord
+from edge_infer_msgs.msg import BackendReport, EnergyRecord
 from rclpy.event_handler import SubscriptionEventCallbacks
-from rclpy.lifecycle import LifecyclePublisher, LifecycleState, TransitionCallbackReturn
+from rclpy.lifecycle import LifecycleState, TransitionCallbackReturn
 from rclpy.qos import (DurabilityPolicy, HistoryPolicy, qos_profile_sensor_data, QoSProfile,
                        ReliabilityPolicy)
 from rclpy.serialization import deserialize_message
@@ -31,6 +32,7 @@ from rclpy.subscription import Subscription
 from sensor_msgs.msg import CompressedImage, Image
 
 from .base import ManagedNode, shared_log
+from .energy_follow import energy_msg, EnergyFollow, Pending
 from .perception_params import PARAMETERS, TRANSPORTS
 from .perception_status import PerceptionStatus
 from .tasks import instance_decoder, make_task, Task
@@ -48,48 +50,8 @@ from ..executor import shared as shared_executor
 from ..executor.choice import executor_choice
 from ..executor.core import POLICIES
 from ..telemetry import shared as shared_meter
-from ..telemetry.meter import EnergyRecord as MeterRecord
 
-NAN = float('nan')
 BACKGROUND_WAIT_S = 1.0     # a transition waits this long for cancelled background work
-INF = float('inf')
-
-
-def energy_msg(rec: Optional[MeterRecord]) -> Energy:
-    """Return the Energy message of a meter record (joules NaN when there is none)."""
-    if rec is None:
-        return Energy(joules=NAN, error_j=NAN, average_watts=NAN)
-    return Energy(joules=float(rec.joules), error_j=float(rec.error_j),
-                  average_watts=float(rec.average_w), source=rec.source,
-                  measured=bool(rec.measured), sample_rate_hz=float(rec.sample_rate_hz),
-                  n_samples=int(rec.n_samples), rail_names=list(rec.rail_joules),
-                  rail_joules=[float(v) for v in rec.rail_joules.values()])
-
-
-class _Pending:
-    """One model run's energy record: delivered by the meter, then published on ~/energy.
-
-    ``deliver`` is the meter's end() callback: it runs on the sampler thread
-    (a measured source, once the first sample after the run is in) or inside
-    end() (the estimator). ``arrived(self)`` then publishes the record if the
-    frame's result is already out (``out`` set); the node's lock decides who
-    publishes, ``done`` that it happens once.
-    """
-
-    __slots__ = ('event', 'record', 'arrived', 'out', 'deadline', 'done')
-
-    def __init__(self, arrived: Callable[['_Pending'], None]):
-        self.event = threading.Event()
-        self.record: Optional[MeterRecord] = None
-        self.arrived = arrived
-        self.out = None             # the frame's result, once published
-        self.deadline = INF         # time.monotonic() after which the record counts as missing
-        self.done = False           # its EnergyRecord went out (or was dropped and counted)
-
-    def deliver(self, record: Optional[MeterRecord]) -> None:
-        self.record = record
-        self.event.set()
-        self.arrived(self)
 
 
 class ConfigError(ValueError):
@@ -113,7 +75,6 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
         self._topic = ''
         self._warned: Dict[str, Tuple[float, int]] = {}     # reason -> (last logged, count since)
         self._meter = None
-        self._energy_pub: Optional[LifecyclePublisher] = None
         self._manager = None
         self._live: Optional[LiveChoice] = None     # the run-time choice (backends/live.py)
         self._report_pub = None
@@ -122,15 +83,8 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
         self._debug_next = 0.0              # time.monotonic() of the next allowed debug image
         self._debug_period = 0.1
         self._joules = deque(maxlen=1000)   # recent energy per inference, for diagnostics
-        # ~/energy follows the result: records the meter has yet to deliver, in
-        # frame order (_energy_cv); the publisher is used and destroyed under
-        # _energy_lock, since the sampler thread publishes too
-        self._energy_due: Deque[_Pending] = deque()
-        self._energy_cv = threading.Condition()
-        self._energy_lock = threading.Lock()
-        # records dropped because ~/energy was gone (StreamStats has no such
-        # counter; count() adds to any attribute)
-        setattr(self.stats, 'energy_after_stop', 0)
+        # ~/energy follows the result (nodes/energy_follow.py)
+        self._energy = EnergyFollow(self.stats, self.ros_time, self.context.ok, self._joules)
 
     @property
     def _model(self):
@@ -288,7 +242,7 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
             self._debug_pub = self.create_lifecycle_publisher(Image, '~/debug_image', 1)
             self._debug_period = 1.0 / self._param('debug_image_rate_hz')
         if self._meter is not None:
-            self._energy_pub = self.create_lifecycle_publisher(EnergyRecord, '~/energy', 10)
+            self._energy.pub = self.create_lifecycle_publisher(EnergyRecord, '~/energy', 10)
         self._start_diagnostics(period)
         self.get_logger().info(
             f"configured: model '{spec.name}' from {spec.origin} ({spec.task}, "
@@ -309,7 +263,7 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
         if left:
             self.get_logger().info(f"not waiting for {', '.join(left)}: inside one "
                                    f'measurement, it ends by itself after it')
-        self._drain_energy()    # while ~/energy is still active
+        self._energy.drain()    # while ~/energy is still active
 
     def cancel_background(self) -> None:
         """Stop taking frames and cancel background work, without waiting (no ROS calls)."""
@@ -344,10 +298,8 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
         if self._task is not None:
             self._task.destroy()
             self._task = None
-        with self._energy_lock:     # a record may be on its way from the sampler thread
-            if self._energy_pub is not None:
-                self.destroy_lifecycle_publisher(self._energy_pub)
-                self._energy_pub = None
+        # a record may be on its way from the sampler thread
+        self._energy.release(self.destroy_lifecycle_publisher)
         if self._debug_pub is not None:
             self.destroy_lifecycle_publisher(self._debug_pub)
             self._debug_pub = None
@@ -448,10 +400,10 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
         t_decode = (t1 - t0) * 1e3
         live, task, meter = self._live, self._task, self._meter
         assert live is not None and task is not None    # frames are processed once configured
-        latest: List[Optional[_Pending]] = [None]       # the last run's (a retry runs again)
+        latest: List[Optional[Pending]] = [None]        # the last run's (a retry runs again)
 
         def around():       # marks one model run on the meter (again if the frame is retried)
-            latest[0] = p = _Pending(self._energy_arrived)
+            latest[0] = p = self._energy.pending()
             token = meter.begin(self._model.spec.name)
             return lambda: meter.end(token, callback=p.deliver)
         # between frames the run-time choice may switch backend or fall back
@@ -481,7 +433,7 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
         task.publish(out, result)
         t5 = time.perf_counter()
         if pending is not None:     # the separate energy record: after the result
-            self._energy_follows(out, pending, max(0.25, 3.0 / meter.rate_hz))
+            self._energy.follows(out, pending, max(0.25, 3.0 / meter.rate_hz))
         self.stats.count('processed')
         self.stats.add_latency((t5 - t0) * 1e3, {
             'queued': (t0 - received) * 1e3, 'parse': (t1 - t0) * 1e3,
@@ -494,106 +446,10 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
         self._debug_image(frame, result, out)      # after the result: never delays it
         live.after_frame()      # maybe time a runner-up on this frame (bounded duty)
 
-    # ------------------------------------------------------- ~/energy, after the result
-    def _energy_follows(self, out, p: _Pending, timeout_s: float) -> None:
-        """Have ``p``'s record published on ~/energy when it comes (frame thread; no wait).
-
-        Already delivered (the estimator, or a sample that landed since the
-        check): published now. Otherwise the meter's callback publishes it; not
-        delivered within ``timeout_s`` it counts as missing (_sweep_energy).
-        """
-        with self._energy_cv:
-            p.out = out
-            if not p.event.is_set():
-                p.deadline = time.monotonic() + timeout_s
-                self._energy_due.append(p)
-                return
-            p.done = True
-        self._publish_energy(out, p.record, out.energy if out.energy.source != 'pending'
-                             else None)
-
-    def _energy_arrived(self, p: _Pending) -> None:
-        """Publish a delivered record whose result is out (the meter's callback: keep it short).
-
-        Before the result is out (``out`` unset: the estimator delivers inside
-        end()) the frame thread publishes it instead (_energy_follows).
-        """
-        with self._energy_cv:
-            if p.out is None or p.done:
-                return
-            p.done = True
-            self._energy_cv.notify_all()
-        self._sweep_energy()    # older records overdue: counted now, off the frame thread
-        self._publish_energy(p.out, p.record)
-
-    def _sweep_energy(self, everything: bool = False) -> None:
-        """Count and publish as missing the records not delivered in time (``everything``: all).
-
-        Runs when a record arrives, at each diagnostics tick and when the node
-        stops; the EnergyRecord then says no power sample covered the run
-        (joules NaN), as before, and a record the meter delivers later is not
-        published (one EnergyRecord per result).
-        """
-        now = time.monotonic()
-        missing = []
-        with self._energy_cv:
-            due = self._energy_due
-            while due and (due[0].done or everything or due[0].deadline <= now):
-                p = due.popleft()
-                if not p.done:
-                    p.done = True
-                    missing.append(p)
-            self._energy_cv.notify_all()
-        for p in missing:
-            self.stats.count('energy_missing')
-            self._publish_energy(p.out, None)
-
-    def _drain_energy(self) -> None:
-        """Wait until the records of the results published are out, at most until they are due.
-
-        The old frame thread waited for each record before its result, so a
-        deactivation never lost one; this keeps that (<= one sample period at
-        a measured source, nothing to wait for at the estimator).
-        """
-        with self._energy_cv:
-            last = max((p.deadline for p in self._energy_due if not p.done), default=None)
-            if last is not None and self.context.ok():     # else none can be published
-                self._energy_cv.wait_for(lambda: all(p.done for p in self._energy_due),
-                                         timeout=max(0.0, last - time.monotonic()))
-        self._sweep_energy(everything=True)
-
     def diagnostic_status(self):
         """Return this node's status for /diagnostics (records overdue counted first)."""
-        self._sweep_energy()
+        self._energy.sweep()
         return super().diagnostic_status()
-
-    def _publish_energy(self, out, r: Optional[MeterRecord], energy: Optional[Energy] = None
-                        ) -> None:
-        """Publish ~/energy's EnergyRecord of the frame whose result ``out`` is (any thread).
-
-        A record that comes after ~/energy was deactivated or destroyed, or the
-        ROS context ended, is dropped and counted (``energy_after_stop``).
-        """
-        if r is not None:
-            self._joules.append(r.joules)
-        try:
-            rec = EnergyRecord(header=out.header, model=out.model, backend=out.backend,
-                               latency_ms=out.inference_ms,
-                               energy=energy if energy is not None else energy_msg(r),
-                               method='no power sample covered the run')
-            if r is not None:
-                rec.latency_ms, rec.method = r.duration_s * 1e3, r.method
-                rec.window_start = self.ros_time(r.t0)
-            with self._energy_lock:     # _release destroys the publisher under it
-                pub = self._energy_pub
-                if pub is None or not pub.is_activated or not self.context.ok():
-                    self.stats.count('energy_after_stop')
-                    return
-                pub.publish(rec)
-        except Exception:   # the node or the context went while the record was on its way
-            if self.context.ok():
-                raise
-            self.stats.count('energy_after_stop')
 
     def _debug_image(self, frame, result, out) -> None:
         """Publish the frame with the results drawn, if someone listens and the cap allows.

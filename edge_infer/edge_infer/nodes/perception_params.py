@@ -53,6 +53,7 @@ PARAMETERS = {
                            'for this many seconds (0 = off)'),
     'result_messages': ('both', 'both | standard (vision_msgs on ~/vision/*) | edge_infer '
                                 '(the task topic); keypoints and masks go out either way'),
-    'energy_metering': (True, 'attribute energy to each model run; results carry it and '
-                              '~/energy publishes an EnergyRecord per frame'),
+    'energy_metering': (True, 'attribute energy to each model run: ~/energy publishes an '
+                              "EnergyRecord per frame (the result's header); results carry "
+                              "the estimator's, a measured one follows them"),
 }
