@@ -40,7 +40,7 @@ from edge_infer.core.registry import load_registry
 from edge_infer.testing.simulated import Clock, SimBackend, SimManager
 
 RULES = {
-    'before': dict(min_margin=0.03, confirm_pairs=0, dwell_s=0.0),
+    'before': {'min_margin': 0.03, 'confirm_pairs': 0, 'dwell_s': 0.0},
     'after': {},
 }
 

@@ -152,7 +152,8 @@ def _perception(where: str, p: dict, registry_cache: dict) -> None:
         LiveSettings(objective=p['objective'], max_latency_ms=p['max_latency_ms'],
                      min_accuracy=p['min_accuracy'], latency_percentile=p['latency_percentile'],
                      drift_threshold=p['drift_threshold'], drift_window_s=p['drift_window_s'],
-                     duty=p['reselect_duty']).check({'duty': 'reselect_duty'})
+                     duty=p['reselect_duty'], runners_idle_s=p['reselect_idle_s']).check(
+                         {'duty': 'reselect_duty', 'runners_idle_s': 'reselect_idle_s'})
     except ValueError as exc:
         raise ArgumentError(f'{where}: {exc}') from None
     topic(f"{where}: parameter 'image_topic'", p['image_topic'])

@@ -19,7 +19,7 @@ import os
 import pathlib
 import threading
 import time
-from typing import Dict, Optional
+from typing import Dict, List, Optional, Tuple
 
 FORMAT = 1
 
@@ -105,6 +105,11 @@ class ProfileCache:
             tmp.write_text(json.dumps({'format': FORMAT, 'entries': data}, indent=1,
                                       default=str))
             tmp.replace(self.path)
+
+    def entries(self) -> List[Tuple[dict, dict]]:
+        """Return every entry as (its key's parts, its value)."""
+        with self._lock:
+            return [(e.get('parts', {}), e.get('value', {})) for e in self._load().values()]
 
     def __len__(self) -> int:
         with self._lock:

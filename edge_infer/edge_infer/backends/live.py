@@ -46,7 +46,7 @@ from .gate import GATE
 from .live_load import Foreign, LoadWatch
 from .live_pacing import Pacing, SERVE
 from .live_rule import LiveSettings, paired_verdict
-from .live_runners import RunnerPool, wanted
+from .live_runners import RunnerHours, RunnerPool, wanted
 from .profiling import CandidateResult, ProfileRun
 from .selection import latency_at, stalls
 from .startup import ProvisionalStart
@@ -138,6 +138,9 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
         self._pending_run: Optional[ProfileRun] = None
         self._pending_keep = None     # (run, p50): a re-evaluation kept the choice
         self.runners = RunnerPool(self.settings)
+        self.hours = RunnerHours(self.settings)
+        self._opening = threading.Lock()    # one thread opens runners-up at a time
+        self._watching = False              # online re-selection runs (see _watch)
         self.pacing = Pacing(self.settings)
         self.load_watch = LoadWatch(self.settings, foreign_load, observer)
         self._serve_next: Optional[str] = None     # the runner-up that runs the next frame
@@ -146,6 +149,9 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
         self._reevaluating = threading.Lock()
         self._resuming = threading.Lock()       # the profile thread's end vs a resume
         self._profiling = False                 # a background profile thread runs
+        self._completion_due = False            # settled on the likely ones; the rest to come
+        self._candidate_count = 0
+        self._settle_only: Optional[List[str]] = None     # what the settle phase measured
 
     # ------------------------------------------------------------------- start
     def start(self, force: str = '', use_cache: bool = True, backend=None,
@@ -185,6 +191,8 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
         if st.duty > 0 and st.objective == 'latency' and not self.fixed and \
                 self.manager is not None:
             self.load_watch.start()
+            self._watching = True
+            self.hours.cue(self.clock.monotonic())      # a fresh choice: look for a while
             self._spawn(self._open_runners, 'runners')
 
     def fix(self, backend, run: ProfileRun) -> ProfileRun:
@@ -230,6 +238,8 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
 
     def _open_runners(self) -> None:
         """Open the best runners-up (background: the first frames do not wait for them)."""
+        if not self._opening.acquire(blocking=False):
+            return      # another thread opens them
         try:
             by_name = {b.name: b for b in self.manager.candidates(self.spec, self.model_path)}
             ranked = [r.backend for r in self._ranked()
@@ -240,6 +250,26 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
                                        self.model.spec.input_spec, self._cancel, self.log)
         except Exception as exc:  # keep serving on the chosen backend
             self.log(f'online re-selection off: {type(exc).__name__}: {exc}')
+        finally:
+            self._opening.release()
+
+    def _tend_runners(self, now: float) -> None:
+        """Open the runners-up when due, close them when idle (``runners_idle_s``; frame thread).
+
+        Closed on the frame thread, between two of its runs, so no runner-up
+        session is in use; the freed heap goes back to the OS in the background.
+        """
+        if not self.hours.lazy or not self._watching:
+            return
+        want = self.hours.want_open(now)
+        if want and not self.runners and not self._opening.locked():
+            self._spawn(self._open_runners, 'runners')
+        elif not want and self.runners and not self._opening.locked() and \
+                not any(self.runners.screened(n, now) for n in self.runners.names()):
+            self.runners.close()
+            self._serve_next = None
+            from .manager import release_freed_memory
+            self._spawn(release_freed_memory, 'trim')
 
     # ------------------------------------------------------------------ frames
     def infer(self, frame, around_run=None) -> Result:
@@ -308,12 +338,13 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
         why = self.load_watch.latency(now, ms)
         if why is not None:     # a cue to look, not proof: pairs are kept
             self._alert(now, why)
-        if self.runners and self.load_watch.due(now):
+        watching = self._watching
+        if (self.runners or (watching and self.hours.lazy)) and self.load_watch.due(now):
             change = self.load_watch.poll(now)
             if change is not None:
                 self._alert(now, *change)
         if self.drift is not None and self.drift.add(ms, now):
-            if self.runners and self.settings.duty > 0:
+            if (self.runners or (watching and self.hours.lazy)) and self.settings.duty > 0:
                 # online re-selection is on: compare the runners-up on the next real
                 # frames (paired, same load) rather than re-profile every candidate
                 # in the background, which competes with the frames for the cores
@@ -325,10 +356,12 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
                 self._alert(now, 'latency drift', since=now - d.window_s)
             else:
                 self._start_reevaluation()
+        self._tend_runners(now)
 
     def _alert(self, now: float, why: str, since: Optional[float] = None) -> None:
         """Look now (eager runs); with ``since`` (the load changed then) forget older pairs."""
         self.pacing.cue(now)
+        self.hours.cue(now)
         if since is not None:
             self.runners.forget_before(since)
         if self.observer is not None:
@@ -422,7 +455,8 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
         margin = self._margin(name, now)
         first = self.runners.screened(name, now)
         if first is None:
-            v = paired_verdict([(p[1], p[2]) for p in pairs], st.min_pairs, margin, st.alpha)
+            v = paired_verdict([(p[1], p[2]) for p in pairs], st.min_pairs, margin,
+                               st.alpha)
             if not v.switch:
                 return
             if st.confirm_pairs:
@@ -480,6 +514,7 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
         if self.drift is not None:     # expect what the new backend was measured at
             self.drift.rebase(expected_ms if expected_ms is not None else
                               res.p50_ms if res else self.drift.expected_ms)
+        self.hours.cue(self.clock.monotonic())
         self.switches.append({'t': self.clock.monotonic(), 'from': old, 'to': new,
                               'trigger': trigger, 'evidence': evidence})
         if trigger == 'fallback':

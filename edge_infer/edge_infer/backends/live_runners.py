@@ -250,3 +250,38 @@ class RunnerPool:
             self._screened = {}
         for sess in sessions.values():
             sess.close()
+
+
+class RunnerHours:
+    """When the runners-up are open (memory): always, or for a while after each cue.
+
+    Each open runner-up is a whole session (25-40 MB for a small model on
+    OpenVINO; 8 of them held ~200 MB of the four-model container,
+    bench/memory_parts.py). With ``runners_idle_s`` > 0 they are open only
+    for that long after a fresh choice, a cue that the load changed, a drift
+    alarm or a switch, and for a look every ``runners_recheck_s``; then
+    closed until the next. 0: open all the time. Reads no clock.
+    """
+
+    def __init__(self, settings: LiveSettings):
+        self.settings = settings
+        self.until = float('-inf')      # open until then
+        self.next_check = float('inf')  # the next look without a cue
+
+    @property
+    def lazy(self) -> bool:
+        """Return whether the runners-up close when idle."""
+        return self.settings.runners_idle_s > 0
+
+    def cue(self, now: float) -> None:
+        """Keep (or get) them open for ``runners_idle_s`` from ``now``."""
+        self.until = max(self.until, now + self.settings.runners_idle_s)
+        self.next_check = now + self.settings.runners_recheck_s
+
+    def want_open(self, now: float) -> bool:
+        """Return whether they should be open at ``now`` (a due look counts as a cue)."""
+        if not self.lazy:
+            return True
+        if now >= self.next_check:
+            self.cue(now)
+        return now < self.until

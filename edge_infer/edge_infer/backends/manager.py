@@ -26,7 +26,7 @@ import os
 import pathlib
 import threading
 import time
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import yaml
 
@@ -35,6 +35,7 @@ from .load import describe as describe_load, is_quiet, LoadProbe
 from .profiling import (calibration_frames, CandidateResult, describe, interleave,
                         probe_backend, ProfileRun, Reference, screen_candidate)
 from .selection import OBJECTIVES, select
+from .settle import SettleQueue
 from ..checksums import sha256_file
 from ..core.backend import Backend, BackendError
 from ..core.registry import ModelSpec
@@ -126,6 +127,7 @@ class BackendManager:
         self.thread_budget = 0
         self.thread_budget_why = ''
         self._cancel = None         # the running profile's cancel event (int8 quantizers)
+        self.settle_queue = SettleQueue()   # models settling first, completions after
 
     def cap_threads(self, threads: int, why: str = '') -> None:
         """Cap the threads one model may use (0 = no cap): the container sets it.
@@ -415,11 +417,15 @@ class BackendManager:
                force: str = '', use_cache: bool = True,
                latency_percentile: int = 0,
                progress: Optional[Callable[[dict], None]] = None,
-               cancel=None) -> Tuple[Backend, ProfileRun]:
+               cancel=None,
+               only: Union[None, Sequence[str], Callable[[], Sequence[str]]] = None
+               ) -> Tuple[Backend, ProfileRun]:
         """Profile (or read the cache) and return the chosen backend with the run.
 
         ``cancel`` (a threading.Event): a background profile stops at its next
-        check and BackendError says so.
+        check and BackendError says so. ``only``: measure and choose among
+        these candidates (a settle phase, :mod:`.settle`), or a function that
+        returns them, called when this model's turn comes.
         """
         if objective not in OBJECTIVES:
             raise ValueError(f"objective '{objective}': use one of {', '.join(OBJECTIVES)}")
@@ -430,8 +436,10 @@ class BackendManager:
             if cancel is not None and cancel.is_set():
                 raise BackendError(f"model '{spec.name}': profile cancelled")
         try:
+            if callable(only):      # decided once this model's turn came (a prior may exist now)
+                only = only()
             run = self.profile(spec, model_path, use_cache=use_cache, min_accuracy=min_accuracy,
-                               only=[force] if force else None, progress=progress,
+                               only=[force] if force else only, progress=progress,
                                cancel=cancel)
         finally:
             self._lock.release()

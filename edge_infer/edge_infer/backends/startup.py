@@ -25,6 +25,7 @@ way round: :data:`.gate.GATE` keeps them apart.
 from typing import Optional, Tuple
 
 from .profiling import describe, ProfileRun
+from .settle import settle_set, SettleQueue
 from ..core.backend import first_line
 
 
@@ -75,45 +76,90 @@ class ProvisionalStart:
         self.model = self._open_model(backend)
         self.run, self.provisional = run, True
         self.report(run, 'provisional')
+        self._settle_queue().enter(self, self.spec.name)
         with self._resuming:
             self._profiling = True
             self._spawn(self._profile_behind, 'profile')
         return run
 
+    def _settle_queue(self) -> SettleQueue:
+        queue = getattr(self.manager, 'settle_queue', None)
+        if queue is None:       # a manager of a test or benchmark: a queue of its own
+            queue = self.manager.settle_queue = SettleQueue()
+        return queue
+
     def resume(self) -> None:
-        """Go on with a background profile that a cancel stopped before it settled.
+        """Go on with a background profile that a cancel stopped before it was complete.
 
         The profile thread may still be ending (inside a measurement when the
         cancel came, a deactivation that did not wait for it): it then sees
         the cancel lifted and profiles on (what it measured is cached);
         otherwise a new one starts.
         """
-        if not self.provisional or self.model is None:
+        if not (self.provisional or self._completion_due) or self.model is None:
             return
         with self._resuming:
             self._cancel.clear()
             self._served.clear()
             if not self._profiling:
+                if self.provisional:
+                    self._settle_queue().enter(self, self.spec.name)
                 self._profiling = True
                 self._spawn(self._profile_behind, 'profile')
 
     def _profile_behind(self) -> None:
         """Profile while the provisional backend serves, again if resumed while ending."""
-        while True:
-            done = self._profile_once()
-            with self._resuming:
-                if done or self._cancel.is_set():
-                    self._profiling = False
-                    return
+        try:
+            while True:
+                done = self._profile_once()
+                with self._resuming:
+                    if done or self._cancel.is_set():
+                        self._profiling = False
+                        return
+        finally:
+            self._settle_queue().leave(self)
 
     def _profile_once(self) -> bool:
-        """Profile and hand the choice over between two frames; False: cancelled."""
+        """Settle, then complete the profile (:mod:`.settle`); False: cancelled."""
         st = self.settings
         # the first frame first: started at once, the profile's model loads and ncnn
         # conversions took the cores the camera driver, DDS discovery and the first
         # inference needed (first detection 3.6-4.1 s after `ros2 launch` instead of
         # 2.4 s on this VM)
         self._served.wait(st.profile_after_s)
+        if self.provisional:
+            step = self._measure(self._likely if st.settle_first else None, 'done')
+            if step is not True:
+                return step is None
+            self._settle_queue().leave(self)
+        if not self._completion_due:
+            return True
+        # the rest (int8 and fp16 files, the unlikely ones) once no model of the
+        # process is still settling: a completion must not delay another's choice
+        if not self._settle_queue().wait_settled(self._cancel):
+            return False
+        step = self._measure(None, 'completed')
+        if step is True:
+            self._completion_due = False
+        return step is not False
+
+    def _likely(self):
+        """Return the settle set (decided when this model's profile starts); None: all."""
+        only = settle_set(self.manager, self.spec, self.model_path)
+        everything = {b.name for b in self.manager.candidates(self.spec, self.model_path)
+                      if not self.manager.over_budget(b)}
+        self._completion_due = bool(only) and not everything <= set(only)
+        self._candidate_count = len(everything)
+        self._settle_only = list(only) if self._completion_due else None
+        return self._settle_only
+
+    def _measure(self, only, phase: str):
+        """Measure (``only`` these), hand the choice over between two frames.
+
+        Returns True when handed over, False when cancelled, None when the
+        profile failed (the choice stays; said in one line).
+        """
+        st = self.settings
         t0 = self.clock.monotonic()
         try:
             if self._cancel.is_set():
@@ -121,36 +167,61 @@ class ProvisionalStart:
             backend, run = self.manager.choose(
                 self.spec, self.model_path, objective=st.objective,
                 max_latency_ms=st.max_latency_ms, min_accuracy=st.min_accuracy,
-                latency_percentile=st.latency_percentile, cancel=self._cancel)
+                latency_percentile=st.latency_percentile, cancel=self._cancel, only=only)
             new = None
             if backend.name != self.model.backend_name:
                 new = self._open_model(backend)
-        except Exception as exc:  # keep serving on the provisional backend
+        except Exception as exc:  # keep serving on the backend serving now
             if self._cancel.is_set():
                 return False
             if 'profile cancelled' in str(exc):     # resumed while it ended: again
                 return False
+            if only is not None and self._settle_only:  # none of the likely ones: all
+                self._completion_due = False
+                return self._measure(None, phase)
             self.warn(f'profile failed ({type(exc).__name__}: {first_line(exc)}): '
-                      f'staying on the provisional {self.backend_name}')
-            return True
+                      f'staying on {self.backend_name}')
+            return None
         with self._frame_lock:      # between two frames
             if self._cancel.is_set() or self.model is None:
                 if new is not None:
                     new.close()
                 return False
             old = self.model.backend_name
+            first = self.provisional
             self.run, self.provisional = run, False
             if new is not None:
                 previous, self.model = self.model, new
                 previous.close()
+                self.runners.drop(backend.name)     # it serves now: no runner-up twice
+            took = self.clock.monotonic() - t0
+            if first:
+                self.settled_s = took
+            measured = sum(1 for r in run.results if r.status != 'unavailable' and
+                           not run.from_cache.get(r.backend, True))
+            if new is None and not first:   # a completion that kept the choice
+                self.log(f'profile completed in {took:.1f} s ({measured} more candidate(s) '
+                         f'measured): keeping {old}')
+                self.report(run, 'profiled')    # the whole table now
+                return True
             self.pacing.new_choice()    # the provisional one's frames say nothing of it
             self.load_watch.new_choice()
-            self.settled_s = self.clock.monotonic() - t0
+            self.runners.new_choice()
             self.switches.append({'t': self.clock.monotonic(), 'from': old, 'to': run.chosen,
                                   'trigger': 'profiled', 'evidence': run.why})
-            self.log(f'profile done in {self.settled_s:.1f} s: '
+            rest = (f' (the likely ones first: {len(self._settle_only)} of '
+                    f'{self._candidate_count} candidates; the others follow)'
+                    if first and self._settle_only and self._completion_due else '')
+            self.log(f'profile {phase} in {took:.1f} s: '
                      + (f'switching backend {old} -> {run.chosen}' if new is not None else
-                        f'keeping {old}') + ' (profiled)')
+                        f'keeping {old}') + f' (profiled){rest}')
             self.report(run, 'profiled')
-            self._watch()
+            if first:
+                self._watch()
+            else:
+                if self.drift is not None:
+                    res = self._result(run.chosen)
+                    if res is not None:
+                        self.drift.rebase(res.p50_ms)
+                self._spawn(self._open_runners, 'runners')
         return True

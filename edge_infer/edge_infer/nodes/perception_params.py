@@ -33,6 +33,9 @@ PARAMETERS = {
                             'runners-up on real frames (0 = off)'),
     'reselect_serve': (True, 'a runner-up within 1.25x of the chosen one runs some frames '
                              'itself (result published, naming it); false: extra runs only'),
+    'reselect_idle_s': (30.0, 'online re-selection: runners-up are open for this long after '
+                              'a fresh choice, a load change, a drift or a switch, and for a '
+                              'look every 120 s; closed otherwise (memory); 0 = always open'),
     'executor_policy': ('', "run the model's segments on the process-wide shared executor: "
                             "accelerator-only | by-layer-type | cost-model; '' = whole model "
                             'on the chosen backend'),

@@ -1,0 +1,154 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""A cold start settles on the likely winners first and completes the profile after.
+
+The prior and the settle set on a profile cache written by the test; then
+real models on real backends (ONNX Runtime, OpenCV DNN, an fp16 variant)
+through LiveChoice with an empty cache, as on a robot's first start.
+"""
+
+import threading
+import time
+
+from edge_infer import paths
+from edge_infer.backends.cache import ProfileCache
+from edge_infer.backends.live import LiveChoice, LiveSettings
+from edge_infer.backends.manager import BackendManager
+from edge_infer.backends.profiling import calibration_frames
+from edge_infer.backends.settle import board_prior, settle_set, SettleQueue
+from edge_infer.core.registry import load_registry
+import pytest
+
+BOARD = {'cpu': 'test'}
+
+
+def _put(cache, model, backend, ms, status='ok', board=BOARD):
+    parts = {'kind': 'profile', 'model': model, 'backend': backend, 'board': board}
+    cache.put(f'{model}/{backend}', {'backend': backend, 'status': status, 'p50_ms': ms,
+                                     'preprocess_ms': 0.0}, parts)
+
+
+def test_the_prior_is_each_candidates_distance_from_the_best_on_other_models(tmp_path):
+    cache = ProfileCache(tmp_path / 'c.json')
+    _put(cache, 'a', 'fast', 2.0)
+    _put(cache, 'a', 'slow', 8.0)
+    _put(cache, 'b', 'fast', 3.0)
+    _put(cache, 'b', 'slow', 3.0 * 2.0)
+    _put(cache, 'b', 'bad', 1.0, status='rejected')     # accuracy is the model's own
+    _put(cache, 'c', 'slow', 1.0, board={'cpu': 'other'})   # another board says nothing
+    _put(cache, 'me', 'slow', 1.0)                       # nor the model itself
+    prior = board_prior(cache, BOARD, 'me')
+    assert prior['fast'] == pytest.approx(1.0)
+    assert prior['slow'] == pytest.approx((4.0 * 2.0) ** 0.5)     # geometric mean
+    assert 'bad' not in prior
+
+
+class _Cand:
+    def __init__(self, name, variant=False, ok=True):
+        self.name, self._ok = name, ok
+        self.base = object() if variant else None
+
+    def available(self):
+        return self._ok, '' if self._ok else 'absent'
+
+
+class _Mgr:
+    def __init__(self, cache, names):
+        self.cache, self.board, self._cands = cache, BOARD, names
+
+    def candidates(self, spec, path):
+        return self._cands
+
+    def over_budget(self, b):
+        return 'too many threads' if b.name.endswith('/t2') else ''
+
+
+def test_the_settle_set_is_the_likely_winners_and_what_the_prior_does_not_know(tmp_path):
+    spec = load_registry(paths.config_dir() / 'models.yaml')['mobilenet_v2']
+    cache = ProfileCache(tmp_path / 'c.json')
+    cands = [_Cand(n) for n in ('ov/t1', 'ov/t1+pre', 'ort/t1', 'blas', 'ov/t2', 'new/lib')]
+    cands += [_Cand('ov/t1/int8', variant=True), _Cand('absent', ok=False)]
+    mgr = _Mgr(cache, cands)
+    # no prior on this board: every candidate that needs no file made first
+    assert settle_set(mgr, spec, None) == ['ov/t1', 'ov/t1+pre', 'ort/t1', 'blas', 'new/lib']
+    times_by_model = {'nanodet': (2.0, 2.2, 5.0, 40.0), 'selfie': (1.0, 1.0, 2.5, 30.0)}
+    for model, times in times_by_model.items():
+        for name, ms in zip(('ov/t1', 'ov/t1+pre', 'ort/t1', 'blas'), times):
+            _put(cache, model, name, ms)
+    # the likely winners (within 1.5x elsewhere), best first, and the unknown library
+    assert settle_set(mgr, spec, None) == ['ov/t1', 'ov/t1+pre', 'new/lib']
+    assert settle_set(mgr, spec, None, limit=1) == ['ov/t1', 'new/lib']
+
+
+def test_a_completion_waits_until_no_model_settles():
+    queue, cancel = SettleQueue(), threading.Event()
+    a, b = object(), object()
+    queue.enter(a, 'nanodet')
+    queue.enter(b, 'selfie')
+    waited = []
+    waiter = threading.Thread(target=lambda: waited.append(queue.wait_settled(cancel)))
+    waiter.start()
+    queue.leave(a)
+    waiter.join(0.3)
+    assert waiter.is_alive() and queue.settling() == ['selfie']
+    queue.leave(b)
+    queue.leave(b)          # idempotent
+    waiter.join(10)
+    assert waited == [True]
+    queue.enter(a, 'nanodet')
+    cancel.set()
+    assert queue.wait_settled(cancel) is False
+
+
+@pytest.fixture(scope='module')
+def models(data_home):
+    reg = load_registry(paths.config_dir() / 'models.yaml')
+    return {n: (reg[n], data_home / 'models' / reg[n].file) for n in ('mobilenet_v2', 'selfie')}
+
+
+def _manager(cache_dir):
+    config = {'ort_threads': [1, 2], 'ort_providers_always_listed': [],
+              'opencv_targets': ['cpu'], 'blas': False, 'variants': ['fp16'],
+              'budget_s': 0.1, 'warmup': 1, 'min_runs': 3, 'calibration_frames': 2,
+              'openvino_threads': [], 'ncnn_threads': [], 'ncnn_vulkan': False,
+              'quiet_foreign_cores': 99.0}
+    return BackendManager(cache_dir, config=config, log=lambda s: None)
+
+
+@pytest.mark.slow
+def test_a_cold_start_settles_on_the_likely_ones_then_completes(tmp_path, models):
+    mgr = _manager(tmp_path)
+    spec, path = models['selfie']
+    mgr.choose(spec, path)      # another model of this board measured: a prior
+    spec, path = models['mobilenet_v2']
+    frames = calibration_frames(2)[0]
+    reports, lines = [], []
+    live = LiveChoice(mgr, spec, path, settings=LiveSettings(duty=0, profile_after_s=0.0),
+                      log=lines.append,
+                      report=lambda run, trigger: reports.append((trigger, run.chosen)))
+    try:
+        live.start()
+        assert live.provisional and mgr.settle_queue.settling() == ['mobilenet_v2']
+        deadline = time.monotonic() + 120
+        tick = threading.Event()
+        k = 0
+        while live._completion_due or live.provisional or live._profiling:
+            assert time.monotonic() < deadline, lines
+            live.infer(frames[k % 2])
+            k += 1
+            tick.wait(0.02)
+        settled = next(ln for ln in lines if ln.startswith('profile done in'))
+        assert 'the likely ones first' in settled, lines
+        # then the rest, once no model settles: one line, and a report with every candidate
+        done = [ln for ln in lines if ln.startswith('profile completed in')]
+        assert len(done) == 1, lines
+        assert [t for t, _ in reports] == ['provisional', 'profiled', 'profiled']
+        assert mgr.settle_queue.settling() == []
+        # the full profile is there now: the fp16 file measured too
+        assert any(r.backend.endswith('/fp16') and r.status in ('ok', 'rejected')
+                   for r in live.run.results), [(r.backend, r.status) for r in live.run.results]
+        # and the choice is the blocking profile's (or within 5 % of its frame cost)
+        _, blocking = mgr.choose(spec, path)
+        full = {r.backend: r for r in blocking.results}
+        assert full[live.backend_name].frame_ms <= 1.05 * full[blocking.chosen].frame_ms
+    finally:
+        live.close()
