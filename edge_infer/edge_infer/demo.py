@@ -62,6 +62,8 @@ class Collector:
         self.reports = {}                               # node -> latest BackendReport
         self.diag = {}                                  # node -> {key: value}
         self.last_result = time.monotonic()
+        self.memory: Dict[str, float] = {}             # node state -> container RSS MB
+        self.settled_s = None                           # play time until every choice came
         for name, (topic, kind) in RESULT_TOPICS.items():
             node.create_subscription(getattr(edge_msgs, kind), topic,
                                      lambda m, n=name: self._on_result(n, m), 100)
@@ -97,8 +99,29 @@ def _stamp_ns(header_or_time) -> int:
     return t.sec * 1_000_000_000 + t.nanosec
 
 
-def run_demo(bag: pathlib.Path, out: pathlib.Path, rate: float = 1.0, log=print) -> dict:
-    """Run the whole demo; return the summary as a dict."""
+def _rss_mb(proc) -> float:
+    """Return the process's resident memory in MB (nan once it is gone)."""
+    import psutil
+    try:
+        return psutil.Process(proc.pid).memory_info().rss / 1e6
+    except psutil.Error:
+        return float('nan')
+
+
+def _settled(collector: 'Collector') -> bool:
+    """Return whether every perception node reported a measured choice (not provisional)."""
+    return all(n in collector.reports and collector.reports[n].trigger != 'provisional'
+               for n in RESULT_TOPICS)
+
+
+def run_demo(bag: pathlib.Path, out: pathlib.Path, rate: float = 1.0, log=print,
+             settle_s: float = 120.0) -> dict:
+    """Run the whole demo; return the summary as a dict.
+
+    The bag plays in a loop until every node has its measured choice (a first
+    start profiles in the background: ~20 s here) and one whole pass more has
+    played on it, at most ``settle_s`` beyond one pass.
+    """
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
 
@@ -124,14 +147,41 @@ def run_demo(bag: pathlib.Path, out: pathlib.Path, rate: float = 1.0, log=print)
         executor.add_node(node)
         collector = Collector(node, [stamp for _, stamp, _ in examples])
         lc = LifecycleClient(node, executor)
+        memory = collector.memory
+        lc.get_state(f'/{TELEMETRY.lstrip("/")}', timeout=60.0)     # the container is up
+        memory['unconfigured'] = _rss_mb(container)
         for name in (TELEMETRY, *RESULT_TOPICS):
-            lc.bring_up(f"/{name.lstrip('/')}", timeout=60.0)
+            lc.change(f"/{name.lstrip('/')}", 'configure', timeout=60.0)
+        memory['inactive (configured)'] = _rss_mb(container)
+        for name in (TELEMETRY, *RESULT_TOPICS):
+            lc.change(f"/{name.lstrip('/')}", 'activate', timeout=60.0)
+        memory['active, before the first frame'] = _rss_mb(container)
         log(f'[demo] nodes active after {time.monotonic() - t_start:.1f} s; playing bag')
-        player = procs.start_player(bag, env, ['--rate', str(rate),
+        player = procs.start_player(bag, env, ['--rate', str(rate), '--loop',
                                                '--wait-for-subscribers', '10'],
                                     log_path=out / 'player.log')
+        one_pass = info['duration_s'] / max(rate, 1e-3)
+        t_play = time.monotonic()
+        settled_at = None
+        peak = 0.0
         while player.poll() is None:
             executor.spin_once(timeout_sec=0.1)
+            peak = max(peak, _rss_mb(container))
+            now = time.monotonic() - t_play
+            if settled_at is None and _settled(collector):
+                settled_at = now
+                log(f'[demo] every node has its measured choice {now:.1f} s after the bag '
+                    'started; playing one more pass')
+            end = max(one_pass, settled_at + one_pass) if settled_at is not None else \
+                one_pass + settle_s
+            if now >= end:
+                break
+        if settled_at is None:
+            log(f'[demo] not every node settled within {one_pass + settle_s:.0f} s of play')
+        collector.settled_s = settled_at
+        memory['active, peak while playing'] = peak
+        memory['active, at the end'] = _rss_mb(container)
+        procs.stop(player)
         # Drain: results still in flight, then one more diagnostics round.
         t_end = time.monotonic()
         while time.monotonic() - collector.last_result < 1.5 and time.monotonic() - t_end < 10:
@@ -142,6 +192,10 @@ def run_demo(bag: pathlib.Path, out: pathlib.Path, rate: float = 1.0, log=print)
             executor.spin_once(timeout_sec=0.1)
         for name in (*RESULT_TOPICS, TELEMETRY):
             lc.change(f"/{name.lstrip('/')}", 'deactivate')
+        memory['inactive (deactivated)'] = _rss_mb(container)
+        for name in (*RESULT_TOPICS, TELEMETRY):
+            lc.change(f"/{name.lstrip('/')}", 'cleanup')
+        memory['unconfigured (cleaned up)'] = _rss_mb(container)
     finally:
         if player is not None:
             procs.stop(player)
@@ -163,7 +217,7 @@ def _summarize(collector: Collector, info: dict, player_line: str) -> dict:
         d = collector.diag.get(name, {})
         s['nodes'][name] = {
             'model': msgs[0].model if msgs else d.get('model', ''),
-            'backend': msgs[0].backend if msgs else d.get('backend', ''),
+            'backend': msgs[-1].backend if msgs else d.get('backend', ''),
             'received': int(d.get('received', 0)), 'processed': int(d.get('processed', 0)),
             'dropped': int(d.get('dropped', 0)), 'rejected': int(d.get('rejected', 0)),
             'results': len(msgs),
@@ -176,6 +230,7 @@ def _summarize(collector: Collector, info: dict, player_line: str) -> dict:
             # the node's own clock, frame taken -> result published (diagnostics)
             'node_p50': float(d.get('latency_p50_ms', 'nan')),
             'energy': _energy_summary(collector.energy[name]),
+            'served_by': collections.Counter(m.backend for m in msgs),
         }
     for m in collector.results['detector']:
         s['classes'].update(d.label for d in m.detections)
@@ -188,6 +243,8 @@ def _summarize(collector: Collector, info: dict, player_line: str) -> dict:
     s['power'] = _power_summary(collector.power)
     s['backends'] = {n: (r.chosen, r.reason, sum(c.status == 'ok' for c in r.candidates),
                          len(r.candidates)) for n, r in collector.reports.items()}
+    s['memory'] = dict(collector.memory)
+    s['settled_s'] = collector.settled_s
     return s
 
 
@@ -251,6 +308,20 @@ def _print_summary(s: dict, log) -> None:
     for name, (chosen, why, ok, total) in s['backends'].items():
         log(f'backend of {name}: {chosen} ({ok} of {total} candidates usable here; '
             f'`edge_infer profile` for the table): {why}')
+    log('')
+    settled = s.get('settled_s')
+    log("share of each model's frames per backend " + (
+        f'(every choice measured {settled:.1f} s after the bag started):' if settled is not None
+        else '(some choice still provisional at the end):'))
+    for name, n in s['nodes'].items():
+        total = sum(n['served_by'].values()) or 1
+        shares = [f'{b} {100 * k / total:.0f} %' for b, k in n['served_by'].most_common()]
+        log(f'  {name:<11}' + ', '.join(shares))
+    if s.get('memory'):
+        log('')
+        log('container memory (RSS) by node state:')
+        for state, mb in s['memory'].items():
+            log(f'  {state:<34}{mb:>7.0f} MB')
     p = s['power']
     log('')
     if p:

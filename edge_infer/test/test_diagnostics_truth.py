@@ -118,6 +118,9 @@ def test_drops_warn_and_a_silent_node_goes_stale(ros, container, footage):
         level, message, values = seen[-1]
         assert 'frames dropped in the last 2 s' in message and float(
             values['dropped_share_recently']) > 0.3, (message, values)
+        # memory per state: the container's, in every node's status
+        assert values['state'] == 'active' and float(values['process_rss_mb']) > 50, values
+        assert values['runners_up_open'] == '0'     # reselect_duty 0: none is opened
         assert results
         # the camera stops: no result for stale_after_s -> STALE, and why
         assert ros.spin_until(level_is(DiagnosticStatus.STALE), stale_s + 10), seen[-3:]

@@ -38,7 +38,7 @@ from .perception_status import PerceptionStatus
 from .tasks import instance_decoder, make_task, Task
 from .. import paths
 from ..backends.live import LiveChoice, LiveSettings
-from ..backends.manager import shared_manager
+from ..backends.manager import release_freed_memory, shared_manager
 from ..core.backend import BackendError
 from ..core.cdr import CdrError, parse_compressed_image, parse_image
 from ..core.image import from_compressed, from_raw, ImageError, JPEG_DETECTS_CORRUPTION
@@ -164,7 +164,9 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
                 drift_window_s=self._param('drift_window_s'),
                 duty=self._param('reselect_duty'),
                 serve=self._param('reselect_serve'),
-                provisional=self._param('provisional')).check({'duty': 'reselect_duty'})
+                runners_idle_s=self._param('reselect_idle_s'),
+                provisional=self._param('provisional')).check(
+                    {'duty': 'reselect_duty', 'runners_idle_s': 'reselect_idle_s'})
             self._check_health_parameters()
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
@@ -312,6 +314,7 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
         if self._live is not None:
             self._live.close(timeout=BACKGROUND_WAIT_S)     # cancelled: ends by itself
             self._live = None
+            release_freed_memory()      # the sessions' heap back to the OS (cleanup's RSS)
         if self._executor is not None:
             self._executor = None
             shared_executor.release()

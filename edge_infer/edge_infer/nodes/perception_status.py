@@ -179,6 +179,12 @@ class PerceptionStatus(_Node):
             values['backend_switches'] = len(live.switches)
             values['reselect_runs'] = f'{live.shadow_runs} ({live.served_frames} served)'
             values['reselect_share'] = f'{live.overhead():.3f}'
+        if live is not None:
+            values['runners_up_open'] = len(live.runners)
+        # memory per node state: the process's, shared by the nodes it hosts
+        values['state'] = self._state_machine.current_state[1]
+        values['process_rss_mb'] = f'{_rss_mb():.0f}'
+        values['energy_after_stop'] = snap.get('energy_after_stop', 0)
         values['stage_p50_ms'] = ', '.join(f'{k} {v:.2f}' for k, v in
                                            self.stats.stage_medians().items())
         values['debug_images'] = self.stats.debug_images
@@ -192,3 +198,9 @@ class PerceptionStatus(_Node):
             values['energy_missing'] = snap.get('energy_missing', 0)
         st.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
         return st
+
+
+def _rss_mb() -> float:
+    """Return this process's resident memory in MB."""
+    import psutil
+    return psutil.Process().memory_info().rss / 1e6
