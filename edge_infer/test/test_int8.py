@@ -220,3 +220,17 @@ def test_in_process_quantizing_fails_the_same_way(mobilenet, tmp_path, monkeypat
     src = _two_input_model(tmp_path / 'two.onnx')
     with pytest.raises(VariantError, match='int8 conversion of two.onnx failed: .*2 inputs'):
         make_variant(src, 'int8', tmp_path / 'cache', spec=spec, frames=(2, 2), log=_quiet)
+
+
+def test_percentile_calibration_only_where_its_memory_is_free(monkeypatch):
+    """ORT's Percentile calibration held 2.28 GB for MobileNetV2: not on a 2 GB board."""
+    import collections
+    import psutil
+    from edge_infer.backends import quantize
+    mem = collections.namedtuple('mem', 'available')
+    monkeypatch.setattr(psutil, 'virtual_memory', lambda: mem(1_200_000_000))
+    why = quantize._short_of_memory('Percentile')
+    assert why.startswith('it needs about 2500 MB') and why.endswith('1200 MB available')
+    assert quantize._short_of_memory('MinMax') == ''
+    monkeypatch.setattr(psutil, 'virtual_memory', lambda: mem(8_000_000_000))
+    assert quantize._short_of_memory('Percentile') == ''
