@@ -223,7 +223,7 @@ def test_in_process_quantizing_fails_the_same_way(mobilenet, tmp_path, monkeypat
 
 
 def test_percentile_calibration_only_where_its_memory_is_free(monkeypatch):
-    """ORT's Percentile calibration held 2.28 GB for MobileNetV2: not on a 2 GB board."""
+    """Run Percentile calibration only where its memory is free (2.28 GB for MobileNetV2)."""
     import collections
     import psutil
     from edge_infer.backends import quantize
