@@ -60,13 +60,19 @@ def file_sets(shm_dir: pathlib.Path = SHM_DIR) -> Dict[pathlib.Path, List[pathli
     return out
 
 
-def open_by_live_processes(proc: pathlib.Path = pathlib.Path('/proc')) -> Set[str]:
-    """Return the paths any process readable here has open or mapped."""
+def open_by_live_processes(proc: pathlib.Path = pathlib.Path('/proc'),
+                           only: Optional[Iterable[str]] = None,
+                           skip: Iterable[str] = ()) -> Set[str]:
+    """Return the paths any process readable here has open or mapped.
+
+    ``only``: these pids alone; ``skip``: not these.
+    """
     used: Set[str] = set()
     try:
-        pids = [p for p in os.listdir(proc) if p.isdigit()]
+        pids = [p for p in os.listdir(proc) if p.isdigit()] if only is None else list(only)
     except OSError:
         return used
+    pids = [p for p in pids if p not in set(skip)]
     for pid in pids:
         try:
             for fd in os.listdir(proc / pid / 'fd'):
@@ -119,6 +125,32 @@ def stale(shm_dir: pathlib.Path = SHM_DIR, min_age_s: float = MIN_AGE_S,
         used = set(open_by_live_processes() if used is None else used)
         out = [files for files in out if not any(str(f) in used for f in files)]
     return out
+
+
+def remove_own(shm_dir: pathlib.Path = SHM_DIR, pid: Optional[int] = None) -> int:
+    """Remove the Fast DDS file sets that only this process (``pid``) holds; return how many.
+
+    For a process that leaves with ``os._exit`` (nodes/stopping.py): its
+    participants' files are unlinked by their destructors, which do not run
+    then. A set another live process also holds (a shared port) stays.
+    """
+    me = str(os.getpid() if pid is None else pid)
+    sets = file_sets(shm_dir)
+    if not sets:
+        return 0
+    mine = open_by_live_processes(only=[me])
+    others = open_by_live_processes(skip=[me])
+    removed = 0
+    for files in sets.values():
+        names = [str(f) for f in files]
+        if any(n in mine for n in names) and not any(n in others for n in names):
+            for f in files:
+                try:
+                    f.unlink()
+                except OSError:
+                    pass
+            removed += 1
+    return removed
 
 
 def clean(shm_dir: pathlib.Path = SHM_DIR, min_age_s: float = MIN_AGE_S,

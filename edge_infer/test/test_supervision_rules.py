@@ -226,3 +226,30 @@ def test_stop_signals_never_raise_and_are_ignored_once_the_shutdown_is_done():
                          timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == 'stopped cleanly' and 'Traceback' not in out.stderr
+
+
+def test_a_process_leaving_with_os_exit_removes_only_the_files_it_alone_holds(tmp_path):
+    """stopping.leave: os._exit skips the DDS destructors that unlink a process's files."""
+    import subprocess
+    import sys
+    mine = _segment(tmp_path, 'fastrtps_00000000000000ee', 0)
+    shared = _segment(tmp_path, 'fastrtps_port7412', 0)
+    strangers = _segment(tmp_path, 'fastrtps_00000000000000ff', 0)
+    # another live process holds the shared port and a segment of its own
+    other = subprocess.Popen([sys.executable, '-c', 'import sys, time; '
+                              'fs = [open(p, "rb") for p in sys.argv[1:]]; time.sleep(60)',
+                              str(shared[1]), str(strangers[1])])
+    held = [open(mine[1], 'rb'), open(shared[1], 'rb')]
+    try:
+        deadline = time.monotonic() + 30
+        while str(strangers[1]) not in shm.open_by_live_processes(only=[str(other.pid)]):
+            assert time.monotonic() < deadline, 'the other process never opened its files'
+            time.sleep(0.05)
+        assert shm.remove_own(tmp_path) == 1
+    finally:
+        for f in held:
+            f.close()
+        other.kill()
+        other.wait()
+    assert not any(f.exists() for f in mine)
+    assert all(f.exists() for f in shared + strangers)

@@ -97,11 +97,15 @@ def leave(code: int) -> int:
     profile inside one candidate's measurement ends by itself, but finalizing
     Python while its thread is in native code aborted the process (ONNX
     Runtime: "terminate called without an active exception"). The nodes are
-    shut down and the ROS context is down by then; ``os._exit`` skips only
-    the interpreter's finalization.
+    shut down and the ROS context is down by then; ``os._exit`` skips the
+    interpreter's finalization, and with it the destructors that unlink Fast
+    DDS's shared memory: this process's files are removed first (a restarted
+    robot stage's kill -9 test found them left).
     """
     from ..backends.live import still_running
     if still_running():
+        from .. import shm
+        shm.remove_own()    # what the DDS participants' destructors would have unlinked
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
