@@ -52,7 +52,7 @@ def main() -> int:
 
     def step(what: str) -> None:
         if args.trim:
-            from edge_infer.backends.manager import release_freed_memory
+            from edge_infer.backends.memory import release_freed_memory
             release_freed_memory()
         now = rss()
         rows.append((what, now, now - last[0]))
@@ -108,7 +108,7 @@ def main() -> int:
     for _, _, s in runners:
         s.close()
     del runners
-    from edge_infer.backends.manager import release_freed_memory
+    from edge_infer.backends.memory import release_freed_memory
     release_freed_memory()
     step('runners-up closed, malloc_trim')
     frames, _ = mgr._frames_for()

@@ -344,7 +344,7 @@ def test_detector_agreement_punishes_a_frame_that_loses_all_its_objects():
 
 def test_freed_profile_memory_goes_back_to_the_os_on_glibc():
     import platform
-    from edge_infer.backends.manager import release_freed_memory
+    from edge_infer.backends.memory import release_freed_memory
     glibc = platform.libc_ver()[0] == 'glibc'
     assert release_freed_memory() is glibc
 

@@ -15,7 +15,7 @@ import threading
 import cv2
 from edge_infer import paths
 from edge_infer.backends.live import LiveChoice, LiveSettings
-from edge_infer.backends.live_rule import paired_verdict, sign_test_p
+from edge_infer.backends.live_rule import dwell_margin, paired_verdict, sign_test_p
 from edge_infer.backends.profiling import calibration_frames, CandidateResult, ProfileRun
 from edge_infer.core.image import Frame
 from edge_infer.core.registry import load_registry
@@ -212,9 +212,12 @@ def test_going_back_within_the_dwell_time_needs_twice_the_margin(sim):
     assert [s['to'] for s in live.switches] == ['fake/fast']
     t = live.switches[0]['t']
     st = live.settings
-    assert live._margin('fake/slow', t + 1.0) == pytest.approx(2 * st.min_margin)
-    assert live._margin('fake/slow', t + st.dwell_s + 1.0) == pytest.approx(st.min_margin)
-    assert live._margin('fake/other', t + 1.0) == pytest.approx(st.min_margin)
+
+    def margin(name, when):
+        return dwell_margin(st, live.switches, name, when)
+    assert margin('fake/slow', t + 1.0) == pytest.approx(2 * st.min_margin)
+    assert margin('fake/slow', t + st.dwell_s + 1.0) == pytest.approx(st.min_margin)
+    assert margin('fake/other', t + 1.0) == pytest.approx(st.min_margin)
 
 
 def test_a_first_look_is_confirmed_on_fresh_pairs_only():

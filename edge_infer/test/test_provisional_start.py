@@ -243,7 +243,7 @@ def test_a_profile_waiting_for_another_models_profile_can_be_cancelled(tmp_path,
 def test_a_stop_during_a_measurement_does_not_wait_and_a_resume_goes_on(
         tmp_path, mobilenet, frames):
     """A candidate's load cannot be interrupted (ncnn Vulkan on lavapipe: 32 s): never wait."""
-    from edge_infer.backends.live import still_running
+    from edge_infer.backends.background import still_running
     from edge_infer.backends.ort import OrtCpuBackend
     spec, path = mobilenet
     entered, release = threading.Event(), threading.Event()

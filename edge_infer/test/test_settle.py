@@ -69,14 +69,14 @@ def test_the_settle_set_is_the_likely_winners_and_what_the_prior_does_not_know(t
     cands += [_Cand('ov/t1/int8', variant=True), _Cand('absent', ok=False)]
     mgr = _Mgr(cache, cands)
     # no prior on this board: every candidate that needs no file made first
-    assert settle_set(mgr, spec, None) == ['ov/t1', 'ov/t1+pre', 'ort/t1', 'blas', 'new/lib']
+    assert settle_set(mgr, spec, cands) == ['ov/t1', 'ov/t1+pre', 'ort/t1', 'blas', 'new/lib']
     times_by_model = {'nanodet': (2.0, 2.2, 5.0, 40.0), 'selfie': (1.0, 1.0, 2.5, 30.0)}
     for model, times in times_by_model.items():
         for name, ms in zip(('ov/t1', 'ov/t1+pre', 'ort/t1', 'blas'), times):
             _put(cache, model, name, ms)
     # the likely winners (within 1.5x elsewhere), best first, and the unknown library
-    assert settle_set(mgr, spec, None) == ['ov/t1', 'ov/t1+pre', 'new/lib']
-    assert settle_set(mgr, spec, None, limit=1) == ['ov/t1', 'new/lib']
+    assert settle_set(mgr, spec, cands) == ['ov/t1', 'ov/t1+pre', 'new/lib']
+    assert settle_set(mgr, spec, cands, limit=1) == ['ov/t1', 'new/lib']
 
 
 def test_a_completion_waits_until_no_model_settles():
@@ -156,7 +156,7 @@ def test_a_cold_start_settles_on_the_likely_ones_then_completes(tmp_path, models
 
 def test_a_profile_holds_only_the_sessions_that_can_still_lead():
     """Screened sessions that cannot lead are closed at once (nanodet: 1270 -> 646 MB peak)."""
-    from edge_infer.backends.manager import _keep_leaders
+    from edge_infer.backends.memory import keep_leaders
     from edge_infer.backends.profiling import CandidateResult
 
     class Sess:
@@ -170,8 +170,8 @@ def test_a_profile_holds_only_the_sessions_that_can_still_lead():
     results['r'] = CandidateResult('r', status='rejected', p50_ms=1.0, runs=5)
     sessions = {n: Sess() for n in results}
     held = dict(sessions)
-    assert _keep_leaders(sessions, results, best_ms=10.0, lead_factor=1.6, max_leaders=4)
+    assert keep_leaders(sessions, results, best_ms=10.0, lead_factor=1.6, max_leaders=4)
     # d is over 1.6x the best, r failed the accuracy check, c is fifth of the rest
     assert sorted(sessions) == ['a', 'b', 'e', 'f']
     assert [n for n, s in held.items() if s.closed] == ['c', 'd', 'r']
-    assert not _keep_leaders(sessions, results, best_ms=10.0, lead_factor=1.6, max_leaders=4)
+    assert not keep_leaders(sessions, results, best_ms=10.0, lead_factor=1.6, max_leaders=4)

@@ -41,11 +41,12 @@ import threading
 import time
 from typing import Callable, List, Optional, Tuple
 
+from .background import BackgroundWork
 from .drift import DriftMonitor, DriftReevaluation
 from .gate import GATE
-from .live_load import Foreign, LoadWatch
-from .live_pacing import Pacing, SERVE
-from .live_rule import LiveSettings, paired_verdict
+from .live_load import Foreign, LoadWatch, Observer
+from .live_pacing import expected_ratio, Pacing, pre_delta, SERVE
+from .live_rule import dwell_margin, LiveSettings, two_looks
 from .live_runners import RunnerHours, RunnerPool, wanted
 from .profiling import CandidateResult, ProfileRun
 from .selection import latency_at, stalls
@@ -55,38 +56,6 @@ from ..core.model import Model, Result
 from ..core.registry import ModelSpec
 
 Log = Callable[[str], None]
-
-
-def still_running() -> List[str]:
-    """Return the names of every LiveChoice's background threads still alive in this process.
-
-    A stop that did not wait for them (:meth:`LiveChoice.join`) leaves the
-    process with ``os._exit`` when this is not empty: finalizing Python
-    while such a thread is inside a library's native code aborted the
-    process (ONNX Runtime: "terminate called without an active exception").
-    """
-    return [t.name for t in threading.enumerate()
-            if getattr(t, 'edge_infer_background', False) and t.is_alive()]
-
-
-class Observer:
-    """What a LiveChoice tells an observer (tests, benchmarks); here each call does nothing."""
-
-    def paired(self, t: float, chosen: str, runner: str, chosen_ms: float,
-               runner_ms: float) -> None:
-        """Take one sample of ``runner`` against ``chosen`` (ms each) at time ``t``."""
-
-    def load(self, t: float, cores: float) -> None:
-        """Take one reading of the cores other processes used."""
-
-    def alert(self, t: float, why: str) -> None:
-        """Take a cue that the load changed."""
-
-    def reevaluation_started(self) -> None:
-        """Note that a background re-evaluation (drift) started."""
-
-    def reevaluation_done(self) -> None:
-        """Note that it ended."""
 
 
 class LiveChoice(ProvisionalStart, DriftReevaluation):
@@ -145,7 +114,7 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
         self.load_watch = LoadWatch(self.settings, foreign_load, observer)
         self._serve_next: Optional[str] = None     # the runner-up that runs the next frame
         self._cancel = threading.Event()
-        self._threads: List[threading.Thread] = []
+        self.background = BackgroundWork()
         self._reevaluating = threading.Lock()
         self._resuming = threading.Lock()       # the profile thread's end vs a resume
         self._profiling = False                 # a background profile thread runs
@@ -221,10 +190,11 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
         def scoped():
             with self.scope():
                 target()
-        t = threading.Thread(target=scoped, daemon=True, name=f'{self.spec.name}-{what}')
-        t.edge_infer_background = True      # type: ignore[attr-defined]  # see still_running
-        self._threads = [x for x in self._threads if x.is_alive()] + [t]
-        t.start()
+        self.background.spawn(scoped, f'{self.spec.name}-{what}')
+
+    @property
+    def _threads(self) -> List[threading.Thread]:
+        return self.background.threads
 
     def _ranked(self) -> List[CandidateResult]:
         """Return the accepted candidates, best first by the objective's figure."""
@@ -254,22 +224,18 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
             self._opening.release()
 
     def _tend_runners(self, now: float) -> None:
-        """Open the runners-up when due, close them when idle (``runners_idle_s``; frame thread).
-
-        Closed on the frame thread, between two of its runs, so no runner-up
-        session is in use; the freed heap goes back to the OS in the background.
-        """
-        if not self.hours.lazy or not self._watching:
+        """Open the runners-up when due, close them when idle (frame thread: none in use)."""
+        if not self._watching or self._opening.locked():
             return
-        want = self.hours.want_open(now)
-        if want and not self.runners and not self._opening.locked():
+        todo = self.hours.tend(now, self.runners)
+        if todo == 'open':
             self._spawn(self._open_runners, 'runners')
-        elif not want and self.runners and not self._opening.locked() and \
-                not any(self.runners.screened(n, now) for n in self.runners.names()):
+        elif todo == 'close':
             self.runners.close()
             self._serve_next = None
-            from .manager import release_freed_memory
-            self._spawn(release_freed_memory, 'trim')
+            from .memory import release_freed_memory
+            # closed, so nothing for the collector: a gc pass would hold every frame's GIL
+            self._spawn(lambda: release_freed_memory(collect=False), 'trim')
 
     # ------------------------------------------------------------------ frames
     def infer(self, frame, around_run=None) -> Result:
@@ -338,13 +304,13 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
         why = self.load_watch.latency(now, ms)
         if why is not None:     # a cue to look, not proof: pairs are kept
             self._alert(now, why)
-        watching = self._watching
-        if (self.runners or (watching and self.hours.lazy)) and self.load_watch.due(now):
+        looking = bool(self.runners) or (self._watching and self.hours.lazy)
+        if looking and self.load_watch.due(now):
             change = self.load_watch.poll(now)
             if change is not None:
                 self._alert(now, *change)
         if self.drift is not None and self.drift.add(ms, now):
-            if (self.runners or (watching and self.hours.lazy)) and self.settings.duty > 0:
+            if looking and self.settings.duty > 0:
                 # online re-selection is on: compare the runners-up on the next real
                 # frames (paired, same load) rather than re-profile every candidate
                 # in the background, which competes with the frames for the cores
@@ -403,24 +369,12 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
 
     def _expected_ratio(self, name: str) -> float:
         """Return runner-up ``name``'s time / the chosen one's: as last seen, else profiled."""
-        seen = self.runners.ratio(name)
-        if seen is not None:
-            return seen
-        mine, other = self._result(self.run.chosen), self._result(name)
-        if mine and other and mine.p50_ms > 0 and math.isfinite(other.p50_ms):
-            return (other.p50_ms + self._pre_delta(name)) / mine.p50_ms
-        return float('inf')
+        return expected_ratio(self.runners.ratio(name), self._result(self.run.chosen),
+                              self._result(name))
 
     def _pre_delta(self, name: str) -> float:
-        """Return runner-up ``name``'s CPU preprocessing minus the chosen one's (profiled).
-
-        Live times compare runs; a runner-up that takes another input kind
-        (a ``+pre`` candidate) costs that much more or less per frame.
-        """
-        mine, other = self._result(self.run.chosen), self._result(name)
-        if mine is None or other is None or mine.input_kind == other.input_kind:
-            return 0.0
-        return other.pre_ms - mine.pre_ms
+        """Return runner-up ``name``'s CPU preprocessing minus the chosen one's (profiled)."""
+        return pre_delta(self._result(self.run.chosen), self._result(name))
 
     def _sampled(self, name: str, now: float, chosen_ms: float, ms: float, cost: float,
                  served: bool = False) -> None:
@@ -439,64 +393,17 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
         self.pacing.forget(name)
 
     def _consider(self, name: str, now: float) -> None:
-        """Switch to runner-up ``name`` when two looks at its pairs pass the rule.
-
-        First look (:func:`paired_verdict` on its last pairs, after every new
-        pair): when it passes, the pairs are forgotten and ``confirm_pairs``
-        fresh ones are judged once, by the same rule; only if that passes too
-        does ``name`` take over. Looking after every pair, the first look alone
-        passed by chance about once per 240 pairs between equal candidates; the
-        confirming look, a single one on new frames, lets through ``alpha`` of
-        those. Going back to the choice left less than ``dwell_s`` ago needs
-        twice the margin (hysteresis).
-        """
-        st = self.settings
-        pairs = self.runners.pairs(name)
-        margin = self._margin(name, now)
-        first = self.runners.screened(name, now)
-        if first is None:
-            v = paired_verdict([(p[1], p[2]) for p in pairs], st.min_pairs, margin,
-                               st.alpha)
-            if not v.switch:
-                return
-            if st.confirm_pairs:
-                self.runners.screen(name, now, v)
-                self.log(f'runner-up {name} took {v.time_ratio:.2f}x the time of '
-                         f'{self.run.chosen} over {v.n} frames (p = {v.p:.3f}): confirming '
-                         f'on the next {st.confirm_pairs}')
-                return
-            looks = ''
-        else:
-            if len(pairs) < st.confirm_pairs:
-                return
-            pairs = pairs[-st.confirm_pairs:]
-            v = paired_verdict([(p[1], p[2]) for p in pairs], st.confirm_pairs, margin,
-                               st.alpha)
-            self.runners.unscreen(name, forget_pairs=not v.switch)
-            if not v.switch:
-                self.log(f'runner-up {name} not confirmed: {v.time_ratio:.2f}x over '
-                         f'{v.n} fresh frames, faster in {v.wins} (p = {v.p:.3f})')
-                return
-            looks = (f'; confirming a first look of {first.time_ratio:.2f}x over {first.n} '
-                     f'frames (p = {first.p:.3f})')
-        old = self.run.chosen
-        evidence = (f'{name} took {v.time_ratio:.2f}x the time of {old} over {v.n} frames '
-                    f'paired in the last {now - pairs[0][0]:.1f} s (median {v.runner_ms:.2f} '
-                    f'vs {v.chosen_ms:.2f} ms; margin {margin:.0%}), faster in '
-                    f'{v.wins} of {v.n} (sign test p = {v.p:.3f} <= {st.alpha:g}){looks}')
+        """Switch to runner-up ``name`` when two looks at its pairs pass (:func:`two_looks`)."""
+        decided = two_looks(self.runners, name, now, self.settings, self.run.chosen,
+                            dwell_margin(self.settings, self.switches, name, now), self.log)
+        if decided is None:
+            return
+        v, evidence = decided
         # the runner-up's open session takes over; the old choice is now watched as one
-        old_model = self.model
+        old, old_model = self.run.chosen, self.model
         sess = self.runners.promote(name, old, old_model.session, v.time_ratio, now)
         self.model = old_model.with_session(sess)
         self._switched(old, name, 'online', evidence, expected_ms=v.runner_ms)
-
-    def _margin(self, name: str, now: float) -> float:
-        """Return the margin ``name`` must beat: twice the usual if it was left < dwell_s ago."""
-        st = self.settings
-        last = self.switches[-1] if self.switches else None
-        if last is not None and last['from'] == name and now - last['t'] < st.dwell_s:
-            return 2 * st.min_margin
-        return st.min_margin
 
     def _switched(self, old: str, new: str, trigger: str, evidence: str,
                   expected_ms: Optional[float] = None) -> None:
@@ -563,20 +470,12 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
         self._served.set()      # a profile waiting for the first frame stops waiting
 
     def join(self, timeout: float = 30.0) -> List[str]:
-        """Cancel background work and wait up to ``timeout`` s in all; return what still runs.
+        """Cancel background work, wait up to ``timeout`` s in all; return what still runs.
 
-        A thread inside one measurement (a candidate's load and timing: up to
-        32 s for ncnn's Vulkan on a software device, longer for a first
-        TensorRT engine) cannot be interrupted; it ends by itself after it,
-        on the cancel. The names of the threads still running are returned,
-        so that a stop can go on without them (:func:`still_running`).
+        A thread inside one measurement ends by itself after it (:mod:`.background`).
         """
         self.cancel()
-        deadline = time.monotonic() + timeout     # real time: threads, not simulated runs
-        for t in self._threads:
-            t.join(timeout=max(0.0, deadline - time.monotonic()))
-        self._threads = [t for t in self._threads if t.is_alive()]
-        return [t.name for t in self._threads]
+        return self.background.join(timeout)
 
     def close(self, timeout: float = 30.0) -> List[str]:
         """Stop background work (waiting up to ``timeout`` s) and free every session.

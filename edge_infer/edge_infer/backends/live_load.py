@@ -8,7 +8,9 @@ the CPU time other processes used (``/proc``): when two successive
 ``load_period_s`` windows both moved the same way by more than
 ``load_change_cores``, the load changed, and samples taken before are
 forgotten. It reads no clock: every call is given ``now``. Why so:
-:mod:`.live_rule` and docs/backend_choice.md.
+:mod:`.live_rule` and docs/backend_choice.md. :class:`Observer` is what a
+LiveChoice and its LoadWatch tell a test or benchmark (load readings, cues,
+samples).
 """
 
 from collections import deque
@@ -20,6 +22,26 @@ from .live_rule import LiveSettings
 from .load import LoadProbe
 
 Foreign = Callable[[], Optional[float]]     # the cores others used since the last call
+
+
+class Observer:
+    """What a LiveChoice tells an observer (tests, benchmarks); here each call does nothing."""
+
+    def paired(self, t: float, chosen: str, runner: str, chosen_ms: float,
+               runner_ms: float) -> None:
+        """Take one sample of ``runner`` against ``chosen`` (ms each) at time ``t``."""
+
+    def load(self, t: float, cores: float) -> None:
+        """Take one reading of the cores other processes used."""
+
+    def alert(self, t: float, why: str) -> None:
+        """Take a cue that the load changed."""
+
+    def reevaluation_started(self) -> None:
+        """Note that a background re-evaluation (drift) started."""
+
+    def reevaluation_done(self) -> None:
+        """Note that it ended."""
 
 
 class ForeignLoad:
@@ -40,7 +62,7 @@ class LoadWatch:
     """The chosen one's latency level and the foreign load, watched for a change."""
 
     def __init__(self, settings: LiveSettings, foreign: Optional[Foreign] = None,
-                 observer=None):
+                 observer: Optional[Observer] = None):
         """Watch with ``foreign`` (None: /proc once :meth:`start` runs, if asked for).
 
         ``observer``: told every foreign load read (``observer.load(t, cores)``).

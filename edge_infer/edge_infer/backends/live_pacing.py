@@ -167,3 +167,24 @@ class Pacing:
             return self.spent_ms[1] / self.spent_ms[0] if self.spent_ms[0] else 0.0
         primary = self.primary.total(now)
         return self.shadow.total(now) / primary if primary else 0.0
+
+
+def pre_delta(mine, other) -> float:
+    """Return runner-up ``other``'s CPU preprocessing minus the chosen ``mine``'s (profiled).
+
+    Live times compare runs; a runner-up that takes another input kind (a
+    ``+pre`` candidate) costs that much more or less per frame. ``mine``,
+    ``other``: their :class:`.profiling.CandidateResult` (None: unknown, 0).
+    """
+    if mine is None or other is None or mine.input_kind == other.input_kind:
+        return 0.0
+    return other.pre_ms - mine.pre_ms
+
+
+def expected_ratio(seen: Optional[float], mine, other) -> float:
+    """Return a runner-up's time / the chosen one's: ``seen`` live, else from the profile."""
+    if seen is not None:
+        return seen
+    if mine and other and mine.p50_ms > 0 and math.isfinite(other.p50_ms):
+        return (other.p50_ms + pre_delta(mine, other)) / mine.p50_ms
+    return float('inf')

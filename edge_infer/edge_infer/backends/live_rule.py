@@ -120,7 +120,7 @@ served frames of a close one (cost ~0) come every ``serve_every`` frames.
 from dataclasses import dataclass
 import math
 import statistics
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Callable, Dict, Optional, Sequence, Tuple
 
 from .selection import OBJECTIVES, PERCENTILES
 
@@ -240,3 +240,56 @@ def paired_verdict(pairs: Sequence[Tuple[float, float]], min_pairs: int = 5,
     return Verdict(n, wins, p, ratio, statistics.median(c for c, _ in pairs),
                    statistics.median(r for _, r in pairs),
                    n >= min_pairs and ratio < 1 - min_margin and p <= alpha)
+
+
+def dwell_margin(settings: LiveSettings, switches: Sequence[dict], name: str,
+                 now: float) -> float:
+    """Return the margin ``name`` must beat: twice ``min_margin`` if left < ``dwell_s`` ago.
+
+    ``switches``: the switches so far, each with its time ``t`` and ``from``.
+    """
+    last = switches[-1] if switches else None
+    if last is not None and last['from'] == name and now - last['t'] < settings.dwell_s:
+        return 2 * settings.min_margin
+    return settings.min_margin
+
+
+def two_looks(pool, name: str, now: float, settings: LiveSettings, chosen: str,
+              margin: float, log: Callable[[str], None]) -> Optional[Tuple[Verdict, str]]:
+    """Apply the rule's two looks to runner-up ``name``'s pairs in ``pool``; (verdict, evidence).
+
+    First look (:func:`paired_verdict` on its last pairs, after every new
+    pair): when it passes, the pool forgets the pairs and the next
+    ``confirm_pairs`` fresh ones are judged once by the same rule; only if
+    that passes too is the verdict returned, with the evidence for the switch
+    line. None: no switch (yet). ``pool``: a :class:`.live_runners.RunnerPool`.
+    """
+    st = settings
+    pairs = pool.pairs(name)
+    first = pool.screened(name, now)
+    if first is None:
+        v = paired_verdict([(p[1], p[2]) for p in pairs], st.min_pairs, margin, st.alpha)
+        if not v.switch:
+            return None
+        if st.confirm_pairs:
+            pool.screen(name, now, v)
+            log(f'runner-up {name} took {v.time_ratio:.2f}x the time of {chosen} over '
+                f'{v.n} frames (p = {v.p:.3f}): confirming on the next {st.confirm_pairs}')
+            return None
+        looks = ''
+    else:
+        if len(pairs) < st.confirm_pairs:
+            return None
+        pairs = pairs[-st.confirm_pairs:]
+        v = paired_verdict([(p[1], p[2]) for p in pairs], st.confirm_pairs, margin, st.alpha)
+        pool.unscreen(name, forget_pairs=not v.switch)
+        if not v.switch:
+            log(f'runner-up {name} not confirmed: {v.time_ratio:.2f}x over {v.n} fresh '
+                f'frames, faster in {v.wins} (p = {v.p:.3f})')
+            return None
+        looks = (f'; confirming a first look of {first.time_ratio:.2f}x over {first.n} '
+                 f'frames (p = {first.p:.3f})')
+    return v, (f'{name} took {v.time_ratio:.2f}x the time of {chosen} over {v.n} frames '
+               f'paired in the last {now - pairs[0][0]:.1f} s (median {v.runner_ms:.2f} vs '
+               f'{v.chosen_ms:.2f} ms; margin {margin:.0%}), faster in {v.wins} of {v.n} '
+               f'(sign test p = {v.p:.3f} <= {st.alpha:g}){looks}')

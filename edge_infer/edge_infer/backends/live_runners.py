@@ -278,6 +278,20 @@ class RunnerHours:
         self.until = max(self.until, now + self.settings.runners_idle_s)
         self.next_check = now + self.settings.runners_recheck_s
 
+    def tend(self, now: float, pool: RunnerPool) -> Optional[str]:
+        """Return 'open' or 'close' when ``pool`` should be, None when it is as it should be.
+
+        A runner-up awaiting its confirming look keeps the pool open.
+        """
+        if not self.lazy:
+            return None
+        want = self.want_open(now)
+        if want and not pool:
+            return 'open'
+        if not want and pool and not any(pool.screened(n, now) for n in pool.names()):
+            return 'close'
+        return None
+
     def want_open(self, now: float) -> bool:
         """Return whether they should be open at ``now`` (a due look counts as a cue)."""
         if not self.lazy:

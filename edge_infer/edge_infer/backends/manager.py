@@ -32,10 +32,12 @@ import yaml
 
 from .cache import board_fingerprint, entry_key, ProfileCache
 from .load import describe as describe_load, is_quiet, LoadProbe
+from .memory import keep_leaders, release_freed_memory
 from .profiling import (calibration_frames, CandidateResult, describe, interleave,
                         probe_backend, ProfileRun, Reference, screen_candidate)
 from .selection import OBJECTIVES, select
 from .settle import SettleQueue
+from .variants import add_variant_note
 from ..checksums import sha256_file
 from ..core.backend import Backend, BackendError
 from ..core.registry import ModelSpec
@@ -328,7 +330,7 @@ class BackendManager:
                             cut_ms=float(cfg['cut_factor']) * best_ms,
                             cut_runs=int(cfg['cut_runs']))
                         screened.append(time.monotonic() - t_cand)
-                        _add_variant_note(backend, model_path, res)
+                        add_variant_note(backend, model_path, res)
                         if sess is not None:
                             open_sessions[backend.name] = sess
                         fresh[backend.name] = (key, parts)
@@ -336,18 +338,13 @@ class BackendManager:
                 if res.status == 'ok' and not res.cut_short:
                     best_ms = min(best_ms, res.frame_ms)
                 run.results.append(res)
-                # hold only sessions that can still lead (memory: every screened
+                # hold only the sessions that can still lead (memory: every screened
                 # session stayed open until the loop ended, 1.27 GB for nanodet's 20)
-                if _keep_leaders(open_sessions, results, best_ms, float(cfg['lead_factor']),
-                                 int(cfg['max_leaders'])):
-                    release_freed_memory()
-            leaders = sorted((n for n, r in results.items() if n in open_sessions and
-                              r.status == 'ok' and not r.cut_short and
-                              r.frame_ms <= float(cfg['lead_factor']) * best_ms),
-                             key=lambda n: results[n].frame_ms)[:int(cfg['max_leaders'])]
-            for n in list(open_sessions):
-                if n not in leaders:
-                    open_sessions.pop(n).close()
+                if keep_leaders(open_sessions, results, best_ms, float(cfg['lead_factor']),
+                                int(cfg['max_leaders'])):
+                    release_freed_memory(collect=False)     # closed: no cycle to collect
+            # what is still open are the leaders (kept against the final best)
+            leaders = sorted(open_sessions, key=lambda n: results[n].frame_ms)
             if len(leaders) >= 2 and not (cancel is not None and cancel.is_set()):
                 budget = float(budget_s or cfg['budget_s']) * len(leaders)
                 self._progress(progress, spec.name, len(cands), len(cands), ', '.join(leaders),
@@ -475,56 +472,6 @@ class BackendManager:
             r.chosen = r is chosen
         run.chosen, run.why = chosen.backend, why
         return by_name[chosen.backend], run
-
-
-def _keep_leaders(sessions: Dict[str, object], results: Dict[str, CandidateResult],
-                  best_ms: float, lead_factor: float, max_leaders: int) -> bool:
-    """Close the open sessions that can no longer lead; return True if any was closed.
-
-    A candidate leads when accepted, not cut short, within ``lead_factor`` of
-    the best so far (which only falls) and among the ``max_leaders`` best.
-    """
-    def can_lead(name: str) -> bool:
-        r = results.get(name)
-        return r is not None and r.status == 'ok' and not r.cut_short and \
-            r.frame_ms <= lead_factor * best_ms
-    keep = sorted((n for n in sessions if can_lead(n)),
-                  key=lambda n: results[n].frame_ms)[:max_leaders]
-    closed = False
-    for name in [n for n in sessions if n not in keep]:
-        sessions.pop(name).close()
-        closed = True
-    return closed
-
-
-def _add_variant_note(backend: Backend, model_path: pathlib.Path,
-                      res: CandidateResult) -> None:
-    """Add how an int8 variant was calibrated and validated to its result's detail."""
-    note = backend.note(model_path) if hasattr(backend, 'note') else ''
-    if note and res.status == 'ok':
-        res.accuracy_detail = f'{res.accuracy_detail}; {note}'
-    elif note:
-        res.reason = f'{res.reason}; {note}'
-
-
-def release_freed_memory() -> bool:
-    """Hand memory freed by a profile run back to the OS (glibc ``malloc_trim``).
-
-    Profiling loads every candidate's session; once they are closed, glibc keeps
-    the freed pages in its arenas, so a node's RSS stayed ~75 MB (nanodet)
-    above its steady state after each (re-)evaluation. Returns False where
-    there is no glibc (musl, macOS): nothing to do there.
-    """
-    import ctypes
-    import ctypes.util
-    import gc
-    gc.collect()
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library('c') or 'libc.so.6')
-        libc.malloc_trim(0)
-        return True
-    except (OSError, AttributeError):
-        return False
 
 
 def default_cache_dir() -> pathlib.Path:

@@ -27,7 +27,7 @@ within a few per cent of the full profile's, or the same).
 
 import math
 import threading
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 
 from .profiling import CandidateResult
 from ..core.registry import ModelSpec
@@ -61,9 +61,9 @@ def board_prior(cache, board: dict, model: str) -> Dict[str, float]:
     return {n: math.exp(sum(math.log(r) for r in rs) / len(rs)) for n, rs in ratios.items()}
 
 
-def settle_set(manager, spec: ModelSpec, model_path, factor: float = SETTLE_FACTOR,
+def settle_set(manager, spec: ModelSpec, candidates: Sequence, factor: float = SETTLE_FACTOR,
                limit: int = SETTLE_MAX) -> List[str]:
-    """Return the candidates to measure before the choice settles (see the module doc).
+    """Return which of ``candidates`` (the model's) to measure before the choice settles.
 
     Variants (made from the model first: int8, fp16 files) wait for the
     completion; so do candidates over the thread budget or unavailable (they
@@ -71,7 +71,7 @@ def settle_set(manager, spec: ModelSpec, model_path, factor: float = SETTLE_FACT
     settles; with one, the likely winners, best first, and every candidate
     the prior does not know (a library new on this board).
     """
-    names = [b.name for b in manager.candidates(spec, model_path)
+    names = [b.name for b in candidates
              if getattr(b, 'base', None) is None and not manager.over_budget(b)
              and b.available()[0]]
     prior = board_prior(manager.cache, manager.board, spec.name)

@@ -25,7 +25,7 @@ way round: :data:`.gate.GATE` keeps them apart.
 from typing import Optional, Tuple
 
 from .profiling import describe, ProfileRun
-from .settle import settle_set, SettleQueue
+from .settle import settle_set
 from ..core.backend import first_line
 
 
@@ -76,17 +76,11 @@ class ProvisionalStart:
         self.model = self._open_model(backend)
         self.run, self.provisional = run, True
         self.report(run, 'provisional')
-        self._settle_queue().enter(self, self.spec.name)
+        self.manager.settle_queue.enter(self, self.spec.name)
         with self._resuming:
             self._profiling = True
             self._spawn(self._profile_behind, 'profile')
         return run
-
-    def _settle_queue(self) -> SettleQueue:
-        queue = getattr(self.manager, 'settle_queue', None)
-        if queue is None:       # a manager of a test or benchmark: a queue of its own
-            queue = self.manager.settle_queue = SettleQueue()
-        return queue
 
     def resume(self) -> None:
         """Go on with a background profile that a cancel stopped before it was complete.
@@ -103,7 +97,7 @@ class ProvisionalStart:
             self._served.clear()
             if not self._profiling:
                 if self.provisional:
-                    self._settle_queue().enter(self, self.spec.name)
+                    self.manager.settle_queue.enter(self, self.spec.name)
                 self._profiling = True
                 self._spawn(self._profile_behind, 'profile')
 
@@ -117,7 +111,7 @@ class ProvisionalStart:
                         self._profiling = False
                         return
         finally:
-            self._settle_queue().leave(self)
+            self.manager.settle_queue.leave(self)
 
     def _profile_once(self) -> bool:
         """Settle, then complete the profile (:mod:`.settle`); False: cancelled."""
@@ -131,12 +125,12 @@ class ProvisionalStart:
             step = self._measure(self._likely if st.settle_first else None, 'done')
             if step is not True:
                 return step is None
-            self._settle_queue().leave(self)
+            self.manager.settle_queue.leave(self)
         if not self._completion_due:
             return True
         # the rest (int8 and fp16 files, the unlikely ones) once no model of the
         # process is still settling: a completion must not delay another's choice
-        if not self._settle_queue().wait_settled(self._cancel):
+        if not self.manager.settle_queue.wait_settled(self._cancel):
             return False
         step = self._measure(None, 'completed')
         if step is True:
@@ -145,9 +139,9 @@ class ProvisionalStart:
 
     def _likely(self):
         """Return the settle set (decided when this model's profile starts); None: all."""
-        only = settle_set(self.manager, self.spec, self.model_path)
-        everything = {b.name for b in self.manager.candidates(self.spec, self.model_path)
-                      if not self.manager.over_budget(b)}
+        cands = self.manager.candidates(self.spec, self.model_path)
+        only = settle_set(self.manager, self.spec, cands)
+        everything = {b.name for b in cands if not self.manager.over_budget(b)}
         self._completion_due = bool(only) and not everything <= set(only)
         self._candidate_count = len(everything)
         self._settle_only = list(only) if self._completion_due else None

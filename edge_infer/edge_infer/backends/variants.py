@@ -421,3 +421,16 @@ class VariantBackend(Backend):
         sess = self.base.load(path, strict=strict, input_spec=input_spec)
         sess.backend_name = self.name
         return sess
+
+
+def add_variant_note(backend: Backend, model_path: pathlib.Path, res) -> None:
+    """Add how an int8 variant was calibrated and validated to its profile result's detail.
+
+    ``res``: the :class:`.profiling.CandidateResult` of ``backend`` (any
+    candidate: only a variant has a note).
+    """
+    note = backend.note(model_path) if hasattr(backend, 'note') else ''
+    if note and res.status == 'ok':
+        res.accuracy_detail = f'{res.accuracy_detail}; {note}'
+    elif note:
+        res.reason = f'{res.reason}; {note}'

@@ -38,7 +38,8 @@ from .perception_status import PerceptionStatus
 from .tasks import instance_decoder, make_task, Task
 from .. import paths
 from ..backends.live import LiveChoice, LiveSettings
-from ..backends.manager import release_freed_memory, shared_manager
+from ..backends.manager import shared_manager
+from ..backends.memory import release_freed_memory
 from ..core.backend import BackendError
 from ..core.cdr import CdrError, parse_compressed_image, parse_image
 from ..core.image import from_compressed, from_raw, ImageError, JPEG_DETECTS_CORRUPTION

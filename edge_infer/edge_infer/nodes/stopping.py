@@ -102,7 +102,7 @@ def leave(code: int) -> int:
     DDS's shared memory: this process's files are removed first (a restarted
     robot stage's kill -9 test found them left).
     """
-    from ..backends.live import still_running
+    from ..backends.background import still_running
     if still_running():
         from .. import shm
         shm.remove_own()    # what the DDS participants' destructors would have unlinked
