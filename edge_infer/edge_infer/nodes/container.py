@@ -46,6 +46,7 @@ from typing import List
 import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.lifecycle import TransitionCallbackReturn
+import rclpy.logging
 from rclpy.node import Node
 
 from .base import set_shared_logger, shared_log
@@ -274,6 +275,14 @@ def main(args=None, stop=None) -> int:
     dds = procs.use_large_frame_profile()   # also when started by hand
     said = [dds]
     shm.clean(log=said.append)          # what a crash of an earlier run left in /dev/shm
+    # A set younger than shm.MIN_AGE_S is left by that pass (its owner may be
+    # creating it now); a container killed seconds after its start (launch's
+    # respawn restarts it after 0.2 s) left one such, and nothing removed it.
+    # Look once more when it is old enough to judge.
+    again = threading.Timer(shm.MIN_AGE_S + 0.5, shm.clean, kwargs={
+        'log': rclpy.logging.get_logger('perception_container').info})
+    again.daemon = True
+    again.start()
     rclpy.init(args=args)
     if stop.count:                      # a stop requested before rclpy.init: nothing to run
         rclpy.try_shutdown()
