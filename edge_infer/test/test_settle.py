@@ -124,7 +124,8 @@ def test_a_cold_start_settles_on_the_likely_ones_then_completes(tmp_path, models
     reports, lines = [], []
     live = LiveChoice(mgr, spec, path, settings=LiveSettings(duty=0, profile_after_s=0.0),
                       log=lines.append,
-                      report=lambda run, trigger: reports.append((trigger, run.chosen)))
+                      report=lambda run, trigger: reports.append(
+                          (trigger, {r.backend: r.status for r in run.results})))
     try:
         live.start()
         assert live.provisional and mgr.settle_queue.settling() == ['mobilenet_v2']
@@ -142,6 +143,12 @@ def test_a_cold_start_settles_on_the_likely_ones_then_completes(tmp_path, models
         done = [ln for ln in lines if ln.startswith('profile completed in')]
         assert len(done) == 1, lines
         assert [t for t, _ in reports] == ['provisional', 'profiled', 'profiled']
+        # the settled report names every candidate: those still to come as unmeasured
+        every = {b.name for b in mgr.candidates(spec, path)}
+        settled_report = reports[1][1]
+        assert set(settled_report) == every, settled_report
+        assert 'unmeasured' in settled_report.values(), settled_report
+        assert set(reports[2][1]) == every and 'unmeasured' not in reports[2][1].values()
         assert mgr.settle_queue.settling() == []
         # the full profile is there now: the fp16 file measured too
         assert any(r.backend.endswith('/fp16') and r.status in ('ok', 'rejected')

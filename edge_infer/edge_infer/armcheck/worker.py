@@ -241,7 +241,7 @@ def environment(mgr, site: str) -> dict:
 
 # -------------------------------------------------------------------------- job
 def _config(job: dict) -> dict:
-    from ..backends.manager import DEFAULTS, load_config
+    from ..backends.config import DEFAULTS, load_config
     cfg = load_config()
     for k, v in (job.get('config') or {}).items():
         if k in DEFAULTS:       # a setting this manager version does not have is skipped

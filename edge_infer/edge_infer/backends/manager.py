@@ -28,9 +28,8 @@ import threading
 import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-import yaml
-
 from .cache import board_fingerprint, entry_key, ProfileCache
+from .config import DEFAULTS, load_config
 from .load import describe as describe_load, is_quiet, LoadProbe
 from .memory import keep_leaders, release_freed_memory
 from .profiling import (calibration_frames, CandidateResult, describe, interleave,
@@ -44,44 +43,6 @@ from ..core.registry import ModelSpec
 
 Log = Callable[[str], None]
 
-DEFAULTS = {
-    'ort_threads': [1, 2],
-    'ort_providers_always_listed': ['CUDAExecutionProvider', 'TensorrtExecutionProvider',
-                                    'OpenVINOExecutionProvider'],
-    'opencv_targets': ['cpu', 'opencl', 'opencl-fp16', 'cuda', 'cuda-fp16'],
-    'blas': True,
-    'variants': ['fp16', 'int8', 'int8-nncf'],
-    'int8_calibration_frames': 30,
-    'int8_validation_frames': 24,
-    'variant_threads': 2,
-    'openvino_threads': [1, 2],
-    'openvino_native_precision': True,
-    'openvino_graph_preprocessing': True,
-    'ncnn_threads': [1, 2],
-    'ncnn_fp16': True,
-    'ncnn_vulkan': True,
-    'budget_s': 1.0,
-    'screen_s': 0.3,
-    'cut_factor': 3.0,
-    'cut_runs': 3,
-    'lead_factor': 1.6,
-    'max_leaders': 4,
-    'round_runs': 5,
-    'min_rounds': 4,
-    'confidence': 0.8,
-    'quiet_foreign_cores': 0.5,
-    'latency_percentile': 50,
-    'tail_guard': 4.0,
-    'warmup': 2,
-    'min_runs': 5,
-    'calibration_frames': 6,
-    'min_accuracy': {'classification': 0.99, 'detection': 0.9, 'pose': 0.9,
-                     'segmentation': 0.9},
-    'exclude': [],
-    'start_order': ['onnxruntime/cpu/t2', 'onnxruntime/cpu/t1'],
-}
-
-
 # Part of every profile's cache key: bump when the accuracy check changes, so
 # candidates accepted by an older check are measured again (v2: a detector
 # frame that loses all its objects counts; v3: frames spread over the whole video;
@@ -91,20 +52,6 @@ ACCURACY_CHECK_VERSION = 5
 # What a cached profile's figures cover: the run, with the CPU preprocessing
 # of the candidate's input kind beside it (CandidateResult.frame_ms).
 FIGURES = 'run+preprocess_ms'
-
-
-def load_config(path: Optional[pathlib.Path] = None) -> dict:
-    """Return the manager's settings: DEFAULTS updated by ``path`` (config/backends.yaml)."""
-    from .. import paths
-    path = pathlib.Path(path) if path else paths.config_dir() / 'backends.yaml'
-    cfg = dict(DEFAULTS)
-    if path.is_file():
-        loaded = yaml.safe_load(path.read_text()) or {}
-        unknown = sorted(set(loaded) - set(DEFAULTS))
-        if unknown:
-            raise ValueError(f'{path}: unknown keys {unknown} (known: {sorted(DEFAULTS)})')
-        cfg.update(loaded)
-    return cfg
 
 
 class BackendManager:
@@ -240,7 +187,7 @@ class BackendManager:
                 min_accuracy: float = 0.0, budget_s: Optional[float] = None,
                 only: Optional[Sequence[str]] = None, cancel=None,
                 persist: bool = True, progress: Optional[Callable[[dict], None]] = None,
-                measure: bool = True) -> ProfileRun:
+                measure: bool = True, others: str = '') -> ProfileRun:
         """Measure every candidate on the model (cached entries reused); return the run.
 
         Two passes: each candidate alone (load, accuracy, ``screen_s`` of timed
@@ -257,7 +204,8 @@ class BackendManager:
         ``cancel`` (a threading.Event): stop between candidates / rounds.
         ``measure`` False: only what the cache holds; a candidate without
         figures is listed as ``unmeasured`` (nothing is loaded or run: for a
-        provisional choice, :mod:`.startup`).
+        provisional choice, :mod:`.startup`). ``others``: list the candidates
+        ``only`` left out as ``unmeasured`` for this reason (or ``unavailable``).
         ``progress``: called with a dict (model, step, total, what, doing,
         elapsed_s, left_s) before each measurement; by default one log line.
         """
@@ -268,6 +216,7 @@ class BackendManager:
         run = ProfileRun(model=spec.name)
         reference = None
         cands = self.candidates(spec, model_path)
+        left_out = [b for b in cands if only and b.name not in set(only)] if others else []
         if only:
             cands = [b for b in cands if b.name in set(only)]
         t_start = time.monotonic()
@@ -383,6 +332,10 @@ class BackendManager:
                         f'provisional one until a quiet measurement exists)')
                 run.notes.append(note)
                 self.log(f'[profile {spec.name}] {note}')
+        for b in left_out:      # still listed: the report names every candidate
+            ok, why = (False, self.over_budget(b)) if self.over_budget(b) else b.available()
+            run.results.append(describe(b, status='unmeasured' if ok else 'unavailable',
+                                        reason=others if ok else why))
         return run
 
     def _profile_parts(self, spec: ModelSpec, sha: str, floor: float, backend) -> dict:
@@ -442,7 +395,8 @@ class BackendManager:
                 only = only()
             run = self.profile(spec, model_path, use_cache=use_cache, min_accuracy=min_accuracy,
                                only=[force] if force else only, progress=progress,
-                               cancel=cancel)
+                               cancel=cancel,
+                               others='' if force else 'measured after the likely ones')
         finally:
             self._lock.release()
         if cancel is not None and cancel.is_set():

@@ -20,7 +20,8 @@ import pathlib
 import sys
 from typing import List
 
-from .manager import BackendManager, load_config
+from .config import load_config
+from .manager import BackendManager
 from .profiling import CandidateResult
 from .selection import OBJECTIVES
 

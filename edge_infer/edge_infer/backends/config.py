@@ -1,0 +1,58 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""The backend manager's settings: defaults, and config/backends.yaml over them."""
+
+import pathlib
+from typing import Optional
+
+import yaml
+
+DEFAULTS = {
+    'ort_threads': [1, 2],
+    'ort_providers_always_listed': ['CUDAExecutionProvider', 'TensorrtExecutionProvider',
+                                    'OpenVINOExecutionProvider'],
+    'opencv_targets': ['cpu', 'opencl', 'opencl-fp16', 'cuda', 'cuda-fp16'],
+    'blas': True,
+    'variants': ['fp16', 'int8', 'int8-nncf'],
+    'int8_calibration_frames': 30,
+    'int8_validation_frames': 24,
+    'variant_threads': 2,
+    'openvino_threads': [1, 2],
+    'openvino_native_precision': True,
+    'openvino_graph_preprocessing': True,
+    'ncnn_threads': [1, 2],
+    'ncnn_fp16': True,
+    'ncnn_vulkan': True,
+    'budget_s': 1.0,
+    'screen_s': 0.3,
+    'cut_factor': 3.0,
+    'cut_runs': 3,
+    'lead_factor': 1.6,
+    'max_leaders': 4,
+    'round_runs': 5,
+    'min_rounds': 4,
+    'confidence': 0.8,
+    'quiet_foreign_cores': 0.5,
+    'latency_percentile': 50,
+    'tail_guard': 4.0,
+    'warmup': 2,
+    'min_runs': 5,
+    'calibration_frames': 6,
+    'min_accuracy': {'classification': 0.99, 'detection': 0.9, 'pose': 0.9,
+                     'segmentation': 0.9},
+    'exclude': [],
+    'start_order': ['onnxruntime/cpu/t2', 'onnxruntime/cpu/t1'],
+}
+
+
+def load_config(path: Optional[pathlib.Path] = None) -> dict:
+    """Return the manager's settings: DEFAULTS updated by ``path`` (config/backends.yaml)."""
+    from .. import paths
+    path = pathlib.Path(path) if path else paths.config_dir() / 'backends.yaml'
+    cfg = dict(DEFAULTS)
+    if path.is_file():
+        loaded = yaml.safe_load(path.read_text()) or {}
+        unknown = sorted(set(loaded) - set(DEFAULTS))
+        if unknown:
+            raise ValueError(f'{path}: unknown keys {unknown} (known: {sorted(DEFAULTS)})')
+        cfg.update(loaded)
+    return cfg
