@@ -285,6 +285,28 @@ def test_drift_fires_on_sustained_slowdown_only():
         DriftMonitor(10.0, threshold=0.9)
 
 
+def test_an_accepted_level_stops_the_alarm_and_follows_the_latency_down():
+    mon = DriftMonitor(expected_ms=10.0, threshold=1.5, window_s=1.0, min_samples=5,
+                       cooldown_s=2.0)
+    t, fired = 0.0, 0
+    for _ in range(100):                 # 10 s at 2x: fires once per cooldown
+        t += 0.1
+        fired += mon.add(20.0, now=t)
+    assert fired >= 3
+    mon.accept(mon.last_median_ms)       # the runners-up were timed at this load: kept
+    assert mon.expected_ms == 20.0 and not mon.in_episode
+    assert not any(mon.add(20.0 + (k % 3), now=t + 0.1 * k) for k in range(1, 100))
+    t += 10
+    for k in range(1, 40):               # the load goes: the expectation comes down with it
+        mon.add(11.0, now=t + 0.1 * k)
+    assert mon.expected_ms == 11.0
+    t += 4
+    hits = [mon.add(20.0, now=t + 0.1 * k) for k in range(1, 20)]
+    assert any(hits)                     # so the same load fires again when it returns
+    mon.rebase(12.0)                     # a switch: the new choice's own figure
+    assert mon.expected_ms == mon.floor_ms == 12.0
+
+
 def test_results_round_trip_and_edp():
     r = CandidateResult('x', p50_ms=20.0, energy_j=0.5, status='ok')
     assert r.edp == pytest.approx(0.01)

@@ -15,7 +15,10 @@ the expectation is rebased by a switch. While the latency
 stays high without a switch the monitor fires again after each cooldown
 (the callers look again), but only the episode's first firing has
 ``new_episode`` set: the callers log their line once per episode, not once
-every cooldown.
+every cooldown. Where the runners-up were open through that cooldown and
+none won, the next firing makes the level the expectation (:meth:`accept`):
+a load that stays, such as the process's own other models, would otherwise
+keep them open for good. The expectation follows the latency back down.
 
 :class:`DriftReevaluation` is what :class:`.live.LiveChoice` does when it
 fires and online re-selection is off (or no runner-up is open): every working
@@ -43,6 +46,7 @@ class DriftMonitor:
         if window_s <= 0 or min_samples < 1:
             raise ValueError('drift window and min_samples must be positive')
         self.expected_ms = float(expected_ms)
+        self.floor_ms = self.expected_ms    # what the choice was measured at (see accept)
         self.threshold = float(threshold)
         self.window_s = float(window_s)
         self.min_samples = int(min_samples)
@@ -75,7 +79,21 @@ class DriftMonitor:
             self._samples.clear()
             return True
         self.in_episode = False     # back under the threshold: the episode is over
+        if self.expected_ms > self.floor_ms:    # an accepted level follows the latency down
+            self.expected_ms = max(self.floor_ms, min(self.expected_ms, self.last_median_ms))
         return False
+
+    def accept(self, level_ms: float) -> None:
+        """Expect ``level_ms`` for now: the choice was checked at this load and kept.
+
+        For a load that stays (the process's own other models on a small
+        board): without it the alarm would fire every cooldown and keep the
+        runners-up open for good. The expectation comes back down with the
+        latency, never under the measured one, so the next rise fires again.
+        """
+        self.expected_ms = max(self.expected_ms, float(level_ms))
+        self._samples.clear()
+        self.in_episode = False
 
     def rebase(self, expected_ms: float, ends_episode: bool = True) -> None:
         """Set a new expected latency (after a re-evaluation) and start over.
@@ -83,13 +101,31 @@ class DriftMonitor:
         ``ends_episode``: False where nothing was switched (a re-evaluation kept
         the choice): drift that goes on is the same episode.
         """
-        self.expected_ms = float(expected_ms)
+        self.expected_ms = self.floor_ms = float(expected_ms)
         self._samples.clear()
         self.in_episode = self.in_episode and not ends_episode
 
 
 class DriftReevaluation:
     """The background re-evaluation of :class:`.live.LiveChoice` (its methods, on its state)."""
+
+    def _drift_fired(self, now: float, looking: bool) -> None:
+        """Act on a firing: time the open runners-up on real frames, or re-measure all."""
+        d = self.drift
+        if not (looking and self.settings.duty > 0):
+            self._start_reevaluation()
+        elif d.new_episode:
+            # online re-selection is on: compare the runners-up on the next real
+            # frames (paired, same load) rather than re-profile every candidate
+            # in the background, which competes with the frames for the cores
+            self.log(f'latency drift: median {d.last_median_ms:.1f} ms vs '
+                     f'{d.expected_ms:.1f} ms profiled; timing the runners-up on the '
+                     f'next frames')
+            self._alert(now, 'latency drift', since=now - d.window_s)
+        else:   # a cooldown of looks kept the choice: this load is the level now
+            d.accept(d.last_median_ms)
+            self.log(f'latency {d.expected_ms:.1f} ms under this load: the runners-up '
+                     f'were timed beside {self.backend_name} and none won; expected now')
 
     def _start_reevaluation(self) -> None:
         if not self._reevaluating.acquire(blocking=False):

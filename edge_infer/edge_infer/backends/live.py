@@ -310,18 +310,7 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
             if change is not None:
                 self._alert(now, *change)
         if self.drift is not None and self.drift.add(ms, now):
-            if looking and self.settings.duty > 0:
-                # online re-selection is on: compare the runners-up on the next real
-                # frames (paired, same load) rather than re-profile every candidate
-                # in the background, which competes with the frames for the cores
-                d = self.drift
-                if d.new_episode:   # one line per episode, not one per cooldown
-                    self.log(f'latency drift: median {d.last_median_ms:.1f} ms vs '
-                             f'{d.expected_ms:.1f} ms profiled; timing the runners-up on the '
-                             f'next frames')
-                self._alert(now, 'latency drift', since=now - d.window_s)
-            else:
-                self._start_reevaluation()
+            self._drift_fired(now, looking)
         self._tend_runners(now)
 
     def _alert(self, now: float, why: str, since: Optional[float] = None) -> None:
