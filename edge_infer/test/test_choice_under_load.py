@@ -66,7 +66,10 @@ def test_our_own_child_processes_are_not_foreign_load():
                     'while time.process_time() - t < 1.0: pass'], check=True)
     cond = probe.stop()
     assert cond['window_s'] >= 0.9
-    assert cond['foreign_cores'] < 0.5, cond       # a busy core of our own child
+    # the child's busy second is ours (the window stays under 2 s unless two more
+    # processes keep both cores busy); foreign_cores is what others used, and a
+    # test beside this one on a 2-core machine may use a whole core of it
+    assert cond['own_cores'] >= 0.5, cond
 
 
 class _Delayed:

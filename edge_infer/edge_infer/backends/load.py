@@ -10,6 +10,8 @@ load, not for the board, so every measurement carries its conditions:
   ``/proc/self/stat``, its finished children's included), so 1.0 = one core
   kept busy by someone else;
 - ``foreign_share``: the same as a share of all cores (0..1);
+- ``own_cores``: this process's own CPU time (its finished children's
+  included) in cores;
 - ``loadavg1``: the 1-minute load average at the end (context only: it lags);
 - ``psi_cpu_some_avg10``: Linux pressure-stall information, the share of the
   last 10 s in which some runnable task waited for a CPU (absent on kernels
@@ -89,6 +91,7 @@ class LoadProbe:
         foreign = max(0.0, (busy - b0) - (own - o0)) / window
         out = {'foreign_cores': round(foreign, 3),
                'foreign_share': round(foreign / self.cores, 3),
+               'own_cores': round((own - o0) / window, 3),
                'window_s': round(time.monotonic() - w0, 2),
                'loadavg1': round(os.getloadavg()[0], 2)}
         psi = _psi()
