@@ -13,7 +13,8 @@ every switch is a false one. Two noise models:
 - ``bursts``: the same, times a load shared by both candidates that
   flips between calm (1.0x) and busy (1.4-1.8x) every 0.5-4 s (as the other
   models of a four-model container come and go): a served frame is judged
-  against the chosen one's last frames, which a burst's edge biases.
+  against the chosen one's frames around it (until 2026-11-27: the
+  frames before it alone, which a burst's edge biased).
 
 Then the time to follow a real change: the chosen one becomes 2x slower at
 t = 60 s (``iid`` noise): seconds until the other one serves.

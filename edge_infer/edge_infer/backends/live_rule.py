@@ -14,19 +14,19 @@ chosen one's when none of the others has one) stay open and are sampled on
 real frames in one of two ways:
 
 * **served** (``serve``, the default): a runner-up expected within
-  ``serve_max_ratio`` (1.25x) of the chosen one's time runs a frame
-  itself, at most one in ``serve_every`` (3); its result goes out and
-  names it (every :class:`Result` names the backend that ran it). It is
-  compared with the mean of the chosen one's last ``reference_frames``
-  (9) frames, and costs only what it takes beyond that: nothing when it
-  is faster. Why: at 5 % of compute, extra runs give about one sample a
-  second, and a runner-up 4 % faster needs 10-15 of them (the sign test
-  below), so a choice took 10-20 s to follow a load change; a served
-  frame of a close candidate costs ~0, so the same duty buys a sample
-  every 3rd frame. Comparing with the chosen one's recent frames is as
-  tight as pairing on the same frame: the robust spread of the log ratio
-  was 0.055 vs 0.056 (a full core of foreign load), 0.083 vs 0.175 (half a
-  core) in the regret benchmark's recordings;
+  ``serve_max_ratio`` (1.25x) of the chosen one's time runs a frame itself,
+  at most one in ``serve_every`` (3); its result goes out and names it
+  (every :class:`Result` names the backend that ran it). It is compared with
+  the mean of the chosen one's frames around it (``reference_frames`` // 2 =
+  4 before it and as many after), and costs only what it takes beyond that:
+  nothing when it is faster. Why: at 5 % of compute, extra runs give about
+  one sample a second, and a runner-up 4 % faster needs 10-15 of them (the
+  sign test below), so a choice took 10-20 s to follow a load change; a
+  served frame of a close candidate costs ~0, so the same duty buys a sample
+  every 3rd frame. Comparing with the chosen one's recent frames is as tight
+  as pairing on the same frame: the robust spread of the log ratio was 0.055
+  vs 0.056 (a full core of foreign load), 0.083 vs 0.175 (half a core) in
+  the regret benchmark's recordings;
 * **extra run** (a runner-up further behind, or ``serve`` off): after a
   frame's result is out it runs on that frame's preprocessed input (its
   output discarded), paired with the chosen one's run on the same frame.
@@ -46,34 +46,34 @@ The switch rule
   the chosen one wins that many: 5 of 5 pairs (p 0.031), 7 of 8 (0.035),
   9 of 10 (0.011).
 
-**Two looks.** The rule is looked at after every new pair (the first
-look, on at least ``min_pairs`` = 5): looked at that often, a test at
-p <= 0.05 passes by chance. Between two candidates of equal speed it did
-about once per 240 pairs with independent noise, and far more often when
-a load shared by both comes and goes in bursts (the other models of a
-four-model container): a served frame is judged against the chosen one's
-last frames, which a burst's edge biases. Measured in the container on a
-2-core Xeon: the detector swung between OpenVINO bf16 and bf16+pre every
-20-100 s, each time on "9 of 10 frames, p = 0.011". So a first look that
-passes only starts a **confirming look**: the runner-up's pairs are
-forgotten, and the next ``confirm_pairs`` (5) fresh pairs are judged once,
-by the same rule (5 of 5: p = 0.031). Only if that passes too does the
-runner-up take over; if not, it starts over. The confirming look is a
-single test on new data, so it lets through at most ``alpha`` of the first
+**Two looks.** The rule is looked at after every new pair (the first look,
+on at least ``min_pairs`` = 5): looked at that often, a test at p <= 0.05
+passes by chance. Between two candidates of equal speed it did about once
+per 240 pairs with independent noise, and far more often when a load shared
+by both comes and goes in bursts (the other models of a four-model
+container): a served frame was judged against the chosen one's last frames,
+which a burst's edge biases (now: the frames around it). Measured in the
+container on a 2-core Xeon: the detector swung between OpenVINO bf16 and
+bf16+pre every 20-100 s, each time on "9 of 10 frames, p = 0.011". So a
+first look that passes only starts a **confirming look**: the runner-up's
+pairs are forgotten, and the next ``confirm_pairs`` (5) fresh pairs are
+judged once, by the same rule (5 of 5: p = 0.031). Only if that passes too
+does the runner-up take over; if not, it starts over. The confirming look is
+a single test on new data, so it lets through at most ``alpha`` of the first
 looks' chance passes, however often the first look is made
 (bench/switch_rule.py, 6 x 30 simulated minutes at 10 fps, two equal
 candidates: false switches per 10 minutes 3.8 -> 0.33 with independent
-noise, 13.3 -> 0.33 under bursts; a 2x slowdown is followed in 4.9 s
-median, max 5.5, instead of 2.7 s). A load change forgets a first look with the pairs it
-stood on. **Hysteresis**: going back to the choice left less than
+noise, 13.3 -> 0.33 under bursts; a 2x slowdown is followed in 4.9 s median,
+max 5.5, instead of 2.7 s). A load change forgets a first look with the
+pairs it stood on. **Hysteresis**: going back to the choice left less than
 ``dwell_s`` (60 s) ago needs twice the margin. A served frame is judged
-against the mean of the chosen one's last frames, as the robot pays for
+against the mean of the chosen one's frames around it, as the robot pays for
 them: against their median a choice that stalls now and then (a device
-another process holds 60 of every 70 ms: 7 ms median, 26 ms mean) never
-lost a frame to a 13 ms CPU path (test_live_choice). The price: against
-a mean that contention stalls pull up, a frame of an equal candidate comes
-in under it somewhat more often than half the time, which the first look
-cannot tell from a real gain; the confirming look is there for that.
+another process holds 60 of every 70 ms: 7 ms median, 26 ms mean) never lost
+a frame to a 13 ms CPU path (test_live_choice). The price: against a mean
+that contention stalls pull up, a frame of an equal candidate comes in under
+it somewhat more often than half the time, which the first look cannot tell
+from a real gain; the confirming look is there for that.
 
 At least ``min_pairs`` pairs are needed (5: the fewest with which the test
 can reach 0.05). The runner-up then takes over between two frames and the
@@ -156,7 +156,7 @@ class LiveSettings:
     serve: bool = True                  # a close runner-up may run a frame (its result out)
     serve_max_ratio: float = 1.25       # ... when expected under this x the chosen one's time
     serve_every: int = 3                # ... on at most one frame in this many
-    reference_frames: int = 9           # a served frame vs the mean of the chosen one's last
+    reference_frames: int = 9           # a served frame vs the chosen one's, half before it
     load_change_cores: float = 0.2      # foreign load moved this much: the load changed
     load_period_s: float = 1.0          # (load_change_cores 0: /proc is not read)
     provisional: bool = True            # incomplete profile: serve at once, profile behind

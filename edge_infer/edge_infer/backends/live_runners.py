@@ -11,6 +11,7 @@ clock: every call is given ``now``.
 """
 
 from collections import deque
+import contextlib
 import statistics
 import threading
 from typing import Callable, Deque, Dict, List, Optional, Sequence, Tuple
@@ -19,6 +20,39 @@ from .live_rule import LiveSettings
 from ..core.backend import first_line, open_session
 
 Pair = Tuple[float, float, float]       # (time, the chosen one's ms, the runner-up's ms)
+
+
+class Openings:
+    """Sessions being opened anywhere in the process: a load on every core while it lasts.
+
+    Compiling a session (OpenVINO: 0.1-1 s of CPU each) slows every model's
+    frames. A served runner-up is compared with the chosen one's last frames,
+    so frames timed during the opening made the chosen one look slow: lazily
+    reopened runners-up won 5 of 5 pairs by 13-30 % and switched the
+    container back and forth (bench/footprint.py, warm). Samples are not
+    taken while ``busy``; ``ended`` counts finished openings, so that each
+    model drops the reference frames an opening overlapped.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.busy = 0
+        self.ended = 0
+
+    @contextlib.contextmanager
+    def opening(self):
+        """Mark a stretch in which sessions are being opened."""
+        with self._lock:
+            self.busy += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.busy -= 1
+                self.ended += 1
+
+
+OPENINGS = Openings()
 
 
 def wanted(ranked: Sequence[str], threads: Dict[str, Optional[int]], chosen: str,
@@ -84,7 +118,8 @@ class RunnerPool:
             if name in self._sessions or name not in backends:
                 continue
             try:
-                sess = open_session(backends[name], model_path, input_spec)
+                with OPENINGS.opening():
+                    sess = open_session(backends[name], model_path, input_spec)
             except Exception as exc:  # a runner-up that cannot load is left out
                 log(f'runner-up {name} not opened: {first_line(exc)}')
                 continue
