@@ -15,7 +15,7 @@ import time
 
 from edge_infer import paths
 from edge_infer.backends import ncnn as ncnn_backend
-from edge_infer.backends import pnnx
+from edge_infer.backends import pnnx, vulkan
 from edge_infer.backends.ncnn import ncnn_candidates, NcnnBackend
 from edge_infer.backends.ort import OrtBackend
 from edge_infer.backends.profiling import calibration_frames, probe_backend, probe_model
@@ -154,9 +154,9 @@ def test_candidates_are_named_by_device_threads_and_precision(tmp_path):
 
 
 def test_short_gpu_names_drop_the_driver_details():
-    assert ncnn_backend.short_gpu_name('llvmpipe (LLVM 15.0.6, 256 bits)') == 'llvmpipe'
-    assert ncnn_backend.short_gpu_name('NVIDIA Tegra Orin (nvgpu)') == 'NVIDIA-Tegra-Orin'
-    assert ncnn_backend.short_gpu_name('Mali-G610') == 'Mali-G610'
+    assert vulkan.short_gpu_name('llvmpipe (LLVM 15.0.6, 256 bits)') == 'llvmpipe'
+    assert vulkan.short_gpu_name('NVIDIA Tegra Orin (nvgpu)') == 'NVIDIA-Tegra-Orin'
+    assert vulkan.short_gpu_name('Mali-G610') == 'Mali-G610'
 
 
 # ----------------------------------------------------------------------- CPU fp32
@@ -253,14 +253,15 @@ def test_the_vulkan_probe_keeps_ncnn_device_lines_off_stderr():
     code = ('import sys\n'
             'from edge_infer.backends import ncnn as nb\n'
             'print("devices", len(nb.vulkan_devices()))\n'
-            'print("kept", len(nb.vulkan_probe_output().splitlines()))\n'
+            'from edge_infer.backends import vulkan\n'
+            'print("kept", len(vulkan.probe_output().splitlines()))\n'
             'print("our own line", file=sys.stderr)\n')
     proc = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert 'devices' in proc.stdout and 'devices 0' not in proc.stdout
     kept = int(proc.stdout.split('kept ')[1].split()[0])
-    assert kept >= 1 and not any(ncnn_backend.NCNN_DEVICE_LINE.match(line)
+    assert kept >= 1 and not any(vulkan.NCNN_DEVICE_LINE.match(line)
                                  for line in proc.stderr.splitlines()), proc.stderr
     assert 'our own line' in proc.stderr
 
@@ -407,3 +408,43 @@ def test_a_converted_model_that_crashes_ncnn_is_left_out_and_the_process_survive
     sess = cpu.load(model)
     sess.close()
     assert stamps[0].read_text() == 'ok'
+
+
+@pytest.mark.skipif(not _has_gpu(), reason='ncnn.get_gpu_count() == 0: no Vulkan device')
+def test_the_device_list_is_kept_so_a_warm_start_loads_no_vulkan_driver(tmp_path):
+    """Naming the Vulkan candidates from the kept list: no instance, no driver mapped."""
+    code = ('from edge_infer.backends import ncnn as nb, vulkan\n'
+            'import pathlib, sys\n'
+            'names = [b.name for b in nb.ncnn_candidates(pathlib.Path(sys.argv[1]))]\n'
+            'ok = [b.available()[0] for b in nb.ncnn_candidates(pathlib.Path(sys.argv[1]))]\n'
+            'maps = open("/proc/self/maps").read()\n'
+            'print("names", ",".join(names))\n'
+            'print("instance", vulkan.instance_created(), "driver", "libvulkan" in maps)\n')
+
+    def start():
+        proc = subprocess.run([sys.executable, '-c', code, str(tmp_path)], capture_output=True,
+                              text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        out = dict(line.split(' ', 1) for line in proc.stdout.splitlines())
+        return out['names'], out['instance']
+    first_names, first = start()
+    assert 'ncnn/vulkan:' in first_names and first == 'True driver True'
+    assert json.loads((tmp_path / 'vulkan_devices.json').read_text())['devices']
+    names, warm = start()
+    assert names == first_names and warm == 'False driver False'
+
+
+def test_the_device_list_key_follows_the_drivers(tmp_path, monkeypatch):
+    """A new or changed driver manifest, or another loader setting: the instance again."""
+    icd = tmp_path / 'my_icd.json'
+    lib = tmp_path / 'libvulkan_mine.so'
+    lib.write_bytes(b'x')
+    icd.write_text(json.dumps({'ICD': {'library_path': str(lib), 'api_version': '1.3'}}))
+    monkeypatch.delenv('VK_DRIVER_FILES', raising=False)
+    base = vulkan.fingerprint('1.0')
+    assert vulkan.fingerprint('1.0') == base and vulkan.fingerprint('1.1') != base
+    monkeypatch.setenv('VK_DRIVER_FILES', str(icd))
+    with_icd = vulkan.fingerprint('1.0')
+    assert with_icd != base
+    lib.write_bytes(b'a newer driver')          # the library the manifest names changed
+    assert vulkan.fingerprint('1.0') != with_icd

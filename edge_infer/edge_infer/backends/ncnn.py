@@ -51,14 +51,13 @@ Traps, each handled here:
 
 import os
 import pathlib
-import re
 import sys
-import tempfile
 import threading
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from . import vulkan as vk
 from .pnnx import (convert, first_run_verdict, INSTALL_PNNX, param_graph, pnnx_binary,
                    pnnx_version)
 from ..core.backend import Backend, BackendError, first_line, Session
@@ -123,83 +122,13 @@ def ncnn_version() -> str:
         return ''
 
 
-NCNN_DEVICE_LINE = re.compile(r'^\[\d+ [^\]]*\]')     # "[0 llvmpipe (LLVM ...)]  queueC=0..."
-
-
-def _without_device_lines(call: Callable[[], object]) -> object:
-    """Return ``call()``; the device lines ncnn's C++ code prints on stderr meanwhile go.
-
-    Creating the Vulkan instance prints four lines per device
-    (``[0 llvmpipe (LLVM 15.0.6, 256 bits)]  queueC=0[1] ...``) straight to
-    file descriptor 2, which ``ros2 launch`` shows among the package's own
-    lines. They are kept in ``vulkan_probe_output()``; anything else written
-    to stderr meanwhile (another thread's log line) is passed on.
-    """
-    try:
-        sys.stderr.flush()
-        saved = os.dup(2)
-    except (OSError, ValueError):     # no stderr to redirect
-        return call()
-    with tempfile.TemporaryFile() as sink:
-        os.dup2(sink.fileno(), 2)
-        try:
-            return call()
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-            sink.seek(0)
-            lines = sink.read().decode(errors='replace').splitlines(keepends=True)
-            ours = [ln for ln in lines if NCNN_DEVICE_LINE.match(ln)]
-            with _lock:
-                _state['probe_output'] = ''.join(ours)
-            others = ''.join(ln for ln in lines if not NCNN_DEVICE_LINE.match(ln))
-            if others:
-                os.write(2, others.encode())
-
-
-def vulkan_probe_output() -> str:
-    """Return what ncnn printed about the Vulkan devices when its instance was created."""
-    with _lock:
-        return str(_state.get('probe_output', ''))
-
-
 def vulkan_devices() -> List[Tuple[int, str, str]]:
-    """Return (index, full name, short name) of every Vulkan device ncnn sees (cached).
+    """Return (index, full name, short name) of every Vulkan device ncnn sees (:mod:`.vulkan`).
 
-    The first call creates ncnn's Vulkan instance (about 0.25 s on lavapipe;
-    the lines ncnn prints about the devices are kept, not shown:
-    :func:`vulkan_probe_output`). [] without ncnn, without Vulkan in the ncnn
-    build, or without a device.
+    Kept in the cache folder between starts: ncnn's Vulkan instance (and
+    with it every Vulkan driver) is created only when the drivers changed.
     """
-    with _lock:
-        cached = _state.get('gpus')
-    if cached is not None:
-        return list(cached)     # type: ignore[arg-type]
-    gpus: List[Tuple[int, str, str]] = []
-    try:
-        ncnn = _ncnn()
-        count = int(_without_device_lines(ncnn.get_gpu_count)) \
-            if hasattr(ncnn, 'get_gpu_count') else 0
-        shorts: List[str] = []
-        for i in range(count):
-            full = str(ncnn.get_gpu_info(i).device_name())
-            short = short_gpu_name(full)
-            if short in shorts:
-                short = f'{short}-{i}'
-            shorts.append(short)
-            gpus.append((i, full, short))
-    except ImportError:
-        pass
-    with _lock:
-        _state['gpus'] = gpus
-    return list(gpus)
-
-
-def short_gpu_name(full: str) -> str:
-    """Return a short, stable device name: 'llvmpipe (LLVM 15.0.6, 256 bits)' -> 'llvmpipe'."""
-    name = re.sub(r'\s*\(.*$', '', full).strip()
-    name = re.sub(r'[^A-Za-z0-9._+-]+', '-', name).strip('-')
-    return name or 'gpu'
+    return vk.devices(_ncnn, ncnn_version())
 
 
 # --------------------------------------------------------------------- ONNX side
@@ -385,7 +314,7 @@ class NcnnBackend(Backend):
         else:
             gpus = vulkan_devices()
             if gpu_index is None and gpus:
-                gpu_index = int(_ncnn().get_default_gpu_index())
+                gpu_index = vk.default_index(_ncnn, ncnn_version())
             found = [g for g in gpus if g[0] == gpu_index]
             if found:
                 self.gpu_index, self.gpu_name, short = found[0]
@@ -433,12 +362,8 @@ class NcnnBackend(Backend):
         """Return the ncnn and pnnx versions, and the Vulkan device's driver if it uses one."""
         out = {'ncnn': ncnn_version(), 'pnnx': pnnx_version() if pnnx_binary() else ''}
         if self.vulkan and self.gpu_name:
-            try:
-                info = _ncnn().get_gpu_info(self.gpu_index)
-                out['vulkan_device'] = (f'{self.gpu_name} (driver {info.driver_version()}, '
-                                        f'api {info.api_version()})')
-            except Exception:  # device gone since the candidate was made
-                out['vulkan_device'] = self.gpu_name
+            drv = vk.driver(_ncnn, ncnn_version(), self.gpu_index)
+            out['vulkan_device'] = f'{self.gpu_name} ({drv})' if drv else self.gpu_name
         return out
 
     def available(self) -> Tuple[bool, str]:
@@ -534,8 +459,11 @@ def ncnn_candidates(cache_dir: Optional[pathlib.Path] = None, threads: Sequence[
     CPU fp32 per thread count, CPU fp16 at the largest thread count
     (``fp16``), and per Vulkan device fp32 and fp16 (``vulkan``; one
     thread for the layers ncnn leaves on the CPU). Making the Vulkan
-    candidates creates ncnn's Vulkan instance (see :func:`vulkan_devices`).
+    candidates reads the device list kept in ``cache_dir``, or creates ncnn's
+    Vulkan instance (:mod:`.vulkan`).
     """
+    if cache_dir is not None:
+        vk.use_cache(pathlib.Path(cache_dir) / 'vulkan_devices.json')
     out = [NcnnBackend('cpu', t, 'fp32', cache_dir, log=log) for t in threads]
     if fp16 and threads:
         out.append(NcnnBackend('cpu', max(threads), 'fp16', cache_dir, log=log))
