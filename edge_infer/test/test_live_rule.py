@@ -15,6 +15,7 @@ import threading
 import cv2
 from edge_infer import paths
 from edge_infer.backends.live import LiveChoice, LiveSettings
+from edge_infer.backends.live_pacing import Pacing
 from edge_infer.backends.live_rule import dwell_margin, paired_verdict, sign_test_p
 from edge_infer.backends.profiling import calibration_frames, CandidateResult, ProfileRun
 from edge_infer.core.image import Frame
@@ -601,3 +602,29 @@ def test_a_load_that_stays_is_accepted_and_the_runners_up_stay_closed(sim):
     assert any(n for t, n in open_at if 10 < t < 45), open_at
     late = [n for t, n in open_at if t > 60]
     assert not any(late), open_at
+
+
+def test_a_served_frame_is_judged_against_the_whole_frames_around_it():
+    """Frame cost (preprocessing too), half before and half after, none timed while opening."""
+    pacing = Pacing(LiveSettings())
+    t = 0.0
+    for _ in range(9):          # a burst: the chosen one's run 9 ms, its frame 10 ms
+        t += 0.1
+        pacing.chosen_ran(t, 9.0, frame_ms=10.0)
+    pacing.served('fake/b', t, 6.5)     # the burst ends as a runner-up serves a frame
+    assert pacing.judged() == []        # its reference is not complete yet
+    for _ in range(4):          # calm: run 4 ms, frame 5 ms
+        t += 0.1
+        pacing.chosen_ran(t, 4.0, frame_ms=5.0)
+    (name, when, ref, ms), = pacing.judged()
+    # against the 4 frames before alone (10 ms) it would have looked 35 % faster
+    assert (name, ms) == ('fake/b', 6.5) and ref == 7.5
+    assert pacing.last_ms == 4.0        # extra runs pair with the run itself
+    # a session opening in the process: the frames meanwhile are no reference
+    pacing.served('fake/b', t, 5.0)
+    pacing.chosen_ran(t + 0.1, 9.0, openings=(1, 0), frame_ms=12.0)
+    assert not pacing.reference and not pacing.awaiting and not pacing.may_pair()
+    pacing.chosen_ran(t + 0.2, 4.0, openings=(0, 1), frame_ms=5.0)   # ended since: again
+    assert not pacing.reference
+    pacing.chosen_ran(t + 0.3, 4.0, openings=(0, 1), frame_ms=5.0)
+    assert list(pacing.reference) == [5.0]

@@ -271,7 +271,7 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
             if isinstance(exc, (ImageError, OutputError)) or not self._fall_back(exc):
                 raise
             result = self.model.infer(frame, around_run=around_run)
-        self._observe(result.inference_ms)
+        self._observe(result.inference_ms, result.preprocess_ms)
         return result
 
     def _serve(self, name: str, frame, around_run) -> Optional[Result]:
@@ -293,12 +293,14 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
             return None     # the chosen one runs the frame: none is lost
         self.pacing.frames_since_served = 0
         self.served_frames += 1
-        self.pacing.served(name, now, result.inference_ms + self._pre_delta(name))
+        # the frame's own cost, preprocessing included: a +pre candidate's input differs,
+        # and under load the CPU preprocessing is no longer what the profile said
+        self.pacing.served(name, now, result.preprocess_ms + result.inference_ms)
         return result
 
-    def _observe(self, ms: float) -> None:
+    def _observe(self, ms: float, pre_ms: float = 0.0) -> None:
         now = self.clock.monotonic()
-        self.pacing.chosen_ran(now, ms, (OPENINGS.busy, OPENINGS.ended))
+        self.pacing.chosen_ran(now, ms, (OPENINGS.busy, OPENINGS.ended), frame_ms=ms + pre_ms)
         why = self.load_watch.latency(now, ms)
         if why is not None:     # a cue to look, not proof: pairs are kept
             self._alert(now, why)

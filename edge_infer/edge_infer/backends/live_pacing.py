@@ -66,12 +66,15 @@ class Pacing:
         self.awaiting: List[list] = []
         self._costs: Dict[str, Deque[float]] = {}   # name -> compute its last samples added
 
-    def chosen_ran(self, now: float, ms: float, openings: Tuple[int, int] = (0, 0)) -> None:
+    def chosen_ran(self, now: float, ms: float, openings: Tuple[int, int] = (0, 0),
+                   frame_ms: Optional[float] = None) -> None:
         """Count a frame the chosen backend ran in ``ms``.
 
         ``openings``: (sessions opening now, openings ended) in the process
         (:class:`.live_runners.Openings`): a frame timed while one opened is no
         reference, and an opening that ended since the last frame clears it.
+        ``frame_ms``: the frame's whole cost (preprocessing too), what a served
+        frame is compared with; ``ms`` (the run) pairs with extra runs.
         """
         if not math.isfinite(self.t_first):
             self.t_first = now
@@ -83,9 +86,10 @@ class Pacing:
             self.last_ms = float('nan')     # no pair with a frame slowed by an opening
         else:
             self.last_ms = ms
-            self.reference.append(ms)
+            whole = ms if frame_ms is None else frame_ms
+            self.reference.append(whole)
             for entry in self.awaiting:
-                entry[4].append(ms)
+                entry[4].append(whole)
         self.primary.add(now, ms)
         self.spent_ms[0] += ms
 
@@ -95,7 +99,9 @@ class Pacing:
         It is compared with the mean of the chosen one's frames around it: as
         many after as before (``reference_frames`` // 2 each). The mean of the
         frames before alone favoured it at every edge of a bursty load: a frame
-        served as a burst ended was judged against the burst's frames.
+        served as a burst ended was judged against the burst's frames. A mean,
+        as the robot pays it: a median would leave out the stalls a busy core
+        gives a 2-thread choice.
         """
         half = max(1, self.settings.reference_frames // 2)
         self.awaiting.append([name, now, ms, list(self.reference)[-half:], []])
@@ -120,13 +126,6 @@ class Pacing:
     def reference_full(self) -> bool:
         """Return True when the chosen one ran enough frames to compare a served one with."""
         return len(self.reference) == self.reference.maxlen
-
-    def reference_ms(self) -> float:
-        """Return the chosen one's time over its last frames: a mean, as the robot pays it.
-
-        A median would leave out the stalls a busy core gives a 2-thread choice.
-        """
-        return statistics.fmean(self.reference)
 
     def due(self, now: float, ratio: float, pairs: int) -> bool:
         """Return True when the runner-up picked may be sampled now, at its pace.
