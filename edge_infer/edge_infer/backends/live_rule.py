@@ -56,15 +56,16 @@ which a burst's edge biases (now: the frames around it). Measured in the
 container on a 2-core Xeon: the detector swung between OpenVINO bf16 and
 bf16+pre every 20-100 s, each time on "9 of 10 frames, p = 0.011". So a
 first look that passes only starts a **confirming look**: the runner-up's
-pairs are forgotten, and the next ``confirm_pairs`` (5) fresh pairs are
-judged once, by the same rule (5 of 5: p = 0.031). Only if that passes too
+pairs are forgotten, and the next ``confirm_pairs`` (7) fresh pairs are
+judged once, by the same rule (7 of 7: p = 0.008). Only if that passes too
 does the runner-up take over; if not, it starts over. The confirming look is
-a single test on new data, so it lets through at most ``alpha`` of the first
+a single test on new data, so it lets through at most 0.8 % of the first
 looks' chance passes, however often the first look is made
 (bench/switch_rule.py, 6 x 30 simulated minutes at 10 fps, two equal
 candidates: false switches per 10 minutes 3.8 -> 0.33 with independent
-noise, 13.3 -> 0.33 under bursts; a 2x slowdown is followed in 4.9 s median,
-max 5.5, instead of 2.7 s). A load change forgets a first look with the
+noise, 13.3 -> 0.33 under bursts with 5 fresh pairs; with 7 and the frames
+around a served one, 0.17 and 0; a 2x slowdown is followed in 5.7 s
+median, max 6.6, instead of 2.7 s with one look). A load change forgets a first look with the
 pairs it stood on. **Hysteresis**: going back to the choice left less than
 ``dwell_s`` (60 s) ago needs twice the margin. A served frame is judged
 against the mean of the chosen one's frames around it, as the robot pays for
@@ -142,7 +143,7 @@ class LiveSettings:
     min_margin: float = 0.04            # the runner-up's time must be under 1 - this
     alpha: float = 0.05                 # sign test: the runner-up faster with p <= alpha
     min_pairs: int = 5                  # fewest pairs for the first look
-    confirm_pairs: int = 5              # fresh pairs of the confirming look (0: no second look)
+    confirm_pairs: int = 7              # fresh pairs of the confirming look (0: no second look)
     dwell_s: float = 60.0               # back to the choice left within this: 2 x min_margin
     max_pairs: int = 10                 # the decision uses a runner-up's last max_pairs
     window_s: float = 15.0              # pairs older than this are forgotten
