@@ -39,6 +39,11 @@ def fastdds_profile() -> pathlib.Path:
     return config_dir() / 'fastdds_large_frames.xml'
 
 
+def fastdds_container_profile() -> pathlib.Path:
+    """Return the perception container's Fast DDS profile: frames in, results out."""
+    return config_dir() / 'fastdds_container.xml'
+
+
 def data_home() -> pathlib.Path:
     """Return the root of edge_infer's data (models, bags, caches)."""
     env = os.environ.get('EDGE_INFER_HOME')

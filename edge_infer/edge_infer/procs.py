@@ -42,7 +42,25 @@ def use_ros_env_here() -> None:
 PROFILE_VARS = ('FASTRTPS_DEFAULT_PROFILES_FILE', 'FASTDDS_DEFAULT_PROFILES_FILE')
 
 
-def use_large_frame_profile() -> str:
+def use_container_profile() -> str:
+    """Load the container's Fast DDS profile unless the user set one; return a line.
+
+    Call before rclpy.init. edge_infer's own large-frame profile, which the
+    launch file and the edge_infer commands export for every process, is
+    replaced: its 64 MiB sending segment is for cameras and players, and the
+    container sends results (config/fastdds_container.xml: 16 MiB). A
+    profile of the user's own is kept, and said.
+    """
+    ours = str(paths.fastdds_profile())
+    if os.environ.get('FASTRTPS_DEFAULT_PROFILES_FILE') == ours and \
+            not os.environ.get('FASTDDS_DEFAULT_PROFILES_FILE'):
+        del os.environ['FASTRTPS_DEFAULT_PROFILES_FILE']
+    return use_large_frame_profile(paths.fastdds_container_profile(),
+                                   'camera frames in, results and debug images up to 16 MiB out')
+
+
+def use_large_frame_profile(profile: Optional[pathlib.Path] = None,
+                            what: str = 'large camera frames') -> str:
     """Load the large-frame Fast DDS profile in this process unless one is set; return a line.
 
     Call before rclpy.init (Fast DDS reads it at the first participant). A
@@ -56,9 +74,10 @@ def use_large_frame_profile() -> str:
     for var in PROFILE_VARS:
         if os.environ.get(var):
             return f'DDS: Fast DDS profile from ${var}: {os.environ[var]}'
-    os.environ['FASTRTPS_DEFAULT_PROFILES_FILE'] = str(paths.fastdds_profile())
-    return (f'DDS: Fast DDS profile {paths.fastdds_profile().name} loaded (large camera '
-            f'frames; set $FASTRTPS_DEFAULT_PROFILES_FILE to use your own)')
+    profile = profile or paths.fastdds_profile()
+    os.environ['FASTRTPS_DEFAULT_PROFILES_FILE'] = str(profile)
+    return (f'DDS: Fast DDS profile {profile.name} loaded ({what}; '
+            f'set $FASTRTPS_DEFAULT_PROFILES_FILE to use your own)')
 
 
 def launch_python(environ: Optional[Dict[str, str]] = None) -> Optional[str]:

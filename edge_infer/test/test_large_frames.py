@@ -81,10 +81,27 @@ def test_frames_up_to_the_documented_size_survive_a_stalled_receiver(ros):
             sub.kill()
 
 
-def test_a_container_started_by_hand_loads_the_profile_itself(ros, tmp_path):
-    """Without the variable the edge_infer commands export, the container sets it itself."""
-    from edge_infer import procs
+def _own_segments_mb(pid: int) -> list:
+    """Return the sizes of the Fast DDS segments process ``pid`` sends from, in MiB."""
+    from edge_infer import shm
+    held = shm.open_by_live_processes(only=[str(pid)])      # it maps senders' segments too
+    segments = [f for f in held if f.startswith('/dev/shm/fastrtps_') and 'port' not in f and
+                f + '_el' in held]      # the lock file of its own segment
+    assert segments, sorted(held)
+    return [os.stat(f).st_size / 2 ** 20 for f in segments]
+
+
+@pytest.mark.parametrize('exported', ['none', 'ours'])
+def test_a_container_started_by_hand_loads_the_profile_itself(ros, tmp_path, exported):
+    """With no profile, or edge_infer's large-frame one, the container loads its own.
+
+    Its segment holds what it sends (16 MiB), not a camera's 64 MiB: Fast DDS
+    writes the whole segment, so that was 67 MB of the container's memory.
+    """
+    from edge_infer import paths, procs
     env = {k: v for k, v in ros.env.items() if k not in procs.PROFILE_VARS}
+    if exported == 'ours':      # what the launch file and the edge_infer commands export
+        env['FASTRTPS_DEFAULT_PROFILES_FILE'] = str(paths.fastdds_profile())
     env.pop('RMW_IMPLEMENTATION', None)
     log = tmp_path / 'container.log'
     proc = procs.start_container(env, log_path=log)
@@ -94,9 +111,13 @@ def test_a_container_started_by_hand_loads_the_profile_itself(ros, tmp_path):
             assert proc.poll() is None, log.read_text(errors='replace')
             time.sleep(0.1)
         text = log.read_text(errors='replace')
-        assert 'DDS: Fast DDS profile fastdds_large_frames.xml loaded' in text, text[-2000:]
+        assert 'DDS: Fast DDS profile fastdds_container.xml loaded' in text, text[-2000:]
+        sizes = _own_segments_mb(proc.pid)     # (a participant of Fast DDS's defaults: 0.5)
+        assert 15 < max(sizes) < 20 and sum(sizes) < 20, sizes
     finally:
         procs.stop(proc)
+    if exported == 'ours':
+        return
     mine = tmp_path / 'mine.xml'
     mine.write_text(procs.paths.fastdds_profile().read_text())
     env['FASTDDS_DEFAULT_PROFILES_FILE'] = str(mine)

@@ -38,7 +38,8 @@ def test_the_xml_files_are_found():
     names = {str(p.relative_to(ROOT)) for p in xml_files()}
     # the walk must see the files this suite is about, or the checks below prove nothing
     assert {'edge_infer/package.xml', 'edge_infer_msgs/package.xml',
-            'edge_infer/config/fastdds_large_frames.xml'} <= names, names
+            'edge_infer/config/fastdds_large_frames.xml',
+            'edge_infer/config/fastdds_container.xml'} <= names, names
 
 
 @pytest.mark.parametrize('path', xml_files(), ids=lambda p: str(p.relative_to(ROOT)))

@@ -272,7 +272,7 @@ def main(args=None, stop=None) -> int:
     """
     stop = stop or StopSignals().install()  # before rclpy.init: rclpy's handler chains to it
     procs.stop_with_parent()            # a killed `ros2 launch` leaves no orphan behind
-    dds = procs.use_large_frame_profile()   # also when started by hand
+    dds = procs.use_container_profile()     # also when started by hand
     said = [dds]
     shm.clean(log=said.append)          # what a crash of an earlier run left in /dev/shm
     # A set younger than shm.MIN_AGE_S is left by that pass (its owner may be
