@@ -133,8 +133,8 @@ def start_graph(use_launch: bool, params: pathlib.Path, env: dict, log: pathlib.
                                 preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     (plan,) = graph.plan(params_file=params, autostart=True)
     pfile = plan.write_params(log.with_suffix('.params.yaml'))
-    return procs.spawn('edge_infer.nodes.container', ['--ros-args', '--params-file', str(pfile)],
-                       env, log)
+    return procs.spawn('edge_infer.nodes.container_entry',
+                       ['--ros-args', '--params-file', str(pfile)], env, log)
 
 
 def stop(proc, timeout: float = 60.0) -> int:

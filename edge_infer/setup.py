@@ -41,7 +41,7 @@ setup(
     entry_points={
         'console_scripts': [
             'edge_infer = edge_infer.cli:main',
-            'perception_container = edge_infer.nodes.stopping:container_main',
+            'perception_container = edge_infer.nodes.container_entry:container_main',
             'bag_play = edge_infer.bag.play:main',
             'bag_record = edge_infer.bag.record:main',
         ],

@@ -26,7 +26,7 @@ from typing import Dict, List, Optional, Tuple
 from . import graph as graph_mod
 from . import procs
 
-MODULES = {'perception_container': 'edge_infer.nodes.container'}
+MODULES = {'perception_container': 'edge_infer.nodes.container_entry'}
 
 
 class Running:

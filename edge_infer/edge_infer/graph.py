@@ -19,10 +19,9 @@ import yaml
 from . import paths
 from .backends.selection import OBJECTIVES
 from .executor.core import POLICIES
+from .validate import check_params, GraphError
 
-
-class GraphError(ValueError):
-    """The graph description or an argument is unusable."""
+__all__ = ['GraphError', 'load_graph', 'plan', 'ProcessPlan', 'qualify_params']
 
 
 @dataclass
@@ -87,7 +86,6 @@ def plan(camera_topic: str = '', objective: str = '', executor_policy: Optional[
     params file's). Every parameter is then checked (edge_infer.validate):
     the first bad one raises ArgumentError, a GraphError, before anything starts.
     """
-    from . import validate
     graph = graph or load_graph()
     if objective and objective not in OBJECTIVES:
         raise GraphError(f"objective '{objective}': use one of {', '.join(OBJECTIVES)}")
@@ -117,7 +115,7 @@ def plan(camera_topic: str = '', objective: str = '', executor_policy: Optional[
                 p['objective'] = objective
             if executor_policy is not None:
                 p['executor_policy'] = executor_policy
-        validate.check_params(params, proc['name'], pfile.name)
+        check_params(params, proc['name'], pfile.name)
         remap = {}
         default_cam = graph.get('camera_topic', '/camera/image_raw')
         if camera_topic and camera_topic != default_cam:

@@ -215,7 +215,7 @@ def start_container(env: Dict[str, str], params_file: Optional[pathlib.Path] = N
                     ros_args: Sequence[str] = (), log_path=None) -> subprocess.Popen:
     """Start the perception container with a params file (default config/perception.yaml)."""
     params_file = params_file or paths.config_dir() / 'perception.yaml'
-    return spawn('edge_infer.nodes.container',
+    return spawn('edge_infer.nodes.container_entry',
                  ['--ros-args', '--params-file', str(params_file), *ros_args],
                  env, log_path)
 

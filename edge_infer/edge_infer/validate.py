@@ -23,12 +23,14 @@ against their ranges.
 import pathlib
 from typing import Dict, Iterable
 
-from .graph import GraphError
-
 TRUE = ('true', '1', 'yes', 'on')
 FALSE = ('false', '0', 'no', 'off')
 # parameters every rclpy node has
 STANDARD = ('use_sim_time', 'start_type_description_service')
+
+
+class GraphError(ValueError):
+    """The graph description or an argument is unusable (:mod:`edge_infer.graph` raises it too)."""
 
 
 class ArgumentError(GraphError):
@@ -199,12 +201,9 @@ def check_params(params: dict, process: str, source: str) -> None:
     ``process``: the process's own node (its section names the hosted nodes);
     ``source``: the file's name, for the messages.
     """
-    from .nodes.container import EXECUTORS
+    from .nodes.container_params import EXECUTORS, PARAMETERS as container
     from .nodes.perception_params import PARAMETERS
-    from .nodes.telemetry_node import PARAMETERS as TELEMETRY
-    container = {'nodes': ([''], ''), 'autostart': (False, ''), 'telemetry': ('', ''),
-                 'thread_budget': (0, ''), 'executor': ('events', ''),
-                 'keep_partial': (True, '')}
+    from .nodes.telemetry_params import PARAMETERS as TELEMETRY
 
     def section(name: str) -> dict:
         body = params.get(name) or {}

@@ -43,6 +43,7 @@ import threading
 import time
 from typing import List
 
+from rcl_interfaces.msg import ParameterDescriptor
 import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.lifecycle import TransitionCallbackReturn
@@ -50,6 +51,7 @@ import rclpy.logging
 from rclpy.node import Node
 
 from .base import set_shared_logger, shared_log
+from .container_params import check_executor_kind, PARAMETERS
 from .perception_node import PerceptionNode
 from .stopping import leave, StopSignals
 from .telemetry_node import TelemetryNode
@@ -60,16 +62,8 @@ from ..host_budget import apply_budget
 from ..supervise import EXIT_BAD_PARAMETER, EXIT_PARTIAL
 
 
-EXECUTORS = ('events', 'single')
 WAIT_S = 120.0      # how long a shutdown waits for a callback still running
 STOP_WAIT_S = 1.0   # ... and for background work (a profile) after its cancel
-
-
-def check_executor_kind(kind: str) -> None:
-    """Raise ValueError naming the ``executor`` parameter unless ``kind`` is one of EXECUTORS."""
-    if kind not in EXECUTORS:
-        raise ValueError(f"parameter 'executor' must be one of {', '.join(EXECUTORS)}: "
-                         f"'{kind}'")
 
 
 def new_executor(kind: str = 'events', context=None, log=None):
@@ -103,12 +97,8 @@ class PerceptionContainer:
         self.node = Node(name)
         # process-wide objects (power meter, backend manager) log under the container
         set_shared_logger(self.node.get_logger())
-        self.node.declare_parameter('nodes', ['detector', 'classifier', 'pose', 'segmenter'])
-        self.node.declare_parameter('autostart', False)
-        self.node.declare_parameter('telemetry', 'telemetry')
-        self.node.declare_parameter('thread_budget', 0)
-        self.node.declare_parameter('executor', 'events')
-        self.node.declare_parameter('keep_partial', True)
+        for pname, (default, text) in PARAMETERS.items():
+            self.node.declare_parameter(pname, default, ParameterDescriptor(description=text))
         self.exit_code = 0      # EXIT_PARTIAL when autostart stops the process
         kind = str(self.node.get_parameter('executor').value)
         check_executor_kind(kind)

@@ -1,8 +1,8 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
 """How a ROS process of edge_infer stops: any number of SIGINT / SIGTERM, at any moment.
 
-Kept free of heavy imports: :func:`container_main` (the ``perception_container``
-executable) installs :class:`StopSignals` first and only then imports rclpy,
+Kept free of heavy imports: the ``perception_container`` executable
+(:mod:`.container_entry`) installs :class:`StopSignals` first and only then imports rclpy,
 the inference libraries and the nodes, which takes seconds. A stop requested
 in those seconds (a launch stopped while it starts the container, a respawn
 at the wrong moment) used to end in a ``KeyboardInterrupt`` traceback.
@@ -83,13 +83,6 @@ class StopSignals:
                      f'goes on (nodes released, then exit)')
 
 
-def container_main(args=None) -> int:
-    """Run the ``perception_container`` executable, its signals handled before any import."""
-    stop = StopSignals().install()
-    from .container import main
-    return leave(main(args, stop=stop))
-
-
 def leave(code: int) -> int:
     """Return ``code``, or exit with it at once while a background measurement still runs.
 
@@ -110,7 +103,3 @@ def leave(code: int) -> int:
         sys.stderr.flush()
         os._exit(code)
     return code
-
-
-if __name__ == '__main__':
-    sys.exit(container_main())

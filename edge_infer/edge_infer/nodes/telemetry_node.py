@@ -27,20 +27,10 @@ from rclpy.lifecycle import LifecyclePublisher, LifecycleState, TransitionCallba
 from rclpy.timer import Timer
 
 from .base import ManagedNode, shared_log
+from .telemetry_params import PARAMETERS
 from ..telemetry import shared
 from ..telemetry.meter import PowerMeter
 from ..telemetry.sources import source_names
-
-PARAMETERS = {
-    'sample_rate_hz': (100.0, 'internal sampling rate, hertz (capped at the sensor limit)'),
-    'publish_rate_hz': (10.0, 'rate of ~/power messages, hertz'),
-    'history_s': (30.0, 'seconds of samples kept for energy attribution'),
-    'sysfs_root': ('/', 'root under which sysfs/procfs sensor paths are looked up'),
-    'disable_sources': ([''], 'power source names to skip, e.g. [battery]'),
-    'power_models_file': ('', "estimator power models; '' = config/power_models.yaml"),
-    'power_model': ('', "estimator model key; '' = matched from the board name"),
-    'diagnostics_period': (1.0, 'seconds between /diagnostics messages; 0 = off'),
-}
 
 
 class TelemetryNode(ManagedNode):

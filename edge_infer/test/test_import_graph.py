@@ -1,0 +1,107 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""The package's import graph: no circles, and the parameter checks without ROS nodes.
+
+Every ``import`` of the package counts, those inside functions too: an
+import moved into a function to dodge a circle is still a circle (graph.py
+and validate.py were one, nodes/container.py and nodes/stopping.py another).
+"""
+
+import ast
+import pathlib
+from typing import Dict, List, Set
+
+PACKAGE = pathlib.Path(__file__).resolve().parents[1] / 'edge_infer'
+
+
+def _modules() -> Dict[str, pathlib.Path]:
+    out = {}
+    for path in PACKAGE.rglob('*.py'):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix('').parts)
+        if parts[-1] == '__init__':
+            parts = parts[:-1]
+        out['.'.join(parts)] = path
+    return out
+
+
+def _imports(name: str, path: pathlib.Path, known: Dict[str, pathlib.Path]) -> Set[str]:
+    """Return the package's modules that ``name`` imports, anywhere in its file."""
+    package = name.split('.') if path.name == '__init__.py' else name.split('.')[:-1]
+    found: Set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package[:len(package) - node.level + 1] if node.level else []
+            module = '.'.join(base + ([node.module] if node.module else []))
+            targets = [f'{module}.{a.name}' for a in node.names] + [module]
+        else:
+            continue
+        for target in targets:
+            while target not in known and '.' in target:
+                target = target.rsplit('.', 1)[0]
+            if target in known and target != name and not name.startswith(target + '.'):
+                found.add(target)
+    return found
+
+
+def _graph() -> Dict[str, Set[str]]:
+    known = _modules()
+    return {name: _imports(name, path, known) for name, path in known.items()}
+
+
+def _circles(graph: Dict[str, Set[str]]) -> List[List[str]]:
+    """Return the strongly connected parts of more than one module (Tarjan)."""
+    index: Dict[str, int] = {}
+    low: Dict[str, int] = {}
+    stack: List[str] = []
+    out: List[List[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            part = []
+            while True:
+                w = stack.pop()
+                part.append(w)
+                if w == v:
+                    break
+            if len(part) > 1:
+                out.append(sorted(part))
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_the_package_has_no_import_circle():
+    graph = _graph()
+    assert len(graph) > 100 and sum(map(len, graph.values())) > 200   # the walk found them
+    assert _circles(graph) == []
+    # the check itself: a circle made on purpose is found
+    assert _circles({**graph, 'edge_infer.paths': graph['edge_infer.paths'] | {
+        'edge_infer.graph'}}) != []
+
+
+def test_checking_parameters_imports_no_ros_node():
+    """Check parameters from the tables (nodes/*_params.py), never from a node module."""
+    graph = _graph()
+    seen, todo = set(), ['edge_infer.validate']
+    while todo:
+        for target in graph[todo.pop()]:
+            if target not in seen:
+                seen.add(target)
+                todo.append(target)
+    modules = _modules()
+    with_nodes = sorted(m for m in seen if any(
+        f'from rclpy.{what} import' in modules[m].read_text()
+        for what in ('node', 'lifecycle')))
+    assert with_nodes == []
+    assert {'edge_infer.nodes.container_params', 'edge_infer.nodes.perception_params',
+            'edge_infer.nodes.telemetry_params'} <= seen
