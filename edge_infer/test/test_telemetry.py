@@ -15,7 +15,7 @@ import threading
 import time
 import types
 
-from edge_infer.telemetry import meter as meter_mod
+from edge_infer.telemetry import attribution
 from edge_infer.telemetry import power_model as pm
 from edge_infer.telemetry import sources as src_mod
 from edge_infer.telemetry.meter import PowerMeter
@@ -654,12 +654,12 @@ def test_sensor_vanishes_meter_falls_back_to_estimator(tmp_path, meters, monkeyp
 
 def test_attribution_math_without_threads():
     """Exact split on synthetic samples: 10 W constant, runs [0, 2] and [1, 3]."""
-    ent = [meter_mod._Entry(Sample(t, [Rail('x', watts=10.0)], 10.0), 0)
+    ent = [attribution.Entry(Sample(t, [Rail('x', watts=10.0)], 10.0), 0)
            for t in np.arange(-0.5, 3.6, 0.5)]
-    a = meter_mod._Run(1, 'a', 0.0, None, 2.0)
-    b = meter_mod._Run(2, 'b', 1.0, None, 3.0)
-    ra = meter_mod._attribute(ent, a, [a, b], 0.5)
-    rb = meter_mod._attribute(ent, b, [a, b], 0.5)
+    a = attribution.Run(1, 'a', 0.0, None, 2.0)
+    b = attribution.Run(2, 'b', 1.0, None, 3.0)
+    ra = attribution.attribute(ent, a, [a, b], 0.5)
+    rb = attribution.attribute(ent, b, [a, b], 0.5)
     assert ra['joules'] == pytest.approx(10 * 1 + 5 * 1)
     assert rb['joules'] == pytest.approx(5 * 1 + 10 * 1)
     assert ra['edge_s'] == pytest.approx(1.0)  # two 0.5 s edge intervals
@@ -672,18 +672,18 @@ def test_attribution_of_a_ramp_is_exact_at_irregular_samples():
     """
     rng = np.random.default_rng(7)
     ts = np.sort(rng.uniform(-0.4, 3.5, 23))
-    ent = [meter_mod._Entry(Sample(float(t), [Rail('x', watts=4 + 3 * t)], 4 + 3 * t), 0)
+    ent = [attribution.Entry(Sample(float(t), [Rail('x', watts=4 + 3 * t)], 4 + 3 * t), 0)
            for t in ts]
 
     def energy(a: float, b: float) -> float:
         return 4 * (b - a) + 1.5 * (b * b - a * a)
-    a = meter_mod._Run(1, 'a', 0.13, None, 2.07)
-    b = meter_mod._Run(2, 'b', 1.01, None, 3.3)
-    ra = meter_mod._attribute(ent, a, [a, b], 0.1)
+    a = attribution.Run(1, 'a', 0.13, None, 2.07)
+    b = attribution.Run(2, 'b', 1.01, None, 3.3)
+    ra = attribution.attribute(ent, a, [a, b], 0.1)
     assert ra['joules'] == pytest.approx(energy(0.13, 1.01) + energy(1.01, 2.07) / 2)
     assert ra['rail_joules']['x'] == pytest.approx(ra['joules'])
     assert ra['t_share'] == pytest.approx((1.01 - 0.13) + (2.07 - 1.01) / 2)
-    alone = meter_mod._attribute(ent, a, [a], 0.1)
+    alone = attribution.attribute(ent, a, [a], 0.1)
     assert alone['joules'] == pytest.approx(energy(0.13, 2.07))
     # the edge term: the sample intervals around each end of the window
     k0, k1 = np.searchsorted(ts, 0.13), np.searchsorted(ts, 2.07)

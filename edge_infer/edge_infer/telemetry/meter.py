@@ -1,6 +1,8 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
 """Power meter: a sampler thread over a power source, cumulative energy, energy per inference.
 
+The attribution of energy to runs is in :mod:`.attribution`; the rules are here.
+
 Sampling
     A daemon thread reads the first source of the list at ``rate_hz``, capped
     at the source's ``max_rate_hz`` (reading faster than the sensor refreshes
@@ -85,71 +87,18 @@ accounting (their ``end()`` returns None): the ring no longer holds their
 samples anyway.
 """
 
-import bisect
 from collections import deque
 from dataclasses import dataclass, field
-import functools
 import itertools
 import math
 import threading
 import time
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence
 
+from edge_infer.telemetry.attribution import attribute, EnergyRecord, Entry, method_text, Run
 from edge_infer.telemetry.sources import PowerSource, Sample
 
 INF = float('inf')
-
-
-@dataclass
-class EnergyRecord:
-    """Energy attributed to one model run, with how it was obtained and how good it is."""
-
-    model: str
-    t0: float
-    t1: float
-    joules: float
-    rail_joules: Dict[str, float]
-    source: str
-    measured: bool
-    sample_rate_hz: float
-    n_samples: int
-    error_j: float
-    method: str
-
-    @property
-    def duration_s(self) -> float:
-        """Return the window length, seconds."""
-        return self.t1 - self.t0
-
-    @property
-    def average_w(self) -> float:
-        """Return the mean attributed power over the window, watts."""
-        return self.joules / self.duration_s if self.duration_s > 0 else float('nan')
-
-
-@dataclass
-class _Run:
-    token: int
-    model: str
-    t0: float
-    rails: Optional[Tuple[str, ...]] = None  # None: total power
-    t1: Optional[float] = None
-    callback: Optional[Callable[[Optional[EnergyRecord]], None]] = None
-
-    def channels(self) -> Tuple[str, ...]:
-        return self.rails if self.rails else ('total',)
-
-    @property
-    def ended(self) -> float:
-        """Return ``t1`` of a run that has ended; only such runs are integrated."""
-        assert self.t1 is not None, f'run {self.token} has not ended'
-        return self.t1
-
-
-@dataclass
-class _Entry:
-    sample: Sample
-    src: int  # index of the source in the meter's list
 
 
 @dataclass
@@ -161,130 +110,6 @@ class Switch:
     to_source: str
     error: str
     skipped: List[str] = field(default_factory=list)
-
-
-def _rail_watts(s: Sample, name: str) -> float:
-    if name == 'total':
-        return s.total_w
-    for r in s.rails:
-        if r.name == name:
-            return r.watts
-    return float('nan')
-
-
-def _interp(xs: Sequence[float], xp: Sequence[float], fp: Sequence[float]) -> List[float]:
-    """Return ``fp`` linearly interpolated at ``xs`` (held flat outside ``xp``), as np.interp."""
-    out, last = [], len(xp) - 1
-    for x in xs:
-        j = bisect.bisect_right(xp, x)
-        if j == 0:
-            out.append(fp[0])
-        elif j > last:
-            out.append(fp[last])
-        else:
-            x0, x1 = xp[j - 1], xp[j]
-            w = (x - x0) / (x1 - x0) if x1 > x0 else 0.0
-            out.append(fp[j - 1] + w * (fp[j] - fp[j - 1]))
-    return out
-
-
-def _attribute(entries: Sequence[_Entry], run: _Run, runs: Sequence[_Run], period: float):
-    """Integrate the run's share of power over [run.t0, run.t1] (see the module docstring).
-
-    Return a dict (joules, rail_joules, edge_s = dt_start + dt_end, t_share,
-    used entries, rails = the claimed rails actually used or None, notes), or
-    None without samples.
-
-    Plain Python on purpose: a window holds a handful of samples (a 10 ms run
-    at 100 Hz: 2-3), where numpy's per-call cost made end() 0.48 ms per frame
-    on the node's hot path (0.19 ms now; the integration alone 0.04 -> 0.008
-    ms when repeated, 0.08 ms right after an inference, caches cold).
-    """
-    if not entries:
-        return None
-    t0, t1 = run.t0, run.ended
-    ts = [e.sample.t for e in entries]
-    # bracket: last sample at/before t0 .. first sample at/after t1
-    i0 = max(bisect.bisect_right(ts, t0) - 1, 0)
-    i1 = min(bisect.bisect_left(ts, t1), len(ts) - 1)
-    used = list(entries[i0:i1 + 1])
-    uts = ts[i0:i1 + 1]
-    notes = []
-    # breakpoints: window edges, samples inside, other runs' starts/ends inside
-    events = [x for r in runs for x in (r.t0, r.t1 if r.t1 is not None else INF)
-              if t0 < x < t1]
-    bps = sorted({t0, t1, *(u for u in uts if t0 < u < t1), *events})
-    seg = [b - a for a, b in zip(bps, bps[1:])]
-    mids = [0.5 * (a + b) for a, b in zip(bps, bps[1:])]
-
-    def n_for(ch: str) -> List[float]:
-        spans = [(r.t0, r.t1 if r.t1 is not None else INF) for r in runs if ch in r.channels()]
-        return [max(float(sum(1 for a, b in spans if a <= m < b)), 1.0) for m in mids]
-
-    def integ(ch_values: List[float], n: List[float]) -> float:
-        if not seg:
-            return 0.0
-        p = _interp(bps, uts, ch_values)
-        return float(sum(0.5 * (p[k] + p[k + 1]) * seg[k] / n[k] for k in range(len(seg))))
-
-    def values(name: str) -> List[float]:
-        return [float(_rail_watts(e.sample, name)) for e in used]
-
-    claim = run.rails
-    if claim:
-        vals = {c: values(c) for c in claim}
-        missing = [c for c, v in vals.items() if any(math.isnan(x) for x in v)]
-        if missing:
-            notes.append(f'rail(s) {",".join(missing)} missing: total power used')
-            claim = None
-    rail_names = []
-    for e in used:
-        for r in e.sample.rails:
-            if r.name not in rail_names:
-                rail_names.append(r.name)
-    rail_joules: Dict[str, float] = {}
-    if claim:
-        for c in claim:
-            rail_joules[c] = integ(vals[c], n_for(c))
-        joules = sum(rail_joules.values())
-        n_main = n_for(claim[0])
-    else:
-        n_main = n_for('total')
-        joules = integ(values('total'), n_main)
-        for name in rail_names:
-            v = values(name)
-            if not any(math.isnan(x) for x in v):
-                rail_joules[name] = integ(v, n_main)
-    t_share = float(sum(d / n for d, n in zip(seg, n_main)))
-    # sampling (edge) term, in seconds of mean power
-    if uts[0] <= t0 and uts[-1] > t0:
-        k = bisect.bisect_right(uts, t0)
-        dt_start = uts[k] - uts[k - 1]
-    elif uts[0] <= t0:      # every sample is before the start: the tail note says so
-        dt_start = period
-    else:
-        dt_start = max(uts[0] - t0, 0.0) + period
-        notes.append('head held (no sample before start)')
-    if uts[-1] >= t1 and uts[0] < t1:
-        k = bisect.bisect_left(uts, t1)
-        dt_end = uts[k] - uts[k - 1]
-    else:
-        dt_end = max(t1 - uts[-1], 0.0) + period
-        notes.append('tail held (no sample after end yet)')
-    return {'joules': joules, 'rail_joules': rail_joules, 'edge_s': float(dt_start + dt_end),
-            't_share': t_share, 'used': used, 'rails': claim, 'notes': notes}
-
-
-@functools.lru_cache(maxsize=64)
-def _method(rails, n_over: int, acc_frac: float, acc_w: float, notes: Tuple[str, ...]) -> str:
-    """Return an EnergyRecord's ``method`` text (a handful of distinct ones: cached)."""
-    return ('trapezoid over linearly interpolated samples; '
-            + ('rails ' + ','.join(rails) if rails else 'total power')
-            + (f'; split equally with {n_over} overlapping run(s)' if n_over else '')
-            + '; error = (dt_start+dt_end)*P_mean'
-            + (f' + {100 * acc_frac:.0f}% of E' if acc_frac else '')
-            + (f' + {acc_w:g} W x T' if acc_w else '')
-            + ''.join(f'; {n}' for n in notes))
 
 
 class PowerMeter:
@@ -314,11 +139,11 @@ class PowerMeter:
         self._e_total = 0.0
         self._e_rails: Dict[str, float] = {}
         self._t_start: Optional[float] = None
-        self._runs: Dict[int, _Run] = {}      # by token = start order (t0 never decreases)
-        self._open: Dict[int, _Run] = {}      # runs begun, not yet ended
+        self._runs: Dict[int, Run] = {}      # by token = start order (t0 never decreases)
+        self._open: Dict[int, Run] = {}      # runs begun, not yet ended
         self._longest = 0.0                   # longest run seen (s): how far back overlaps reach
         self._next_prune = 0.0
-        self._pending: List[_Run] = []
+        self._pending: List[Run] = []
         self._tokens = itertools.count(1)
         self.switches: List[Switch] = []
         self._dead_logged = False
@@ -453,7 +278,7 @@ class PowerMeter:
                                                  + 0.5 * (w0 + r.watts) * dt)
             else:
                 self._t_start = s.t
-            self._ring.append(_Entry(s, self._idx))
+            self._ring.append(Entry(s, self._idx))
             self._cv.notify_all()
 
     def _deliver(self, force: bool = False) -> None:
@@ -524,10 +349,10 @@ class PowerMeter:
         """Return the mean total power over [t0, t1] from the buffered samples (NaN if none)."""
         if t1 <= t0:
             return float('nan')
-        run = _Run(0, '', t0, None, t1)
+        run = Run(0, '', t0, None, t1)
         with self._cv:
             entries = self._select(t0)
-        res = _attribute(entries, run, [run], self._period)
+        res = attribute(entries, run, [run], self._period)
         return res['joules'] / (t1 - t0) if res else float('nan')
 
     # ------------------------------------------------------------------ energy per inference
@@ -537,7 +362,7 @@ class PowerMeter:
         claim = tuple(rails) if rails else self._model_rails.get(model)
         with self._cv:
             token = next(self._tokens)
-            self._runs[token] = self._open[token] = _Run(token, model, t0, claim or None)
+            self._runs[token] = self._open[token] = Run(token, model, t0, claim or None)
             self._prune(t0)
         return token
 
@@ -585,7 +410,7 @@ class PowerMeter:
             prepared = self._prepare(run)
         return self._finish(run, prepared)
 
-    def _select(self, t0: float) -> List[_Entry]:
+    def _select(self, t0: float) -> List[Entry]:
         """Return the ring's entries from the last one at/before t0 to the newest (lock held)."""
         out = []
         for e in reversed(self._ring):
@@ -595,7 +420,7 @@ class PowerMeter:
         out.reverse()
         return out
 
-    def _prepare(self, run: _Run):
+    def _prepare(self, run: Run):
         """Copy what the integration needs (lock held)."""
         # newest first; runs are kept in start order (up to the lock wait: begin()
         # reads the clock before taking the lock, hence the 50 ms of slack), so
@@ -610,12 +435,12 @@ class PowerMeter:
                 overlapping.append(r)
         overlapping += [r for r in self._open.values() if r.t0 < reach]
         overlapping.reverse()
-        overlapping = [_Run(r.token, r.model, r.t0, r.rails, r.t1) for r in overlapping]
+        overlapping = [Run(r.token, r.model, r.t0, r.rails, r.t1) for r in overlapping]
         return self._select(run.t0), overlapping, self._period
 
-    def _finish(self, run: _Run, prepared) -> Optional[EnergyRecord]:
+    def _finish(self, run: Run, prepared) -> Optional[EnergyRecord]:
         entries, overlapping, period = prepared
-        res = _attribute(entries, run, overlapping, period)
+        res = attribute(entries, run, overlapping, period)
         if res is None:
             return None
         joules, used, notes = res['joules'], res['used'], res['notes']
@@ -631,7 +456,7 @@ class PowerMeter:
             rate = (n_used - 1) / (used[-1].sample.t - used[0].sample.t)
         else:
             rate = 1.0 / period
-        method = _method(res['rails'], len(overlapping) - 1, acc_frac, acc_w, tuple(notes))
+        method = method_text(res['rails'], len(overlapping) - 1, acc_frac, acc_w, tuple(notes))
         return EnergyRecord(
             model=run.model, t0=run.t0, t1=run.ended, joules=joules,
             rail_joules=res['rail_joules'],
