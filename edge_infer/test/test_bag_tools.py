@@ -16,8 +16,8 @@ import zipfile
 
 import cv2
 from edge_infer.bag import footage
-from edge_infer.bag.record import (bag_info, COMPRESSED_TYPE, decode_image, IMAGE_TYPE,
-                                   iter_bag_frames, main as record_main, record_bag,
+from edge_infer.bag.read import bag_info, decode_image, iter_bag_frames
+from edge_infer.bag.record import (COMPRESSED_TYPE, IMAGE_TYPE, main as record_main, record_bag,
                                    RecordError)
 import numpy as np
 import pytest

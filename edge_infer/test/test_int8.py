@@ -8,10 +8,11 @@ import threading
 
 import cv2
 from edge_infer import paths
+from edge_infer.backends.calibration_sources import (calibration_sets, QuantizeError,
+                                                     source_frames)
 from edge_infer.backends.manager import BackendManager
 from edge_infer.backends.profiling import calibration_frames
-from edge_infer.backends.quantize import (calibration_sets, QuantizeError, source_frames,
-                                          validation_target)
+from edge_infer.backends.quantize import validation_target
 from edge_infer.backends.variants import make_variant, VariantBackend, VariantError
 from edge_infer.core.backend import BackendError
 from edge_infer.core.registry import load_registry

@@ -30,7 +30,7 @@ import cv2
 import numpy as np
 from rosbags.interfaces import (Qos, QosDurability, QosHistory, QosLiveliness,
                                 QosReliability, QosTime)
-from rosbags.rosbag2 import CompressionFormat, CompressionMode, Reader, StoragePlugin, Writer
+from rosbags.rosbag2 import CompressionFormat, CompressionMode, StoragePlugin, Writer
 from rosbags.typesys import get_typestore, Stores
 
 Log = Callable[[str], object]
@@ -100,7 +100,7 @@ def _video_frames(capture: cv2.VideoCapture, video: pathlib.Path, start_frame: i
             index += 1
 
 
-def _list_images(images: PathLike | Iterable[PathLike]) -> list[pathlib.Path]:
+def list_images(images: PathLike | Iterable[PathLike]) -> list[pathlib.Path]:
     """Expand files and folders (their image files, sorted by name) into a list."""
     if isinstance(images, (str, os.PathLike)):
         images = [images]
@@ -252,7 +252,7 @@ def record_bag(out_dir: PathLike, video: PathLike | None = None,
         raise RecordError(f'fps must be within (0, {MAX_FPS:g}], got {fps}')
     if not topic.startswith('/'):
         topic = '/' + topic
-    image_files = _list_images(images)
+    image_files = list_images(images)
     if video is None and not image_files:
         raise RecordError('nothing to record: give a video and/or images')
     _prepare_output(out, overwrite)
@@ -346,70 +346,6 @@ def record_bag(out_dir: PathLike, video: PathLike | None = None,
         'bytes': size,
         'elapsed_s': time.perf_counter() - started,
     }
-
-
-# --------------------------------------------------------------------- reading
-def iter_bag_frames(bag_dir: PathLike, topics: Sequence[str] | None = None
-                    ) -> Iterator[tuple[str, str, int, bytes]]:
-    """Yield ``(topic, msgtype, log_time_ns, cdr_bytes)`` in log-time order.
-
-    :param bag_dir: rosbag2 folder (mcap or sqlite3).
-    :param topics: only these topics (default: all).
-    """
-    with Reader(pathlib.Path(bag_dir)) as reader:
-        conns = reader.connections
-        if topics is not None:
-            wanted = set(topics)
-            conns = [c for c in conns if c.topic in wanted]
-            if not conns:
-                return
-        for conn, stamp, data in reader.messages(connections=conns):
-            yield conn.topic, conn.msgtype, stamp, bytes(data)
-
-
-def bag_info(bag_dir: PathLike) -> dict:
-    """Summarize a rosbag2 folder.
-
-    :returns: ``topics`` (name -> ``{'type', 'count'}``), ``messages``,
-        ``start_ns``, ``end_ns`` (last message), ``duration_s`` (last minus
-        first log time), ``storage``, ``bytes``.
-    """
-    path = pathlib.Path(bag_dir)
-    with Reader(path) as reader:
-        count = reader.message_count
-        start = reader.start_time if count else 0
-        # rosbags reports end_time as one past the last message.
-        end = reader.end_time - 1 if count else 0
-        return {
-            'topics': {name: {'type': info.msgtype, 'count': info.msgcount}
-                       for name, info in reader.topics.items()},
-            'messages': count,
-            'start_ns': start,
-            'end_ns': end,
-            'duration_s': (end - start) / 1e9,
-            'storage': 'mcap' if any(path.rglob('*.mcap*')) else 'sqlite3',
-            'bytes': _dir_size(path),
-        }
-
-
-def decode_image(msgtype: str, cdr: bytes) -> tuple[int, np.ndarray]:
-    """Decode an Image or CompressedImage CDR payload into ``(stamp_ns, rgb array)``."""
-    msg: Any = _TYPESTORE.deserialize_cdr(cdr, msgtype)    # Image or CompressedImage
-    stamp = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
-    if msgtype == IMAGE_TYPE:
-        if msg.encoding not in ('rgb8', 'bgr8'):
-            raise ValueError(f'unsupported encoding {msg.encoding}')
-        rows = np.asarray(msg.data, dtype=np.uint8).reshape(msg.height, msg.step)
-        pixels = rows[:, :msg.width * 3].reshape(msg.height, msg.width, 3)
-        if msg.encoding == 'bgr8':
-            pixels = pixels[:, :, ::-1]
-        return stamp, np.ascontiguousarray(pixels)
-    if msgtype == COMPRESSED_TYPE:
-        bgr = cv2.imdecode(np.asarray(msg.data, dtype=np.uint8), cv2.IMREAD_COLOR)
-        if bgr is None:
-            raise ValueError(f'cannot decode compressed image ({msg.format})')
-        return stamp, cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
-    raise ValueError(f'not an image type: {msgtype}')
 
 
 # ------------------------------------------------------------------------- CLI

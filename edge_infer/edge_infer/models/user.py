@@ -313,7 +313,7 @@ def add(path: pathlib.Path, name: str = '', labels_file: Optional[pathlib.Path] 
                   if ln.strip()]
     prop = propose(path, family, labels)
     if calibration is not None:
-        from ..backends.quantize import QuantizeError, source_frames
+        from ..backends.calibration_sources import QuantizeError, source_frames
         calibration = pathlib.Path(calibration).expanduser().resolve()
         try:
             source_frames(str(calibration), 1, log=lambda s: None)
