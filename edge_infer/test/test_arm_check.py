@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 
-from edge_infer.armcheck import check, prepare
+from edge_infer.armcheck import check, prepare, report, steps, wheels
 from edge_infer.backends.pnnx import pnnx_binary
 import numpy as np
 import pytest
@@ -87,7 +87,7 @@ def test_every_library_loaded_as_aarch64_code(arm_report):
     assert gpu and not any(p['ok'] for p in gpu)
     assert 'not emulated: ROS 2' in out and 'EMULATED' in out
     assert report['emulation']['wheels']['onnxruntime'] == \
-        prepare.host_pins()['onnxruntime']
+        wheels.host_pins()['onnxruntime']
 
 
 @pytest.mark.slow
@@ -148,7 +148,7 @@ def test_preparation_is_cached_and_profiles_stay_apart(arm_report, data_home):
     emu = prepare.prepare(log=lines.append)
     assert time.monotonic() - t0 < 5 and lines == []       # every stamp matched
     for step in ('sysroot', 'qemu', 'wheels', 'hostpy'):
-        assert prepare.read_stamp(emu.root, step), step
+        assert steps.read_stamp(emu.root, step), step
     assert (emu.root / 'profiles' / 'mobilenet_v2' / 'backend_profiles.json').is_file()
     assert report['emulation']['profile_cache'].startswith(str(emu.root))
     print(f'\narm-check: prepare {report["seconds"]["prepare"]} s, emulated run '
@@ -157,13 +157,13 @@ def test_preparation_is_cached_and_profiles_stay_apart(arm_report, data_home):
 
 # ------------------------------------------------------------ no emulation needed
 def test_wheel_versions_are_the_hosts():
-    pins = prepare.host_pins()
+    pins = wheels.host_pins()
     from importlib import metadata
     assert pins['numpy'] == metadata.version('numpy')
     assert pins['onnxruntime'] == metadata.version('onnxruntime')
-    deps = prepare.host_dependency_pins(['onnx'])
+    deps = wheels.host_dependency_pins(['onnx'])
     assert deps['onnx'] == metadata.version('onnx') and 'protobuf' in deps
-    tags = prepare.platform_tags()
+    tags = wheels.platform_tags()
     assert 'manylinux_2_17_aarch64' in tags and tags[-1] == 'manylinux_2_36_aarch64'
     info = prepare.fake_cpuinfo(3)
     assert info.count('processor') == 3 and 'CPU part\t: 0xd0c' in info
@@ -172,10 +172,10 @@ def test_wheel_versions_are_the_hosts():
 def test_compare_reports_shape_mismatch_and_max_difference():
     ref = [np.zeros((1, 3), np.float32), np.ones((2,), np.float32) * 5]
     got = [np.full((3,), 1e-5, np.float32), np.ones((2,), np.float32) * 5]
-    c = check.compare(ref, got)
+    c = report.compare(ref, got)
     assert c['max_abs_diff'] == pytest.approx(1e-5) and c['ref_max'] == 5
-    assert check.compare(ref, got[:1])['max_abs_diff'] == math.inf
-    assert check.compare([np.zeros(4)], [np.zeros(3)])['max_abs_diff'] == math.inf
+    assert report.compare(ref, got[:1])['max_abs_diff'] == math.inf
+    assert report.compare([np.zeros(4)], [np.zeros(3)])['max_abs_diff'] == math.inf
 
 
 class _FakeEmulator:
@@ -217,9 +217,9 @@ def test_a_crash_is_pinned_on_its_candidate_and_the_job_runs_again(tmp_path):
     assert 'signal 6' in out['crashes'][0]['how'] and out['crashes'][0]['during'] == 'load'
     assert out['attempts'] == 2 and not out['errors']
     assert any("done ['bad']" in ln for ln in lines)
-    report = {'jobs': [{'model': 'm', 'errors': [], 'crashes': out['crashes'],
-                        'machine': 'aarch64', 'comparisons': [], 'results': []}]}
-    assert any('bad crashed' in f for f in check.failures(report, 1e-4))
+    summary = {'jobs': [{'model': 'm', 'errors': [], 'crashes': out['crashes'],
+                         'machine': 'aarch64', 'comparisons': [], 'results': []}]}
+    assert any('bad crashed' in f for f in report.failures(summary, 1e-4))
 
 
 def test_fp32_beyond_tolerance_fails_reduced_precision_does_not():
@@ -228,7 +228,7 @@ def test_fp32_beyond_tolerance_fails_reduced_precision_does_not():
     job = {'model': 'probe', 'errors': [], 'crashes': [], 'machine': 'aarch64',
            'comparisons': [{**row, 'precision': 'fp32', 'max_abs_diff': 2e-3},
                            {**row, 'precision': 'fp16', 'max_abs_diff': 0.5}]}
-    fails = check.failures({'jobs': [job]}, 1e-4)
+    fails = report.failures({'jobs': [job]}, 1e-4)
     assert len(fails) == 1 and 'fp32 output' in fails[0]
 
 

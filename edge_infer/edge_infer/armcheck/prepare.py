@@ -17,7 +17,7 @@ Under ``$EDGE_INFER_HOME/arm`` (default ``.data/arm`` with run.sh):
   ``qemu-user-static`` (7.2) the same way (the rest of that 63 MB package
   is dropped).
 - ``site/``: PyPI's aarch64 wheels for CPython 3.11 of what the ROS-free core
-  imports (:data:`WHEELS`), fetched by the host's pip for the target
+  imports (:data:`.wheels.WHEELS`), fetched by the host's pip for the target
   platform (``--platform manylinux_2_xx_aarch64 --only-binary=:all:``) and
   installed with ``--target``. Versions are the host's: each distribution
   and every dependency under it is pinned to the version installed here
@@ -38,12 +38,10 @@ archive keyring, or the downloads fail.
 
 from dataclasses import dataclass, field
 import hashlib
-import importlib.metadata as metadata
 import json
 import os
 import pathlib
 import platform
-import re
 import shutil
 import subprocess
 import sys
@@ -52,29 +50,19 @@ import threading
 import time
 from typing import Callable, Dict, List, Optional, Sequence
 
+from .steps import done, FORMAT, Unavailable, write_stamp
+from .wheels import host_pins, make_hostpy, make_site, PYTHON
+
 Log = Callable[[str], object]
 
-FORMAT = 1
 SUITE = 'bookworm'
 MIRROR = 'http://deb.debian.org/debian'
 KEYRING = pathlib.Path('/usr/share/keyrings/debian-archive-keyring.gpg')
 # arm64 packages of the sysroot (apt adds their dependencies).
 SYSROOT_PACKAGES = ('python3.11', 'libstdc++6', 'libgomp1')
-PYTHON = '3.11'
-GLIBC = (2, 36)             # bookworm's: the newest manylinux tag the sysroot can load
 QEMU_PACKAGE = 'qemu-user-static'
 QEMU_MEMBER = './usr/bin/qemu-aarch64-static'
 CPU = 'neoverse-n1'         # QEMU_CPU: ARMv8.2 with fp16 arithmetic, like a Jetson Orin's A78
-# What the ROS-free core imports (backends, core, manager), as PyPI distributions.
-WHEELS = ('numpy', 'pyyaml', 'opencv-python-headless', 'onnx', 'onnxruntime', 'openvino',
-          'ncnn', 'psutil')
-# Host packages whose x86 binaries the emulated Python runs as subprocesses.
-HOST_PACKAGES = ('pnnx',)
-REPO_REQUIREMENTS = pathlib.Path(__file__).resolve().parents[3] / 'requirements.txt'
-
-
-class Unavailable(RuntimeError):
-    """The aarch64 environment cannot be had on this machine (the message says why)."""
 
 
 @dataclass
@@ -122,35 +110,6 @@ def arm_home() -> pathlib.Path:
     """Return where the aarch64 environment and the emulated runs live."""
     from .. import paths
     return paths.data_home() / 'arm'
-
-
-# ------------------------------------------------------------------------ stamps
-def _stamp_path(home: pathlib.Path, step: str) -> pathlib.Path:
-    return home / 'stamps' / f'{step}.json'
-
-
-def read_stamp(home: pathlib.Path, step: str) -> Optional[dict]:
-    """Return the stamp of a step ({'want', 'made', 'at'}) or None."""
-    try:
-        return json.loads(_stamp_path(home, step).read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def _done(home: pathlib.Path, step: str, want: dict) -> Optional[dict]:
-    """Return what the step made when its stamp matches ``want``, else None."""
-    stamp = read_stamp(home, step)
-    if stamp and stamp.get('want') == want:
-        return stamp.get('made', {})
-    return None
-
-
-def _write_stamp(home: pathlib.Path, step: str, want: dict, made: dict) -> None:
-    path = _stamp_path(home, step)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix('.tmp')
-    tmp.write_text(json.dumps({'want': want, 'made': made, 'at': time.time()}, indent=1))
-    tmp.replace(path)
 
 
 # --------------------------------------------------------------------------- apt
@@ -268,7 +227,7 @@ def _write_cpuinfo(sysroot: pathlib.Path) -> None:
 def _make_sysroot(home: pathlib.Path, apt: _Apt, log: Log) -> dict:
     want = {'format': FORMAT, 'suite': SUITE, 'mirror': apt.mirror,
             'packages': list(SYSROOT_PACKAGES)}
-    made = _done(home, 'sysroot', want)
+    made = done(home, 'sysroot', want)
     sysroot = home / 'sysroot'
     if made is not None and (sysroot / 'usr' / 'bin' / f'python{PYTHON}').is_file():
         _write_cpuinfo(sysroot)     # as many cores as this host has now
@@ -296,7 +255,7 @@ def _make_sysroot(home: pathlib.Path, apt: _Apt, log: Log) -> dict:
     shutil.rmtree(sysroot, ignore_errors=True)
     tmp.replace(sysroot)
     made = {'debs': versions, 'fetched_mb': round(size / 1e6, 1)}
-    _write_stamp(home, 'sysroot', want, made)
+    write_stamp(home, 'sysroot', want, made)
     log(f'arm-check: arm64 sysroot from {len(debs)} Debian packages ({size / 1e6:.0f} MB; '
         f'python3.11 {versions.get("python3.11", "?")}, libc6 {versions.get("libc6", "?")}) '
         f'in {time.monotonic() - t:.1f} s')
@@ -305,7 +264,7 @@ def _make_sysroot(home: pathlib.Path, apt: _Apt, log: Log) -> dict:
 
 def _make_qemu(home: pathlib.Path, apt: _Apt, log: Log) -> dict:
     want = {'format': FORMAT, 'suite': SUITE, 'mirror': apt.mirror, 'package': QEMU_PACKAGE}
-    made = _done(home, 'qemu', want)
+    made = done(home, 'qemu', want)
     exe = home / 'qemu' / 'qemu-aarch64-static'
     if made is not None and exe.is_file():
         return made
@@ -343,174 +302,9 @@ def _make_qemu(home: pathlib.Path, apt: _Apt, log: Log) -> dict:
     tmp.chmod(0o755)
     tmp.replace(exe)
     made = {'version': version}
-    _write_stamp(home, 'qemu', want, made)
+    write_stamp(home, 'qemu', want, made)
     log(f'arm-check: qemu-aarch64-static {version} (Debian {SUITE}) in '
         f'{time.monotonic() - t:.1f} s')
-    return made
-
-
-# ------------------------------------------------------------------------ wheels
-def _norm(name: str) -> str:
-    return re.sub(r'[-_.]+', '-', name).lower()
-
-
-def _requirement_pins(path: pathlib.Path = REPO_REQUIREMENTS) -> Dict[str, str]:
-    """Return {distribution: version} of the ``name==version`` lines of a requirements file."""
-    pins: Dict[str, str] = {}
-    try:
-        text = path.read_text()
-    except OSError:
-        return pins
-    for line in text.splitlines():
-        m = re.match(r'\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*([^\s;#]+)', line)
-        if m:
-            pins[_norm(m.group(1))] = m.group(2)
-    return pins
-
-
-def _installed(name: str) -> Optional[metadata.Distribution]:
-    try:
-        return metadata.distribution(name)
-    except metadata.PackageNotFoundError:
-        return None
-
-
-def host_pins(names: Sequence[str] = WHEELS) -> Dict[str, str]:
-    """Return the host's versions of ``names`` (installed here, else requirements.txt)."""
-    req = _requirement_pins()
-    out = {}
-    for name in names:
-        dist = _installed(name)
-        out[_norm(name)] = dist.version if dist else req.get(_norm(name), '')
-    return out
-
-
-def host_dependency_pins(names: Sequence[str] = WHEELS) -> Dict[str, str]:
-    """Return the host's installed versions of every dependency under ``names`` (constraints)."""
-    out: Dict[str, str] = {}
-    todo = list(names)
-    seen = set()
-    while todo:
-        name = _norm(todo.pop())
-        if name in seen:
-            continue
-        seen.add(name)
-        dist = _installed(name)
-        if dist is None:
-            continue
-        out[name] = dist.version
-        for req in dist.requires or []:
-            if 'extra ==' in req:
-                continue
-            m = re.match(r'\s*([A-Za-z0-9][A-Za-z0-9._-]*)', req)
-            if m:
-                todo.append(m.group(1))
-    return out
-
-
-def platform_tags(glibc=GLIBC) -> List[str]:
-    """Return the aarch64 wheel platform tags the sysroot's glibc can load."""
-    return ['manylinux2014_aarch64'] + [f'manylinux_2_{m}_aarch64'
-                                        for m in range(17, glibc[1] + 1)]
-
-
-def _pip(args: Sequence[str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, '-m', 'pip', '--disable-pip-version-check',
-                           '--no-input', *args], capture_output=True, text=True)
-
-
-def _pip_error(proc: subprocess.CompletedProcess) -> str:
-    lines = [ln.strip() for ln in (proc.stderr + proc.stdout).splitlines()
-             if ln.strip().startswith('ERROR')]
-    return lines[0] if lines else (proc.stderr.strip().splitlines() or ['?'])[-1]
-
-
-def site_versions(site: pathlib.Path) -> Dict[str, str]:
-    """Return {distribution: version} of what is installed in ``site``."""
-    out = {}
-    for info in site.glob('*.dist-info'):
-        name, _, version = info.name[:-len('.dist-info')].partition('-')
-        out[_norm(name)] = version
-    return out
-
-
-def _make_site(home: pathlib.Path, log: Log) -> dict:
-    pins = host_pins()
-    constraints = host_dependency_pins()
-    want = {'format': FORMAT, 'python': PYTHON, 'platforms': platform_tags(), 'pins': pins,
-            'constraints': constraints}
-    made = _done(home, 'wheels', want)
-    site = home / 'site'
-    if made is not None and site.is_dir():
-        return made
-    t = time.monotonic()
-    tmp = home / 'site.tmp'
-    cfile = home / 'constraints.txt'
-    cfile.parent.mkdir(parents=True, exist_ok=True)
-    cfile.write_text(''.join(f'{k}=={v}\n' for k, v in sorted(constraints.items())
-                             if k not in pins))
-    base = ['install', '-q', '--target', str(tmp), '--only-binary=:all:',
-            '--python-version', PYTHON, '--implementation', 'cp',
-            '--abi', f'cp{PYTHON.replace(".", "")}']
-    for tag in platform_tags():
-        base += ['--platform', tag]
-    reqs = [f'{k}=={v}' if v else k for k, v in pins.items()]
-    attempts = [('host versions of the wheels and their dependencies',
-                 [*base, '-c', str(cfile), *reqs]),
-                ('host versions of the wheels, dependencies as pip resolves them',
-                 [*base, *reqs]),
-                ('newest aarch64 wheels (no host version has one)', [*base, *pins])]
-    errors = []
-    for what, args in attempts:
-        shutil.rmtree(tmp, ignore_errors=True)
-        proc = _pip(args)
-        if proc.returncode == 0:
-            break
-        errors.append(_pip_error(proc))
-        log(f'arm-check: pip ({what}) failed: {errors[-1]}')
-    else:
-        raise Unavailable(f'aarch64 wheels could not be fetched: {errors[-1]}')
-    shutil.rmtree(site, ignore_errors=True)
-    tmp.replace(site)
-    versions = site_versions(site)
-    differ = {k: f'{v} (host {pins[k]})' for k, v in versions.items()
-              if k in pins and pins[k] and v != pins[k]}
-    made = {'versions': versions, 'how': what, 'differ': differ}
-    _write_stamp(home, 'wheels', want, made)
-    size = sum(f.stat().st_size for f in site.rglob('*') if f.is_file())
-    log(f'arm-check: {len(versions)} aarch64 wheels for CPython {PYTHON} ({what}; '
-        f'{size / 1e6:.0f} MB installed) in {time.monotonic() - t:.1f} s'
-        + (f'; differing from the host: {differ}' if differ else ''))
-    return made
-
-
-def _make_hostpy(home: pathlib.Path, log: Log) -> dict:
-    """Link host packages whose x86 binaries the emulated Python runs (pnnx)."""
-    links = {}
-    for name in HOST_PACKAGES:
-        dist = _installed(name)
-        if dist is None:
-            continue
-        base = pathlib.Path(str(dist.locate_file('')))
-        if (base / name).is_dir():
-            links[name] = str(base / name)
-        info = next((f.parts[0] for f in dist.files or [] if f.parts and
-                     f.parts[0].endswith('.dist-info')), None)
-        if info and (base / info).is_dir():       # for importlib.metadata.version()
-            links[info] = str(base / info)
-    want = {'format': FORMAT, 'links': links}
-    hostpy = home / 'hostpy'
-    made = _done(home, 'hostpy', want)
-    if made is not None and all((hostpy / k).exists() for k in links):
-        return made
-    shutil.rmtree(hostpy, ignore_errors=True)
-    hostpy.mkdir(parents=True)
-    for k, target in links.items():
-        (hostpy / k).symlink_to(target)
-    made = {'links': links}
-    _write_stamp(home, 'hostpy', want, made)
-    if not any(k in links for k in HOST_PACKAGES):
-        log('arm-check: no host pnnx: the ncnn candidates will say their converter is missing')
     return made
 
 
@@ -531,7 +325,7 @@ def prepare(home: Optional[pathlib.Path] = None, log: Log = print,
 
     def fetch_wheels():
         try:
-            wheels['made'] = _make_site(home, log)
+            wheels['made'] = make_site(home, log)
         except BaseException as exc:  # re-raised in the caller's thread below
             wheels['error'] = exc
     pip = threading.Thread(target=fetch_wheels, name='arm-check-wheels', daemon=True)
@@ -546,7 +340,7 @@ def prepare(home: Optional[pathlib.Path] = None, log: Log = print,
     if 'error' in wheels:
         raise wheels['error']
     site = wheels['made']
-    _make_hostpy(home, log)
+    make_hostpy(home, log)
     spent = time.monotonic() - t
     if spent > 1.0:
         log(f'arm-check: aarch64 environment ready in {spent:.0f} s ({home})')
