@@ -1,1 +1,2 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
 """edge_infer."""
