@@ -6,10 +6,10 @@ threads of its own. A thread inside one measurement (a candidate's load and
 timing: up to 32 s for ncnn's Vulkan on a software device, longer for a first
 TensorRT engine) cannot be interrupted; it ends by itself after it, on the
 cancel. So a stop waits for them only so long (:meth:`BackgroundWork.join`)
-and the process leaves with ``os._exit``, without finalizing
-(nodes/stopping.py): finalizing Python while such a thread is inside a
-library's native code aborted the process (ONNX Runtime: "terminate called
-without an active exception"). :func:`still_running` names them.
+and the process leaves with ``os._exit`` while one still runs
+(:func:`still_running`, nodes/stopping.py): finalizing Python while such a
+thread is inside a library's native code aborted the process (ONNX Runtime:
+"terminate called without an active exception").
 """
 
 import threading

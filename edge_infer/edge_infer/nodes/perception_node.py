@@ -283,8 +283,8 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
         cannot be interrupted, so a deactivation or stop does not wait for it;
         it ends by itself after that measurement (a new activation lets it go
         on). A thread still inside ONNX Runtime when Python finalizes aborts
-        the process, so the container leaves with ``os._exit``, without
-        finalizing (nodes/stopping.py). The container calls this before shutting rclpy
+        the process, so the container leaves with ``os._exit`` while one runs
+        (nodes/stopping.py). The container calls this before shutting rclpy
         down, even when a signal already ended the ROS context.
         """
         self.cancel_background()

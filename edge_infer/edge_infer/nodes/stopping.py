@@ -84,26 +84,25 @@ class StopSignals:
 
 
 def leave(code: int) -> int:
-    """Exit with ``code`` at once, skipping the interpreter's finalization.
+    """Return ``code``, or exit with it at once while a background measurement still runs.
 
-    Called once the nodes are shut down and the ROS context is down: nothing
-    of the process's work is left, only the libraries' destructors, and they
-    abort now and then. Finalizing Python while a background measurement's
-    thread was in native code aborted the process (ONNX Runtime: "terminate
-    called without an active exception"); so did a stop 2 s after a start,
-    with no background thread left (the robot stage's Ctrl-C test: exit code
-    -6, the main thread in the container's entry point while main's objects
-    were freed). ``os._exit`` also skips the destructors that unlink Fast DDS's
-    shared memory: this process's files are removed first, and the C
-    library's output buffers are flushed with Python's.
+    A stop waits for background work only briefly (container.STOP_WAIT_S): a
+    profile inside one candidate's measurement ends by itself, but finalizing
+    Python while its thread is in native code aborted the process (ONNX
+    Runtime: "terminate called without an active exception"). The nodes are
+    shut down and the ROS context is down by then; ``os._exit`` skips the
+    interpreter's finalization, and with it the destructors that unlink Fast
+    DDS's shared memory: this process's files are removed first.
+
+    Not always: leaving every stop this way (tried on 2026-11-27 against a
+    rare abort at exit) skipped the DDS participants' goodbye as well, and the
+    robot stage's next containers then went unanswered for 60 s in 5 tests.
     """
-    from .. import shm
-    shm.remove_own()    # what the DDS participants' destructors would have unlinked
-    sys.stdout.flush()
-    sys.stderr.flush()
-    try:
-        import ctypes
-        ctypes.CDLL(None).fflush(None)     # C stdio (rcutils' console output among it)
-    except (OSError, AttributeError):
-        pass
-    os._exit(code)
+    from ..backends.background import still_running
+    if still_running():
+        from .. import shm
+        shm.remove_own()    # what the DDS participants' destructors would have unlinked
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
