@@ -132,10 +132,7 @@ def remove_own(shm_dir: pathlib.Path = SHM_DIR, pid: Optional[int] = None) -> in
 
     For a process that leaves with ``os._exit`` (nodes/stopping.py): its
     participants' files are unlinked by their destructors, which do not run
-    then. A segment is this process's when it holds the segment's lock file
-    open, as its owner does; readers only map the segment, and they keep
-    their mapping when the name goes (as when the destructor unlinks it). A
-    port another live process also holds (a shared port) stays.
+    then. A set another live process also holds (a shared port) stays.
     """
     me = str(os.getpid() if pid is None else pid)
     sets = file_sets(shm_dir)
@@ -144,10 +141,9 @@ def remove_own(shm_dir: pathlib.Path = SHM_DIR, pid: Optional[int] = None) -> in
     mine = open_by_live_processes(only=[me])
     others = open_by_live_processes(skip=[me])
     removed = 0
-    for lock, files in sets.items():
+    for files in sets.values():
         names = [str(f) for f in files]
-        owned = 'port' not in lock.name and str(lock) in mine
-        if owned or any(n in mine for n in names) and not any(n in others for n in names):
+        if any(n in mine for n in names) and not any(n in others for n in names):
             for f in files:
                 try:
                     f.unlink()

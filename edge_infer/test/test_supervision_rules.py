@@ -235,11 +235,10 @@ def test_a_process_leaving_with_os_exit_removes_only_the_files_it_alone_holds(tm
     mine = _segment(tmp_path, 'fastrtps_00000000000000ee', 0)
     shared = _segment(tmp_path, 'fastrtps_port7412', 0)
     strangers = _segment(tmp_path, 'fastrtps_00000000000000ff', 0)
-    # another live process holds the shared port and a segment of its own, and
-    # reads ours (a subscriber maps the publisher's segment, not its lock file)
+    # another live process holds the shared port and a segment of its own
     other = subprocess.Popen([sys.executable, '-c', 'import sys, time; '
                               'fs = [open(p, "rb") for p in sys.argv[1:]]; time.sleep(60)',
-                              str(shared[1]), str(strangers[1]), str(mine[0])])
+                              str(shared[1]), str(strangers[1])])
     held = [open(mine[1], 'rb'), open(shared[1], 'rb')]
     try:
         deadline = time.monotonic() + 30

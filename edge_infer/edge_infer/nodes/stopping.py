@@ -92,7 +92,8 @@ def leave(code: int) -> int:
     Runtime: "terminate called without an active exception"). The nodes are
     shut down and the ROS context is down by then; ``os._exit`` skips the
     interpreter's finalization, and with it the destructors that unlink Fast
-    DDS's shared memory: this process's files are removed first.
+    DDS's shared memory: this process's files are removed first (a restarted
+    robot stage's kill -9 test found them left).
 
     Not always: leaving every stop this way (tried on 2026-11-27 against a
     rare abort at exit) skipped the DDS participants' goodbye as well, and the
