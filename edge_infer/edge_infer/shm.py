@@ -17,11 +17,17 @@ never touched:
 
 1. its lock file is older than ``min_age_s`` (a participant that is creating
    its files right now may not hold the lock yet);
-2. no process this user may inspect has any of its files open or mapped
-   (``/proc/<pid>/fd`` and ``/proc/<pid>/maps``);
-3. the lock can be taken (``flock(LOCK_EX | LOCK_NB)``, released at once):
+2. the lock can be taken (``flock(LOCK_EX | LOCK_NB)``, released at once):
    the kernel drops a dead owner's lock, never a live one's. This is the test
-   ``fastdds shm clean`` makes.
+   ``fastdds shm clean`` makes;
+3. for a port (shared by its listeners), no process this user may inspect
+   has any of its files open or mapped (``/proc/<pid>/fd`` and
+   ``/proc/<pid>/maps``). A dead participant's segment goes even while a
+   live subscriber still maps it: the subscriber keeps its mapping (the
+   memory is freed when it lets go), and nothing opens a dead writer's
+   segment by name again. Kept, it outlived the subscriber: a killed
+   container's segment, mapped by a camera subscriber at the restart, stayed
+   in /dev/shm after the subscriber ended (the robot stage's kill -9 test).
 
 :func:`clean` is what the perception container runs before it joins the ROS
 graph, so a restart after a crash removes what the crash left;
@@ -89,6 +95,17 @@ def open_by_live_processes(proc: pathlib.Path = pathlib.Path('/proc'),
     return used
 
 
+def segment_locks(pid: int, shm_dir: pathlib.Path = SHM_DIR) -> Set[str]:
+    """Return the segment lock files (not the shared ports') process ``pid`` has open.
+
+    A participant holds its own segment's lock file open for the segment's
+    life; its subscribers only map the segment.
+    """
+    return {f for f in open_by_live_processes(only=[str(pid)])
+            if _LOCK.match(os.path.basename(f)) and 'port' not in f
+            and os.path.dirname(f) == str(shm_dir)}
+
+
 def _lock_is_free(path: pathlib.Path) -> bool:
     """Return whether no process holds a lock on ``path`` (taking it, then letting go)."""
     try:
@@ -111,7 +128,10 @@ def _lock_is_free(path: pathlib.Path) -> bool:
 def stale(shm_dir: pathlib.Path = SHM_DIR, min_age_s: float = MIN_AGE_S,
           used: Optional[Iterable[str]] = None, now: Optional[float] = None
           ) -> List[List[pathlib.Path]]:
-    """Return the file sets no live process owns (see the module's three tests)."""
+    """Return the file sets no live process owns (see the module's three tests).
+
+    ``used``: the paths live processes hold (read from /proc when not given).
+    """
     now = time.time() if now is None else now
     out = []
     for lock, files in file_sets(shm_dir).items():
@@ -121,9 +141,10 @@ def stale(shm_dir: pathlib.Path = SHM_DIR, min_age_s: float = MIN_AGE_S,
             continue
         if age >= min_age_s and _lock_is_free(lock):
             out.append(files)
-    if out:     # /proc is read only when something looks stale (the usual case: nothing)
+    if any('port' in files[0].name for files in out):  # /proc is read only for a port
         used = set(open_by_live_processes() if used is None else used)
-        out = [files for files in out if not any(str(f) in used for f in files)]
+        out = [files for files in out
+               if 'port' not in files[0].name or not any(str(f) in used for f in files)]
     return out
 
 
@@ -132,7 +153,10 @@ def remove_own(shm_dir: pathlib.Path = SHM_DIR, pid: Optional[int] = None) -> in
 
     For a process that leaves with ``os._exit`` (nodes/stopping.py): its
     participants' files are unlinked by their destructors, which do not run
-    then. A set another live process also holds (a shared port) stays.
+    then. A segment is this process's when it holds the segment's lock file
+    open, as its owner does; readers only map the segment, and they keep
+    their mapping when the name goes (as when the destructor unlinks it). A
+    port another live process also holds (a shared port) stays.
     """
     me = str(os.getpid() if pid is None else pid)
     sets = file_sets(shm_dir)
@@ -141,9 +165,10 @@ def remove_own(shm_dir: pathlib.Path = SHM_DIR, pid: Optional[int] = None) -> in
     mine = open_by_live_processes(only=[me])
     others = open_by_live_processes(skip=[me])
     removed = 0
-    for files in sets.values():
+    for lock, files in sets.items():
         names = [str(f) for f in files]
-        if any(n in mine for n in names) and not any(n in others for n in names):
+        owned = 'port' not in lock.name and str(lock) in mine
+        if owned or any(n in mine for n in names) and not any(n in others for n in names):
             for f in files:
                 try:
                     f.unlink()

@@ -68,11 +68,13 @@ def test_kill_9_of_the_container_mid_stream_restarts_it_and_detections_resume(do
     try:
         assert wait_for(lambda: cam.first_after(0.0), 300), run.text[-3000:]
         old = run.container()
+        old_locks = shm.segment_locks(old.pid)
         old.send_signal(signal.SIGKILL)
         new = wait_for(lambda: (run.container() or old).pid != old.pid, 60)
         assert new, run.text[-3000:]
         t_new = time.monotonic()
         assert wait_for(lambda: cam.first_after(t_new), 60), run.text[-3000:]
+        new_locks = shm.segment_locks(run.container().pid)
         assert run.count('restarting in') == 1
         run.interrupt(2)
         assert run.wait_exit(60) == 0, run.text[-3000:]
@@ -80,7 +82,7 @@ def test_kill_9_of_the_container_mid_stream_restarts_it_and_detections_resume(do
         cam.close()
         left = leftovers(run, before)
         run.kill()
-    assert not left
+    assert not left, f'{left}: killed held {sorted(old_locks)}, restarted held {sorted(new_locks)}'
     assert not any(b in run.text for b in BAD), run.text[-3000:]
 
 

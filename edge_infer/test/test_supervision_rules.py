@@ -163,25 +163,46 @@ def test_only_files_no_live_process_owns_are_removed(tmp_path):
     fresh = _segment(tmp_path, 'fastrtps_00000000000000bb', 0)
     mapped = _segment(tmp_path, 'fastrtps_00000000000000cc', 60)
     port = _segment(tmp_path, 'fastrtps_port7411', 60)
+    mapped_port = _segment(tmp_path, 'fastrtps_port7413', 60)
     (tmp_path / 'sem.fastrtps_port7411_mutex').write_bytes(b'\0' * 32)
     other = tmp_path / 'not_fastdds'
     other.write_text('x')
     fd = os.open(locked[1], os.O_RDONLY)
     fcntl.flock(fd, fcntl.LOCK_SH)              # as a live participant holds its lock
     try:
-        stale = shm.stale(tmp_path, min_age_s=2.0, used={str(mapped[0])})
+        # a subscriber still maps a dead writer's segment: it goes (the subscriber
+        # keeps its mapping); a port a live process maps stays
+        stale = shm.stale(tmp_path, min_age_s=2.0, used={str(mapped[0]), str(mapped_port[0])})
         assert sorted(files[0].name for files in stale) == sorted(
-            [dead[1].name, port[1].name])
+            [dead[1].name, mapped[1].name, port[1].name])
         lines = []
         counts = shm.clean(tmp_path, min_age_s=2.0, log=lines.append)
     finally:
         os.close(fd)
-    assert counts['segments'] == 2 and counts['ports'] == 1     # 'mapped' is not in use here
-    assert not any(f.exists() for f in dead + port)
+    # nothing maps 'mapped_port' here, so clean (reading /proc) removes it too
+    assert counts['segments'] == 2 and counts['ports'] == 2
+    assert not any(f.exists() for f in dead + mapped + port + mapped_port)
     assert not (tmp_path / 'sem.fastrtps_port7411_mutex').exists()
     assert all(f.exists() for f in locked + fresh) and other.exists()
     assert lines == [f'shared memory: removed what dead processes left in {tmp_path}: '
-                     '2 segment(s), 1 port(s), 0.0 MB']
+                     '2 segment(s), 2 port(s), 0.0 MB']
+
+
+def test_a_dead_writers_segment_goes_while_a_live_process_maps_it(tmp_path):
+    import mmap
+    seg = _segment(tmp_path, 'fastrtps_00000000000000ce', 60, size=mmap.PAGESIZE)
+    port = _segment(tmp_path, 'fastrtps_port7415', 60, size=mmap.PAGESIZE)
+    with open(seg[0], 'r+b') as a, open(port[0], 'r+b') as b:
+        ma, mb = mmap.mmap(a.fileno(), 0), mmap.mmap(b.fileno(), 0)
+    try:        # the files are closed; only the mappings remain, as a subscriber's do
+        assert shm.clean(tmp_path, min_age_s=2.0) == {
+            'segments': 1, 'ports': 0, 'bytes': mmap.PAGESIZE}
+        assert not any(f.exists() for f in seg) and all(f.exists() for f in port)
+        ma[:4] = b'ok!!'                        # the reader's mapping still works
+        assert ma[:4] == b'ok!!'
+    finally:
+        ma.close()
+        mb.close()
 
 
 def test_a_file_a_live_process_has_open_counts_as_used(tmp_path):
@@ -235,10 +256,11 @@ def test_a_process_leaving_with_os_exit_removes_only_the_files_it_alone_holds(tm
     mine = _segment(tmp_path, 'fastrtps_00000000000000ee', 0)
     shared = _segment(tmp_path, 'fastrtps_port7412', 0)
     strangers = _segment(tmp_path, 'fastrtps_00000000000000ff', 0)
-    # another live process holds the shared port and a segment of its own
+    # another live process holds the shared port and a segment of its own, and
+    # reads ours (a subscriber maps the publisher's segment, not its lock file)
     other = subprocess.Popen([sys.executable, '-c', 'import sys, time; '
                               'fs = [open(p, "rb") for p in sys.argv[1:]]; time.sleep(60)',
-                              str(shared[1]), str(strangers[1])])
+                              str(shared[1]), str(strangers[1]), str(mine[0])])
     held = [open(mine[1], 'rb'), open(shared[1], 'rb')]
     try:
         deadline = time.monotonic() + 30
@@ -253,3 +275,11 @@ def test_a_process_leaving_with_os_exit_removes_only_the_files_it_alone_holds(tm
         other.wait()
     assert not any(f.exists() for f in mine)
     assert all(f.exists() for f in shared + strangers)
+
+
+def test_segment_locks_are_the_lock_files_a_process_holds_not_its_ports(tmp_path):
+    seg = _segment(tmp_path, 'fastrtps_00000000000000ef', 0)
+    port = _segment(tmp_path, 'fastrtps_port7417', 0)
+    with open(seg[1], 'rb'), open(port[1], 'rb'), open(seg[0], 'rb'):
+        assert shm.segment_locks(os.getpid(), tmp_path) == {str(seg[1])}
+    assert shm.segment_locks(os.getpid(), tmp_path) == set()
