@@ -186,15 +186,25 @@ def test_pose_and_segmentation_layouts_are_recognised(tmp_path):
     assert specs['pose'].keypoint_names[0] == 'nose' and len(specs['pose'].skeleton) == 19
 
 
-def test_an_integer_input_gets_one_line(tmp_path):
+def test_an_integer_input_is_fed_through_a_cast_in_a_derived_file(tmp_path):
     x = helper.make_tensor_value_info('input', TensorProto.INT32, [1, 192, 192, 3])
     y = helper.make_tensor_value_info('y', TensorProto.FLOAT, [1, 1, 17, 3])
-    nodes = [helper.make_node('ConstantOfShape', ['shape'], ['y'])]
-    inits = [onnx.numpy_helper.from_array(np.array([1, 1, 17, 3], np.int64), 'shape')]
+    nodes = [helper.make_node('Shape', ['input'], ['s']),
+             helper.make_node('Slice', ['s', 'b', 'e'], ['one']),
+             helper.make_node('Concat', ['one', 'rest'], ['shape'], axis=0),
+             helper.make_node('ConstantOfShape', ['shape'], ['y'])]
+    inits = [onnx.numpy_helper.from_array(np.array(v, np.int64), n)
+             for n, v in (('b', [0]), ('e', [1]), ('rest', [1, 17, 3]))]
     model = helper.make_model(helper.make_graph(nodes, 't', [x], [y], inits),
                               opset_imports=[helper.make_opsetid('', 13)])
     model.ir_version = 8
-    onnx.save(model, str(tmp_path / 'int.onnx'))
-    with pytest.raises(user.ModelError, match=r"input 'input' is int32 \[1, 192, 192, 3\]: "
-                                              r'edge_infer feeds float32'):
-        user.propose(tmp_path / 'int.onnx')
+    f = tmp_path / 'int.onnx'
+    onnx.save(model, str(f))
+    before = f.read_bytes()
+    name, prop = user.add(f, registry=tmp_path / 'reg.yaml', models_dir=tmp_path / 'm')
+    assert prop.family == 'movenet' and prop.inputs['normalize']['std'] == [1, 1, 1]
+    assert any('int32 input: a Cast from float32 inserted' in w for w in prop.why)
+    assert f.read_bytes() == before                 # the user's file is untouched
+    derived = onnx.load(str(tmp_path / 'm' / 'int.onnx'))
+    assert derived.graph.input[0].type.tensor_type.elem_type == TensorProto.FLOAT
+    assert derived.graph.node[0].op_type == 'Cast'

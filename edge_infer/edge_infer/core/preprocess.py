@@ -87,11 +87,19 @@ class Transform:
                          width, height)
 
     def to_source(self, boxes: np.ndarray) -> np.ndarray:
-        """Map N x 4 boxes (x1, y1, x2, y2) from model input to source pixels, in place."""
+        """Map N x 4 boxes (x1, y1, x2, y2) from model input to source pixels, in place.
+
+        Clipped to the source image when its size is known: a box a model
+        places partly outside the frame ("(176, -1)-(242, 79)") is published
+        as the part inside it, as Ultralytics' own results are.
+        """
         boxes[:, 0::2] -= self.pad_x
         boxes[:, 0::2] /= self.scale_x
         boxes[:, 1::2] -= self.pad_y
         boxes[:, 1::2] /= self.scale_y
+        if self.src_w > 0 and self.src_h > 0:
+            np.clip(boxes[:, 0::2], 0.0, float(self.src_w), out=boxes[:, 0::2])
+            np.clip(boxes[:, 1::2], 0.0, float(self.src_h), out=boxes[:, 1::2])
         return boxes
 
     def points_to_source(self, xy: np.ndarray) -> np.ndarray:

@@ -2,24 +2,22 @@
 """Your own model: ``edge_infer model add | list | check`` (no ROS).
 
     edge_infer model add FILE.onnx [--name N] [--labels FILE] [--family F]
-                         [--calibration FOLDER|BAG]
+                         [--imgsz W[xH]] [--calibration FOLDER|BAG]
     edge_infer model list
     edge_infer model check NAME IMAGE [--out PNG]
 
-``add`` reads the ONNX file's inputs, outputs and metadata (Ultralytics
-exports carry task, names, imgsz, stride and end2end in ``metadata_props``),
-proposes the family (decoder), input size, preprocessing and labels, copies
-the file into the models directory, records its checksum, writes the entry
-to the user's registry ``$EDGE_INFER_HOME/models.yaml`` (read beside the
-package's ``config/models.yaml``; the user's entry wins on the same key) and
-runs the model on a bundled photo. A layout that fits several families gets
-one line naming them and asking for ``--family``; one that fits none gets one
-line with the tensor shapes seen. A node then runs it with ``model: NAME``.
+``add`` asks recognise.py what the file is (family, input size,
+preprocessing, labels), copies it into the models directory (or writes the
+derived copy of derive.py: a fixed input size, float32 in and out), records
+its checksum, runs it on a bundled photo and only then writes the entry to
+the user's registry ``$EDGE_INFER_HOME/models.yaml`` (read beside the
+package's ``config/models.yaml``; the user's entry wins on the same key).
+Whatever fails, the user gets one line and exit code 2, and the registry,
+the models directory and the labels stay as they were. A node then runs
+it with ``model: NAME``.
 """
 
 import argparse
-import ast
-from dataclasses import dataclass, field
 import pathlib
 import shutil
 import sys
@@ -28,282 +26,28 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 import yaml
 
-FAMILIES = ('yolov8', 'yolov5', 'end2end', 'yolox', 'rtdetr', 'nanodet', 'topk',
-            'yolov8_pose', 'movenet', 'yolov8_seg', 'semantic')
-YOLO = ('yolov8', 'yolov5', 'end2end')
-TASK_OF = {'yolov8_pose': 'pose', 'movenet': 'pose', 'yolov8_seg': 'segmentation',
-           'semantic': 'segmentation'}
-COCO, IMAGENET = 80, 1000
-
-
-class ModelError(ValueError):
-    """The file cannot be read as a model edge_infer can decode; the message says why."""
-
-
-@dataclass
-class Proposal:
-    """What ``model add`` proposes for one file."""
-
-    family: str
-    task: str
-    inputs: dict        # the registry entry's input: size, layout, preprocessing
-    output: dict
-    labels: List[str]
-    why: List[str] = field(default_factory=list)
-
-
-def read_onnx(path: pathlib.Path) -> Tuple[list, list, Dict[str, str]]:
-    """Return (inputs, outputs, metadata): tensors as (name, shape with None for free dims)."""
-    import onnx
-    try:
-        model = onnx.load(str(path), load_external_data=False)
-    except Exception as exc:  # protobuf's DecodeError and friends
-        raise ModelError(f'{path}: not a readable ONNX file ({type(exc).__name__}: '
-                         f'{str(exc)[:120]})') from None
-    inits = {i.name for i in model.graph.initializer}
-
-    def shape(t):
-        return [d.dim_value if d.HasField('dim_value') else None
-                for d in t.type.tensor_type.shape.dim]
-    inputs = [(t.name, shape(t)) for t in model.graph.input if t.name not in inits]
-    for t in model.graph.input:
-        if t.name not in inits and t.type.tensor_type.elem_type != onnx.TensorProto.FLOAT:
-            kind = onnx.TensorProto.DataType.Name(t.type.tensor_type.elem_type).lower()
-            raise ModelError(f"input '{t.name}' is {kind} {shape(t)}: edge_infer feeds "
-                             f'float32 image tensors (re-export it with a float input, or '
-                             f'add a Cast after a float input)')
-    outputs = [(t.name, shape(t)) for t in model.graph.output]
-    return inputs, outputs, {p.key: p.value for p in model.metadata_props}
-
-
-def _names(meta: Dict[str, str]) -> Optional[List[str]]:
-    try:
-        names = ast.literal_eval(meta['names'])
-    except (KeyError, ValueError, SyntaxError):
-        return None
-    if isinstance(names, dict):
-        return [str(names[k]) for k in sorted(names)]
-    return [str(n) for n in names] if isinstance(names, (list, tuple)) else None
-
-
-def _input(inputs, meta) -> Tuple[dict, List[str]]:
-    if len(inputs) != 1:
-        raise ModelError(f'{len(inputs)} inputs ({inputs}): edge_infer feeds one image tensor')
-    name, shp = inputs[0]
-    if len(shp) != 4:
-        raise ModelError(f"input '{name}' has shape {shp}: expected [1, 3, H, W] or [1, H, W, 3]")
-    layout = 'NHWC' if shp[3] == 3 and shp[1] != 3 else 'NCHW'
-    h, w = (shp[1], shp[2]) if layout == 'NHWC' else (shp[2], shp[3])
-    why = []
-    if not h or not w:
-        try:
-            size = ast.literal_eval(meta.get('imgsz', '640'))
-        except (ValueError, SyntaxError):
-            size = 640
-        h, w = (size, size) if isinstance(size, int) else (size[0], size[1])
-        why.append(f'free input size: {w}x{h} from ' +
-                   ('the metadata (imgsz)' if 'imgsz' in meta else 'the default'))
-    return {'width': int(w), 'height': int(h), 'layout': layout}, why
-
-
-def _per_pixel(shape, size) -> Optional[int]:
-    """Return the channel count of a [1, C, H, W] / [1, H, W, C] map over the input, else None.
-
-    A map over the input is at least 1/8 of its size (``size``: width, height).
-    """
-    if len(shape) != 4 or None in shape:
-        return None
-    w, h = size
-    for c, (mh, mw) in ((shape[1], shape[2:]), (shape[3], shape[1:3])):
-        if c <= 256 and mh * 8 >= h and mw * 8 >= w and mh <= h and mw <= w:
-            return c
-    return None
-
-
-def _family(outputs, meta, nc: Optional[int], size=(0, 0)) -> Tuple[str, Optional[int], str]:
-    """Return (family, class count or None, why) from the outputs' shapes (input ``size``)."""
-    shapes = [s for _, s in outputs]
-    if meta.get('task') == 'obb':
-        raise ModelError(f"task 'obb' (Ultralytics metadata): rotated boxes are not decoded "
-                         f'(outputs {shapes})')
-    if meta.get('task') == 'pose':
-        return 'yolov8_pose', nc or 1, f"task 'pose' in the metadata, {shapes[0]}"
-    if meta.get('task') == 'segment' or (len(shapes) == 2 and sorted(map(len, shapes)) == [3, 4]):
-        det, protos = sorted(shapes, key=len)
-        if nc is None and det[1] and protos[1]:
-            nc = det[1] - 4 - protos[1]
-        return 'yolov8_seg', nc, f'{shapes}: boxes + mask coefficients, and prototypes'
-    if len(shapes) == 1 and shapes[0] in ([1, 1, 17, 3], [1, 6, 56]):
-        return 'movenet', 1, (f'{shapes[0]}: MoveNet ' + ('single' if shapes[0][1] == 1 else
-                                                          'multi') + '-pose, 17 keypoints')
-    ch = _per_pixel(shapes[0], size) if len(shapes) == 1 else None
-    if ch:
-        return 'semantic', nc or max(2, ch), (
-            f'{shapes[0]}: per-pixel scores, {ch} channel(s)'
-            + (' (one foreground channel: background + foreground)' if ch == 1 else ''))
-    names = [n for n, _ in outputs]
-    if len(outputs) >= 2 and len(outputs) % 2 == 0 and all(
-            n.startswith('cls_') for n in names[:len(names) // 2]):
-        return 'nanodet', shapes[0][-1], 'NanoDet heads (cls_*/reg_* per stride)'
-    if len(outputs) == 1 and len(shapes[0]) == 2:
-        return 'topk', shapes[0][1], f'one [1, C] output {shapes[0]}: a classifier'
-    if len(outputs) != 1 or len(shapes[0]) != 3:
-        raise ModelError(f'outputs {shapes} fit no known layout (one [1, a, b] detector output, '
-                         f'one [1, C] classifier output, or NanoDet heads): pass --family '
-                         f'only if the file really has one of those')
-    _, a, b = shapes[0]
-    if 'rt-detr' in meta.get('description', '').lower().replace('rtdetr', 'rt-detr'):
-        return 'rtdetr', nc if nc is not None else (b - 4 if b else None), \
-            'RT-DETR in the metadata (one query per object, no NMS)'
-    if str(meta.get('end2end', '')).lower() == 'true':
-        return 'end2end', nc, 'end2end: true in the metadata (NMS inside)'
-    if b == 6 and (a is None or a <= 1000):
-        return 'end2end', nc, f'{shapes[0]}: rows of x1 y1 x2 y2 score class (NMS inside)'
-    if nc is not None:
-        fits = [f for f, w in (('yolov8', 4 + nc), ('yolov5', 5 + nc))
-                if w in (a, b) and not (f == 'yolov5' and a == w)]
-        if len(fits) == 1:
-            return fits[0], nc, f'{shapes[0]} with {nc} classes'
-        raise ModelError(f'output {shapes[0]} fits no detector layout for {nc} classes '
-                         f'(yolov8: 4+{nc} = {4 + nc}, yolov5: 5+{nc} = {5 + nc})')
-    if a is not None and b is not None and a < b:
-        return 'yolov8', a - 4, f'{shapes[0]}: channels first, as Ultralytics exports v8/v11'
-    c = b
-    guess = [f for f, k in (('yolov8', c - 4), ('yolov5', c - 5)) if k == COCO]
-    if len(guess) == 1:
-        yolox = '; YOLOX raw grids have this shape too: --family yolox' \
-            if guess[0] == 'yolov5' else ''
-        return guess[0], COCO, (f'{shapes[0]}: {c} = {c - COCO} + 80 COCO classes '
-                                f'({"with" if guess[0] == "yolov5" else "no"} objectness)'
-                                f'{yolox}')
-    raise ModelError(f'output {shapes[0]} fits yolov8 (transposed, {c - 4} classes) and '
-                     f'yolov5 ({c - 5} classes): pass --family yolov8|yolov5 or --labels FILE')
-
-
-def propose(path: pathlib.Path, family: str = '', labels: Optional[List[str]] = None
-            ) -> Proposal:
-    """Return what ``model add`` would register for ``path``; ModelError if it cannot."""
-    from .. import paths
-    inputs, outputs, meta = read_onnx(path)
-    names = labels or _names(meta)
-    nc = len(names) if names else None
-    inp, why = _input(inputs, meta)
-    if family:
-        if family not in FAMILIES:
-            raise ModelError(f"family '{family}': use one of {', '.join(FAMILIES)}")
-        fam, why_f = family, 'given (--family)'
-        shp = outputs[0][1] if len(outputs) == 1 else []
-        if nc is None and family == 'topk' and shp:
-            nc = shp[-1]
-        elif nc is None and family in ('yolov8', 'yolov5', 'yolox', 'rtdetr') and \
-                len(shp) == 3:
-            first = family == 'yolov8' and shp[1] and shp[2] and shp[1] < shp[2]
-            nc = (shp[1] if first else shp[2]) - (4 if family in ('yolov8', 'rtdetr') else 5)
-    else:
-        fam, nc, why_f = _family(outputs, meta, nc, (inp['width'], inp['height']))
-    why.append(f'family {fam}: {why_f}')
-    if not names and fam in ('movenet', 'yolov8_pose') and (nc or 1) == 1:
-        names = ['person']
-    elif not names and fam == 'semantic' and nc == 2:
-        names = ['background', 'foreground']
-    if not names:
-        builtin = {COCO: 'coco.txt', IMAGENET: 'imagenet.txt'}.get(nc or 0)
-        if builtin:
-            names = (paths.config_dir() / 'labels' / builtin).read_text().split('\n')
-            names = [n.strip() for n in names if n.strip()]
-            why.append(f'labels: {builtin} ({nc} classes)')
-        elif nc:
-            names = [f'class_{i}' for i in range(nc)]
-            why.append(f'labels: none in the file, {nc} classes named class_0..; '
-                       f'pass --labels FILE for names')
-        else:
-            raise ModelError('cannot tell the class count: pass --labels FILE')
-    else:
-        why.append(f"labels: {len(names)} from {'--labels' if labels else 'the metadata'}")
-    ultralytics = meta.get('author', '').lower().startswith('ultralytics') or fam in YOLO
-    if fam == 'yolox':
-        inp.update(color='bgr', resize='letterbox', pad_value=114,
-                   normalize={'mean': [0, 0, 0], 'std': [1, 1, 1]})
-        out = {'decoder': 'yolox', 'score_threshold': 0.3, 'nms_iou': 0.45,
-               'max_detections': 300}
-        why.append('preprocessing: YOLOX (BGR 0..255, letterbox padded with 114)')
-        task = 'detection'
-    elif fam == 'rtdetr':
-        inp.update(color='rgb', resize='stretch',
-                   normalize={'mean': [0, 0, 0], 'std': [255, 255, 255]})
-        out = {'decoder': 'rtdetr', 'score_threshold': 0.25, 'max_detections': 300}
-        why.append('preprocessing: RT-DETR (RGB 0..1, stretched to the input)')
-        task = 'detection'
-    elif fam in YOLO:
-        inp.update(color='rgb', resize='letterbox', pad_value=114,
-                   normalize={'mean': [0, 0, 0], 'std': [255, 255, 255]})
-        out = {'decoder': fam, 'score_threshold': 0.25, 'nms_iou': 0.7, 'max_detections': 300}
-        why.append('preprocessing: Ultralytics (RGB, 0..1, letterbox padded with 114); '
-                   'thresholds: its predict defaults (score 0.25, IoU 0.7, 300 boxes)')
-        task = 'detection'
-    elif fam in ('yolov8_pose', 'yolov8_seg'):
-        inp.update(color='rgb', resize='letterbox', pad_value=114,
-                   normalize={'mean': [0, 0, 0], 'std': [255, 255, 255]})
-        out = {'decoder': fam, 'score_threshold': 0.25, 'nms_iou': 0.7, 'max_detections': 100}
-        if fam == 'yolov8_pose':
-            try:
-                kpt = list(ast.literal_eval(meta.get('kpt_shape', '[17, 3]')))
-            except (ValueError, SyntaxError):
-                kpt = [17, 3]
-            out['kpt_shape'] = [int(v) for v in kpt]
-            if kpt[0] == 17:
-                out['keypoints'] = 'coco17'
-            why.append(f'keypoints: {kpt[0]} x {kpt[1]} (kpt_shape)'
-                       + (', COCO names and skeleton' if kpt[0] == 17 else ''))
-        why.append('preprocessing: Ultralytics (RGB, 0..1, letterbox padded with 114)')
-        task = TASK_OF[fam]
-    elif fam == 'movenet':
-        inp.update(color='rgb', resize='letterbox', pad_value=0,
-                   normalize={'mean': [0, 0, 0], 'std': [1, 1, 1]})
-        out = {'decoder': 'movenet', 'score_threshold': 0.2, 'keypoint_threshold': 0.3,
-               'keypoints': 'coco17'}
-        why.append('preprocessing: MoveNet (RGB 0..255, letterbox)')
-        task = 'pose'
-    elif fam == 'semantic':
-        inp.update(color='rgb', resize='stretch',
-                   normalize={'mean': [0, 0, 0], 'std': [255, 255, 255]})
-        out = {'decoder': 'semantic'}
-        why.append('preprocessing: a guess (RGB 0..1, stretched): check it against the '
-                   "model's documentation and edit the entry if it differs")
-        task = 'segmentation'
-    elif fam == 'nanodet':
-        raise ModelError('NanoDet heads: copy the bundled nanodet entry of config/models.yaml '
-                         '(its strides and bins depend on the export)')
-    else:
-        task = 'classification'
-        if ultralytics and meta.get('task') == 'classify':
-            inp.update(color='rgb', resize='center_crop',
-                       normalize={'mean': [0, 0, 0], 'std': [255, 255, 255]})
-            out = {'decoder': 'topk', 'top_k': 5, 'softmax': False}
-            why.append('preprocessing: Ultralytics classify (RGB 0..1, centre crop); '
-                       'outputs are probabilities')
-        else:
-            inp.update(color='rgb', resize='center_crop',
-                       normalize={'mean': [123.675, 116.28, 103.53],
-                                  'std': [58.395, 57.12, 57.375]})
-            out = {'decoder': 'topk', 'top_k': 5, 'softmax': True}
-            why.append('preprocessing: ImageNet (RGB, mean/std, centre crop 0.875)')
-    return Proposal(fam, task, inp, out, list(names), why)
+from .recognise import FAMILIES, ModelError, parse_imgsz, Proposal, propose
 
 
 def add(path: pathlib.Path, name: str = '', labels_file: Optional[pathlib.Path] = None,
         family: str = '', registry: Optional[pathlib.Path] = None,
         models_dir: Optional[pathlib.Path] = None,
-        calibration: Optional[pathlib.Path] = None) -> Tuple[str, Proposal]:
+        calibration: Optional[pathlib.Path] = None,
+        imgsz: Optional[Tuple[int, int]] = None,
+        try_on: Optional[pathlib.Path] = None,
+        out_png: Optional[pathlib.Path] = None) -> Tuple[str, Proposal]:
     """Register ``path`` in the user's registry; return (name, proposal).
 
     ``calibration``: a folder of images or a rosbag2 folder whose frames
     calibrate the model's int8 variants (checked for a readable image here);
-    without it they calibrate on the bundled video.
+    without it they calibrate on the bundled video. ``try_on``: an image the
+    model must run on before anything is kept (its lines: ``proposal.checked``).
+    On any failure the registry, the models directory and the labels are as
+    they were.
     """
     from .. import paths
     from ..checksums import sha256_file
-    from ..core.registry import load_registry, user_registry_path
+    from ..core.registry import load_registry, RegistryError, user_registry_path
     path = pathlib.Path(path)
     if not path.is_file():
         raise ModelError(f'{path}: no such file')
@@ -311,7 +55,7 @@ def add(path: pathlib.Path, name: str = '', labels_file: Optional[pathlib.Path] 
     if labels_file is not None:
         labels = [ln.strip() for ln in pathlib.Path(labels_file).read_text().splitlines()
                   if ln.strip()]
-    prop = propose(path, family, labels)
+    prop = propose(path, family, labels, imgsz)
     if calibration is not None:
         from ..backends.calibration_sources import QuantizeError, source_frames
         calibration = pathlib.Path(calibration).expanduser().resolve()
@@ -322,32 +66,82 @@ def add(path: pathlib.Path, name: str = '', labels_file: Optional[pathlib.Path] 
     name = name or path.stem
     registry = pathlib.Path(registry) if registry else user_registry_path()
     models_dir = pathlib.Path(models_dir) if models_dir else paths.models_dir()
-    models_dir.mkdir(parents=True, exist_ok=True)
     target = models_dir / f'{name}.onnx'
-    if target.resolve() != path.resolve():
-        shutil.copyfile(path, target)
     labels_path = registry.parent / 'labels' / f'{name}.txt'
-    labels_path.parent.mkdir(parents=True, exist_ok=True)
-    labels_path.write_text('\n'.join(prop.labels) + '\n')
-    doc = yaml.safe_load(registry.read_text()) if registry.is_file() else None
-    doc = doc if isinstance(doc, dict) and isinstance(doc.get('models'), dict) else \
-        {'models': {}}
-    doc['models'][name] = {
-        'file': target.name, 'sha256': sha256_file(target), 'task': prop.task,
-        'input': prop.inputs, 'output': prop.output,
-        'labels': str(labels_path.relative_to(registry.parent)),
-        'source': {'added_from': str(path.resolve()), 'family': prop.family,
-                   'why': '; '.join(prop.why)}}
-    if calibration is not None:
-        doc['models'][name]['calibration'] = str(calibration)
-    registry.parent.mkdir(parents=True, exist_ok=True)
     tmp = registry.with_suffix('.yaml.tmp')
-    tmp.write_text("# Your models (edge_infer model add); read beside the package's "
-                   'config/models.yaml, and wins on the same name.\n'
-                   + yaml.safe_dump(doc, sort_keys=False))
-    load_registry(tmp)       # refuse to write an entry the nodes could not read
+    same = target.resolve() == path.resolve()   # the file is in the models directory already
+    kept = _Kept([labels_path] if same else [target, labels_path])   # put back on failure
+    try:
+        models_dir.mkdir(parents=True, exist_ok=True)
+        if prop.derived is not None:
+            import onnx
+            onnx.save(prop.derived, str(target))
+        elif not same:
+            shutil.copyfile(path, target)
+        labels_path.parent.mkdir(parents=True, exist_ok=True)
+        labels_path.write_text('\n'.join(prop.labels) + '\n')
+        doc = yaml.safe_load(registry.read_text()) if registry.is_file() else None
+        doc = doc if isinstance(doc, dict) and isinstance(doc.get('models'), dict) else \
+            {'models': {}}
+        doc['models'][name] = {
+            'file': target.name, 'sha256': sha256_file(target), 'task': prop.task,
+            'input': prop.inputs, 'output': prop.output,
+            'labels': str(labels_path.relative_to(registry.parent)),
+            'source': {'added_from': str(path.resolve()), 'family': prop.family,
+                       'why': '; '.join(prop.why)}}
+        if prop.derived is not None:
+            doc['models'][name]['source']['sha256_of_the_original'] = sha256_file(path)
+        if calibration is not None:
+            doc['models'][name]['calibration'] = str(calibration)
+        registry.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text("# Your models (edge_infer model add); read beside the package's "
+                       'config/models.yaml, and wins on the same name.\n'
+                       + yaml.safe_dump(doc, sort_keys=False))
+        spec = load_registry(tmp)[name]      # refuse an entry the nodes could not read
+        if try_on is not None:
+            prop.checked = check(spec, try_on, models_dir, out_png)
+    except (ModelError, RegistryError, OSError) as exc:
+        kept.restore()
+        tmp.unlink(missing_ok=True)
+        raise ModelError(f'{exc}') from None
+    except Exception as exc:    # the decoder or a runtime on the trial image
+        kept.restore()
+        tmp.unlink(missing_ok=True)
+        first = str(exc).splitlines()[0][:200] if str(exc) else ''
+        where = try_on.name if try_on is not None else 'the trial image'
+        raise ModelError(f'it did not run on {where}: {type(exc).__name__}: {first}') from None
     tmp.replace(registry)
+    kept.drop()
     return name, prop
+
+
+class _Kept:
+    """Files as they were before ``model add`` wrote over them: put back, or forgotten."""
+
+    def __init__(self, files: List[pathlib.Path]):
+        self.saved: Dict[pathlib.Path, Optional[pathlib.Path]] = {}
+        for f in files:
+            backup = f.with_name(f.name + '.before-add')
+            if f.is_file():
+                f.replace(backup)
+                self.saved[f] = backup
+            else:
+                self.saved[f] = None
+
+    def restore(self) -> None:
+        for f, backup in self.saved.items():
+            try:
+                if backup is None:
+                    f.unlink(missing_ok=True)
+                else:
+                    backup.replace(f)
+            except OSError:
+                pass
+
+    def drop(self) -> None:
+        for backup in self.saved.values():
+            if backup is not None:
+                backup.unlink(missing_ok=True)
 
 
 def check(spec, image: pathlib.Path, models_dir: Optional[pathlib.Path] = None,
@@ -414,7 +208,7 @@ def _photo() -> pathlib.Path:
 def main(argv=None) -> int:
     """Run ``edge_infer model add | list | check``; return the exit status."""
     from ..core.backend import BackendError
-    from ..core.registry import load_models
+    from ..core.registry import load_models, RegistryError
     ap = argparse.ArgumentParser(prog='edge_infer model', description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest='verb', required=True)
     a = sub.add_parser('add', help='register an ONNX file in your registry')
@@ -423,6 +217,9 @@ def main(argv=None) -> int:
     a.add_argument('--labels', type=pathlib.Path, default=None,
                    help='class names, one per line, in class-id order')
     a.add_argument('--family', default='', choices=('',) + FAMILIES)
+    a.add_argument('--imgsz', default=None, metavar='W[xH]',
+                   help='input size of a model whose input size is free and whose metadata '
+                        "does not say it (default: Ultralytics' 640)")
     a.add_argument('--calibration', type=pathlib.Path, default=None,
                    help='a folder of images or a rosbag2 folder from your camera: int8 '
                         'variants calibrate on it (default: the bundled video)')
@@ -434,8 +231,11 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     try:
         if args.verb == 'add':
+            imgsz = parse_imgsz(args.imgsz) if args.imgsz else None
+            out_png = pathlib.Path('out') / f'{args.name or args.file.stem}.png'
             name, prop = add(args.file, args.name, args.labels, args.family,
-                             calibration=args.calibration)
+                             calibration=args.calibration, imgsz=imgsz, try_on=_photo(),
+                             out_png=out_png)
             print(f"added '{name}': {prop.task}, {prop.inputs['width']}x{prop.inputs['height']}, "
                   f'{len(prop.labels)} classes')
             for line in prop.why:
@@ -445,7 +245,7 @@ def main(argv=None) -> int:
             print('  int8 calibration: ' + (
                 spec.calibration or "the bundled video's first half (--calibration FOLDER|BAG "
                 'for frames from your own camera)'))
-            for line in check(spec, _photo(), out_png=pathlib.Path('out') / f'{name}.png'):
+            for line in prop.checked:
                 print(line)
             print(f'run it: a node with model: {name} (backend: auto measures it on this board)')
         elif args.verb == 'list':
@@ -460,7 +260,12 @@ def main(argv=None) -> int:
             for line in check(models[args.name], args.image,
                               out_png=args.out or pathlib.Path('out') / f'{args.name}.png'):
                 print(line)
-    except (ValueError, OSError, BackendError) as exc:     # ModelError, RegistryError, ...
+    except (ModelError, RegistryError, BackendError, OSError) as exc:
         print(f'edge_infer model: {exc}', file=sys.stderr)
+        return 2
+    except Exception as exc:    # a case not foreseen: still one line, and exit 2
+        first = str(exc).splitlines()[0][:200] if str(exc) else ''
+        print(f'edge_infer model {args.verb}: unexpected {type(exc).__name__}: {first} '
+              f'(please report it with the file)', file=sys.stderr)
         return 2
     return 0
