@@ -17,7 +17,6 @@ from edge_infer import paths
 from edge_infer.backends.live import LiveChoice, LiveSettings
 from edge_infer.backends.live_pacing import Pacing
 from edge_infer.backends.live_rule import dwell_margin, paired_verdict, sign_test_p
-from edge_infer.backends.live_runners import LookTurns
 from edge_infer.backends.profiling import calibration_frames, CandidateResult, ProfileRun
 from edge_infer.core.image import Frame
 from edge_infer.core.registry import load_registry
@@ -103,7 +102,6 @@ def sim(data_home):
     frames = [Frame(cv2.resize(f.pixels, size), f.color)
               for f in calibration_frames(2)[0]]
     opened = []
-    turns = LookTurns()
 
     def make(candidates, profile_ms, settings=None, foreign=None):
         """candidates: [(name, latency, threads)], the first chosen; profile_ms: p50 each.
@@ -119,7 +117,6 @@ def sim(data_home):
                           settings=settings or LiveSettings(drift_threshold=0),
                           log=lambda s: None, clock=clock, observer=RecordingObserver(),
                           foreign_load=lambda: foreign(clock.t) if foreign else None)
-        live.hours.turns = turns        # this simulation's models, not the process's
         live.start(backend=backends[0], run=run)
         for t in live._threads:         # the runners-up open in the background
             t.join()
@@ -141,7 +138,7 @@ def sim(data_home):
         return served
 
     sim = type('Sim', (), {})()
-    sim.clock, sim.make, sim.serve, sim.turns = clock, make, serve, turns
+    sim.clock, sim.make, sim.serve = clock, make, serve
     yield sim
     for live in opened:
         live.close()
@@ -566,9 +563,6 @@ def test_idle_runners_up_are_closed_and_a_cue_or_a_due_look_opens_them(sim):
     c = ('fake/c', _noisy(7.0, 0.03, seed=43), 1)
     settings = LiveSettings(drift_threshold=0, runners_idle_s=10.0, runners_recheck_s=40.0)
     live = sim.make([a, b, c], [5.0, 6.0, 7.0], settings=settings)
-    sim.serve(live, 0.1)
-    for t in live._threads:
-        t.join()
     assert len(live.runners) == 2           # a fresh choice: open for a look
     sim.serve(live, 12.0)
     assert len(live.runners) == 0           # nothing moved for 10 s: closed
@@ -587,36 +581,6 @@ def test_idle_runners_up_are_closed_and_a_cue_or_a_due_look_opens_them(sim):
     assert live.switches[0]['t'] - slow_at < 8.0
     assert live.backend_name == 'fake/b'
     assert all(name != 'fake/a' for t, name in served if t > live.switches[0]['t'])
-
-
-def test_routine_looks_take_turns_and_a_change_opens_every_model_at_once(sim):
-    """Four models' runners-up opened together swung the container by 140-220 MB."""
-    settings = LiveSettings(drift_threshold=0, runners_idle_s=10.0, runners_recheck_s=60.0)
-    lives = [sim.make([(f'fake/a{i}', _noisy(5.0, 0.02, seed=60 + i), 1),
-                       (f'fake/b{i}', _noisy(8.0, 0.02, seed=70 + i), 1)], [5.0, 8.0],
-                      settings=settings) for i in range(3)]
-    most, looked = 0, set()
-    t0 = sim.clock.t
-    while sim.clock.t < t0 + 50.0:      # round robin: one frame of each model at a time
-        for live in lives:
-            sim.serve(live, 0.05)
-            for t in live._threads:
-                t.join()
-        open_now = [i for i, live in enumerate(lives) if live.runners]
-        most = max(most, len(open_now))
-        looked.update(open_now)
-    assert most == 1 and looked == {0, 1, 2}        # each fresh choice looked, in turn
-    assert sim.turns.held() <= 1
-    now = sim.clock.monotonic()
-    for live in lives:                  # a change (the load moved): every model looks now
-        live._alert(now, 'test: the load moved')
-    for live in lives:
-        sim.serve(live, 0.05)
-        for t in live._threads:
-            t.join()
-    assert all(live.runners for live in lives)
-    lives[0].close()                    # a closed choice gives its turn back
-    assert not any(h is lives[0].hours for h in sim.turns._holders)
 
 
 def test_a_load_that_stays_is_accepted_and_the_runners_up_stay_closed(sim):

@@ -161,10 +161,8 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
                 self.manager is not None:
             self.load_watch.start()
             self._watching = True
-            if self.hours.lazy:     # a fresh choice: a look for a while, in its turn
-                self.hours.schedule(self.clock.monotonic())
-            else:
-                self._spawn(self._open_runners, 'runners')
+            self.hours.cue(self.clock.monotonic())      # a fresh choice: look for a while
+            self._spawn(self._open_runners, 'runners')
 
     def fix(self, backend, run: ProfileRun) -> ProfileRun:
         """Open ``backend`` as a fixed choice (no re-selection: e.g. the shared executor)."""
@@ -478,7 +476,6 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
         """
         left = self.join(timeout)
         self.runners.close()
-        self.hours.close()
         for model in (self.model, self._pending):
             if model is not None:
                 model.close()

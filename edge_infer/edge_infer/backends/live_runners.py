@@ -15,7 +15,6 @@ import contextlib
 import statistics
 import threading
 from typing import Callable, Deque, Dict, List, Optional, Sequence, Tuple
-import weakref
 
 from .live_rule import LiveSettings
 from ..core.backend import first_line, open_session
@@ -288,65 +287,21 @@ class RunnerPool:
             sess.close()
 
 
-class LookTurns:
-    """Which models of the process may hold runners-up open for a routine look.
-
-    A fresh choice and the look every ``runners_recheck_s`` are routine: the
-    four models of the default graph made theirs at the same moments, and
-    their runners-up together swung the container between 505 and 645-725 MB
-    (bench/footprint.py, warm). Routine looks take turns, ``at_once`` models
-    at a time; a cue that something changed (the load, a drift alarm, a
-    switch) opens at once. A holder that is gone frees its turn.
-    """
-
-    def __init__(self, at_once: int = 1):
-        self.at_once = at_once
-        self._lock = threading.Lock()
-        self._holders: 'weakref.WeakSet' = weakref.WeakSet()
-
-    def take(self, holder) -> bool:
-        """Give ``holder`` a turn if one is free (or it has one); return whether it has one."""
-        with self._lock:
-            if holder in self._holders:
-                return True
-            if len(self._holders) >= self.at_once:
-                return False
-            self._holders.add(holder)
-            return True
-
-    def release(self, holder) -> None:
-        """End ``holder``'s turn (nothing if it had none)."""
-        with self._lock:
-            self._holders.discard(holder)
-
-    def held(self) -> int:
-        """Return how many turns are held."""
-        with self._lock:
-            return len(self._holders)
-
-
-LOOK_TURNS = LookTurns()
-
-
 class RunnerHours:
     """When the runners-up are open (memory): always, or for a while after each cue.
 
     Each open runner-up is a whole session (25-40 MB for a small model on
     OpenVINO; 8 of them held ~200 MB of the four-model container,
     bench/memory_parts.py). With ``runners_idle_s`` > 0 they are open only
-    for that long after a cue that the load changed, a drift alarm or a
-    switch (:meth:`cue`), and after a fresh choice and every
-    ``runners_recheck_s`` (:meth:`schedule`: a routine look, when
-    :class:`LookTurns` gives this model a turn); then closed until the next.
-    0: open all the time. Reads no clock.
+    for that long after a fresh choice, a cue that the load changed, a drift
+    alarm or a switch, and for a look every ``runners_recheck_s``; then
+    closed until the next. 0: open all the time. Reads no clock.
     """
 
-    def __init__(self, settings: LiveSettings, turns: Optional[LookTurns] = None):
+    def __init__(self, settings: LiveSettings):
         self.settings = settings
-        self.turns = LOOK_TURNS if turns is None else turns
         self.until = float('-inf')      # open until then
         self.next_check = float('inf')  # the next look without a cue
-        self.waiting = False            # a routine look waits for its turn
 
     @property
     def lazy(self) -> bool:
@@ -354,42 +309,28 @@ class RunnerHours:
         return self.settings.runners_idle_s > 0
 
     def cue(self, now: float) -> None:
-        """Keep (or get) them open for ``runners_idle_s`` from ``now``: something changed."""
+        """Keep (or get) them open for ``runners_idle_s`` from ``now``."""
         self.until = max(self.until, now + self.settings.runners_idle_s)
-        self.next_check = now + self.settings.runners_recheck_s
-
-    def schedule(self, now: float) -> None:
-        """Ask for a routine look: open for ``runners_idle_s`` once this model has a turn."""
-        self.waiting = True
         self.next_check = now + self.settings.runners_recheck_s
 
     def tend(self, now: float, pool: RunnerPool) -> Optional[str]:
         """Return 'open' or 'close' when ``pool`` should be, None when it is as it should be.
 
-        A runner-up awaiting its confirming look keeps the pool open (and the turn).
+        A runner-up awaiting its confirming look keeps the pool open.
         """
         if not self.lazy:
             return None
         want = self.want_open(now)
         if want and not pool:
             return 'open'
-        if not want and not any(pool.screened(n, now) for n in pool.names()):
-            self.turns.release(self)
-            return 'close' if pool else None
+        if not want and pool and not any(pool.screened(n, now) for n in pool.names()):
+            return 'close'
         return None
 
     def want_open(self, now: float) -> bool:
-        """Return whether they should be open at ``now`` (a due look is asked for)."""
+        """Return whether they should be open at ``now`` (a due look counts as a cue)."""
         if not self.lazy:
             return True
         if now >= self.next_check:
-            self.schedule(now)
-        if self.waiting and self.turns.take(self):
-            self.waiting = False
-            self.until = max(self.until, now + self.settings.runners_idle_s)
+            self.cue(now)
         return now < self.until
-
-    def close(self) -> None:
-        """Give the turn back (the choice is closing)."""
-        self.waiting = False
-        self.turns.release(self)
