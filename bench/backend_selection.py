@@ -38,7 +38,7 @@ def side_by_side(spec, model_path, backends, rounds: int, runs: int) -> dict:
     of the frame into the input kind the session takes, then the run (a
     '+pre' candidate does part of the preprocessing inside its run).
     """
-    from edge_infer.backends.profiling import calibration_frames
+    from edge_infer.backends.measure.profiling import calibration_frames
     from edge_infer.core.backend import input_kind, open_session
     from edge_infer.core.preprocess import Preprocessor
     frame = calibration_frames(1)[0][0]

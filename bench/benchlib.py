@@ -30,7 +30,7 @@ BENCH_DIR = pathlib.Path(__file__).resolve().parent
 
 def board_name() -> str:
     """Return the board (device tree) or CPU model name."""
-    from edge_infer.backends.cache import board_fingerprint
+    from edge_infer.backends.measure.cache import board_fingerprint
     fp = board_fingerprint()
     return fp.get('board') or fp.get('cpu') or platform.machine()
 
@@ -103,7 +103,7 @@ def library_versions() -> Dict[str, str]:
 
 def machine_record() -> Dict[str, str]:
     """Return the machine description written at the head of every result."""
-    from edge_infer.backends.cache import board_fingerprint
+    from edge_infer.backends.measure.cache import board_fingerprint
     fp = board_fingerprint()
     rec = {'machine': machine_slug(), 'cpu': fp.get('cpu', ''), 'board': fp.get('board', ''),
            'cpus': fp.get('cpus', ''), 'gpu': fp.get('gpu', '') or 'none found',

@@ -36,7 +36,7 @@ import tempfile
 from backend_selection import side_by_side
 from edge_infer import paths
 from edge_infer.backends.manager import BackendManager, load_config
-from edge_infer.backends.profiling import calibration_frames
+from edge_infer.backends.measure.profiling import calibration_frames
 from edge_infer.core.registry import load_registry
 import numpy as np
 

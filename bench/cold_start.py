@@ -240,7 +240,7 @@ def main() -> int:
              f'same moment. Times in seconds from the start command; medians over '
              f'{args.rounds} interleaved rounds, max beside. Load average at start '
              f'{load0[0]:.2f}.')
-    from edge_infer.backends.pnnx import pnnx_binary
+    from edge_infer.backends.libs.pnnx import pnnx_binary
     res.note('ncnn candidates: ' + ('measured (pnnx installed)' if pnnx_binary() else
                                     'unavailable (no pnnx: fewer candidates to profile)'))
     res.note('settled = the BackendReport that ends the choice: trigger profiled '

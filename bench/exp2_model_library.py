@@ -40,7 +40,7 @@ import time
 import benchlib
 from edge_infer import paths
 from edge_infer.backends.manager import BackendManager, load_config
-from edge_infer.backends.profiling import calibration_frames
+from edge_infer.backends.measure.profiling import calibration_frames
 from edge_infer.core.backend import input_kind, open_session
 from edge_infer.core.preprocess import INPUT_KINDS, Preprocessor
 from edge_infer.core.registry import load_registry

@@ -9,7 +9,7 @@ conv layer computed by the direct 6-loop method (MCMK), by im2col + GEMM and
 by im2row + GEMM (OpenBLAS), and the speed-up of the best over direct.
 
 The conv kernels are edge_infer's numpy BLAS backend
-(edge_infer.backends.blas): ``im2col`` (patch matrix [C k k, Ho Wo], one
+(edge_infer.backends.libs.blas): ``im2col`` (patch matrix [C k k, Ho Wo], one
 GEMM), ``im2row`` (patch rows [Ho Wo, C k k], GEMM, transpose back) and
 ``direct`` (no patch matrix and no BLAS: per kernel offset, an einsum over
 channels of a strided view of the input, accumulated). The backend itself
@@ -42,7 +42,7 @@ from typing import Dict, List, Optional
 
 import benchlib
 from edge_infer import paths
-from edge_infer.backends.blas import BlasBackend
+from edge_infer.backends.libs.blas import BlasBackend
 from exp1_sgemm import blas_name, loadavg, OpenBlas
 import numpy as np
 

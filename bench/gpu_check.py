@@ -45,7 +45,7 @@ def nvidia_smi() -> str:
 def backend_probes() -> list:
     """Return (candidate, available, reason) for every non-CPU candidate."""
     from edge_infer.backends.manager import BackendManager
-    from edge_infer.backends.profiling import probe_backend
+    from edge_infer.backends.measure.profiling import probe_backend
     cache = pathlib.Path(tempfile.mkdtemp(prefix='edge_infer_gpu_check_'))
     mgr = BackendManager(cache, log=lambda s: None)
     out = []

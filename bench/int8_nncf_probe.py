@@ -4,7 +4,7 @@
     ./run.sh exec python bench/int8_nncf_probe.py
         [--models nanodet mobilenet_v2] [--accuracy-control]
 
-The probe that preceded the int8-nncf candidates (edge_infer/backends/quantize.py
+The probe that preceded the int8-nncf candidates (edge_infer/backends/precision/quantize.py
 makes them now, on the video's first half, judged on the second half and the
 photos); kept to compare quantizer settings quickly: per model, OpenVINO on
 one thread at fp32, at the CPU's native precision, and int8 from
@@ -40,8 +40,8 @@ def main() -> int:
     ap.add_argument('--accuracy-control', action='store_true')
     args = ap.parse_args()
     from edge_infer import paths
-    from edge_infer.backends.openvino import native_precision  # blocks OpenVINO telemetry
-    from edge_infer.backends.profiling import calibration_frames, Reference
+    from edge_infer.backends.libs.openvino import native_precision  # blocks OpenVINO telemetry
+    from edge_infer.backends.measure.profiling import calibration_frames, Reference
     from edge_infer.core.preprocess import Preprocessor
     from edge_infer.core.registry import load_models
     try:

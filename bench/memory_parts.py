@@ -52,7 +52,7 @@ def main() -> int:
 
     def step(what: str) -> None:
         if args.trim:
-            from edge_infer.backends.memory import release_freed_memory
+            from edge_infer.backends.measure.memory import release_freed_memory
             release_freed_memory()
         now = rss()
         rows.append((what, now, now - last[0]))
@@ -73,13 +73,13 @@ def main() -> int:
         step(f'import {lib}')
     from edge_infer import paths
     from edge_infer.backends.manager import shared_manager
-    from edge_infer.backends.live_runners import wanted
+    from edge_infer.backends.live.runners_up import wanted
     from edge_infer.core.backend import open_session
     from edge_infer.core.registry import load_registry
     mgr = shared_manager(log=lambda s: None)
     step('edge_infer backend manager, candidate list')
     reg = load_registry(paths.config_dir() / 'models.yaml')
-    from edge_infer.backends.profiling import calibration_frames
+    from edge_infer.backends.measure.profiling import calibration_frames
     from edge_infer.core.model import Model
     frame = calibration_frames(1)[0][0]
     step('one camera frame')
@@ -108,7 +108,7 @@ def main() -> int:
     for _, _, s in runners:
         s.close()
     del runners
-    from edge_infer.backends.memory import release_freed_memory
+    from edge_infer.backends.measure.memory import release_freed_memory
     release_freed_memory()
     step('runners-up closed, malloc_trim')
     frames, _ = mgr._frames_for()

@@ -8,7 +8,7 @@
    Accuracy: the model's results with the other against those with
    ``area`` on real frames (the bundled
    video, then the photos; ONNX Runtime CPU), with the backend manager's
-   own agreement check (backends/agreement.py: box F1 / top-1 / keypoint
+   own agreement check (backends/measure/agreement.py: box F1 / top-1 / keypoint
    PCK / mask IoU); also the share of frames whose results are identical in
    class and within IoU 0.9. Time: preprocessing a 768x576 video frame,
    interleaved rounds, median with p90 and max of the round medians.
@@ -46,7 +46,7 @@ def _time(fns: dict, rounds: int, n: int) -> dict:
 
 def _same(spec, a, b) -> bool:
     """Return whether two results match: classes and IoU >= 0.9, top-1, or mask IoU >= 0.9."""
-    from edge_infer.backends.agreement import _iou
+    from edge_infer.backends.measure.agreement import _iou
     if spec.task == 'classification':
         return int(a.class_ids[0]) == int(b.class_ids[0])
     if hasattr(a, 'boxes'):
@@ -65,9 +65,9 @@ def main() -> int:
     ap.add_argument('--models', nargs='*', default=None)
     args = ap.parse_args()
     import cv2
-    from edge_infer.backends.agreement import agreement
-    from edge_infer.backends.ort import OrtBackend
-    from edge_infer.backends.profiling import calibration_frames
+    from edge_infer.backends.measure.agreement import agreement
+    from edge_infer.backends.libs.ort import OrtBackend
+    from edge_infer.backends.measure.profiling import calibration_frames
     from edge_infer.core import image
     from edge_infer.core.model import open_model
     from edge_infer.core.preprocess import INTERPOLATIONS, Preprocessor

@@ -32,8 +32,8 @@ import pathlib
 import statistics
 
 from edge_infer import paths
-from edge_infer.backends.live import LiveChoice, LiveSettings
-from edge_infer.backends.profiling import calibration_frames, CandidateResult, ProfileRun
+from edge_infer.backends.live.choice import LiveChoice, LiveSettings
+from edge_infer.backends.measure.profiling import calibration_frames, CandidateResult, ProfileRun
 from edge_infer.core.registry import load_registry
 from edge_infer.testing.observer import RecordingObserver
 from edge_infer.testing.simulated import Clock, SimBackend, SimManager

@@ -68,10 +68,10 @@ import tempfile
 import time
 
 from edge_infer import paths
-from edge_infer.backends.gate import GATE
-from edge_infer.backends.live import LiveChoice, LiveSettings
+from edge_infer.backends.live.choice import LiveChoice, LiveSettings
 from edge_infer.backends.manager import BackendManager, load_config
-from edge_infer.backends.profiling import calibration_frames
+from edge_infer.backends.measure.gate import GATE
+from edge_infer.backends.measure.profiling import calibration_frames
 from edge_infer.core.registry import load_registry
 from edge_infer.testing.observer import RecordingObserver
 
@@ -124,7 +124,7 @@ def serve_start(after, before, frames, timeout: float = 300.0) -> dict:
 
     ``after`` starts with an empty cache: it serves on a provisional backend at
     once while its profile runs in the background, sharing the cores with the
-    frames (edge_infer.backends.startup). Returns what that start cost.
+    frames (edge_infer.backends.live.startup). Returns what that start cost.
     """
     provisional, k, waits = after.backend_name, 0, 0
     times = {'after': [], 'before': []}

@@ -17,7 +17,7 @@ from typing import Dict, List, Optional, Sequence
 import yaml
 
 from . import paths
-from .backends.selection import OBJECTIVES
+from .backends.measure.selection import OBJECTIVES
 from .executor.core import POLICIES
 from .validate import check_params, GraphError
 

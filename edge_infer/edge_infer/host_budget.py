@@ -244,7 +244,7 @@ class FairShare:
         self.cores = int(cores or os.cpu_count() or 1)
         self.directory = pathlib.Path(directory) if directory else lease_dir()
         if gate is None:
-            from .backends.gate import GATE
+            from .backends.measure.gate import GATE
             gate = GATE
         self.gate, self.log, self.period_s = gate, log, float(period_s)
         self.limit = -1         # not computed yet; 0 = no limit

@@ -142,7 +142,7 @@ def _typed(where: str, values: dict, declared: Dict[str, tuple]) -> None:
 
 def _perception(where: str, p: dict, registry_cache: dict) -> None:
     """Check one perception node's values (its parameters with their defaults applied)."""
-    from .backends.live_rule import LiveSettings
+    from .backends.live.rule import LiveSettings
     from .core.registry import load_models, RegistryError
     from .executor.core import POLICIES
     from .nodes.perception_params import TRANSPORTS

@@ -21,7 +21,7 @@ import sys
 import time
 
 from edge_infer.armcheck import check, prepare, report, steps, wheels
-from edge_infer.backends.pnnx import pnnx_binary
+from edge_infer.backends.libs.pnnx import pnnx_binary
 import numpy as np
 import pytest
 

@@ -13,7 +13,7 @@ import threading
 import time
 
 from edge_infer.backends import manager as manager_mod
-from edge_infer.backends.ort import OrtBackend
+from edge_infer.backends.libs.ort import OrtBackend
 from edge_infer.nodes.perception_node import PerceptionNode
 from edge_infer_msgs.msg import BackendReport, Classification
 import numpy as np

@@ -14,14 +14,14 @@ from candidate_profile import profile_candidate
 import cv2
 from edge_infer import paths
 from edge_infer.backends import manager as manager_mod
-from edge_infer.backends.cache import ProfileCache
-from edge_infer.backends.drift import DriftMonitor
+from edge_infer.backends.libs.opencv_dnn import OpenCvDnnBackend
+from edge_infer.backends.libs.ort import OrtBackend
+from edge_infer.backends.live.drift import DriftMonitor
 from edge_infer.backends.manager import BackendManager
-from edge_infer.backends.opencv_dnn import OpenCvDnnBackend
-from edge_infer.backends.ort import OrtBackend
-from edge_infer.backends.profiling import (calibration_frames, CandidateResult, probe_backend,
-                                           Reference)
-from edge_infer.backends.selection import select
+from edge_infer.backends.measure.cache import ProfileCache
+from edge_infer.backends.measure.profiling import (calibration_frames, CandidateResult,
+                                                   probe_backend, Reference)
+from edge_infer.backends.measure.selection import select
 from edge_infer.core.backend import BackendError, Session
 from edge_infer.core.registry import load_registry
 import numpy as np
@@ -349,7 +349,7 @@ def test_variant_chosen_under_a_thread_budget_is_loadable_by_name(tmp_path, mobi
 
 
 def test_detector_agreement_punishes_a_frame_that_loses_all_its_objects():
-    from edge_infer.backends.agreement import _detection_agreement
+    from edge_infer.backends.measure.agreement import _detection_agreement
     from edge_infer.core.postprocess import Detections
 
     def dets(boxes, cls):
@@ -366,13 +366,13 @@ def test_detector_agreement_punishes_a_frame_that_loses_all_its_objects():
 
 def test_freed_profile_memory_goes_back_to_the_os_on_glibc():
     import platform
-    from edge_infer.backends.memory import release_freed_memory
+    from edge_infer.backends.measure.memory import release_freed_memory
     glibc = platform.libc_ver()[0] == 'glibc'
     assert release_freed_memory() is glibc
 
 
 def test_classifier_agreement_forgives_only_flips_between_classes_tied_in_the_reference():
-    from edge_infer.backends.agreement import _top1_agreement
+    from edge_infer.backends.measure.agreement import _top1_agreement
     from edge_infer.core.postprocess import Classes
 
     def top(ids, scores):

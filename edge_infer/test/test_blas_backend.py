@@ -5,9 +5,9 @@ import time
 
 import cv2
 from edge_infer import paths
-from edge_infer.backends.blas import BlasBackend, METHODS
-from edge_infer.backends.blas_conv import SLOW_FACTOR
-from edge_infer.backends.ort import OrtCpuBackend
+from edge_infer.backends.libs.blas import BlasBackend, METHODS
+from edge_infer.backends.libs.blas_conv import SLOW_FACTOR
+from edge_infer.backends.libs.ort import OrtCpuBackend
 from edge_infer.core.backend import BackendError
 from edge_infer.core.image import Frame
 from edge_infer.core.model import Model

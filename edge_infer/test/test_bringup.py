@@ -176,7 +176,7 @@ def test_kill_9_during_replay_then_restart_recovers(ros, tmp_path, small_bag):
 def test_overload_newest_frame_counted_drops_bounded_latency_flat_memory(ros, tmp_path,
                                                                          data_home):
     """2,000 frames at twice the detector's speed or more (bench/soak.py runs 10,000)."""
-    from edge_infer.backends.ort import OrtBackend
+    from edge_infer.backends.libs.ort import OrtBackend
     from edge_infer.core.registry import load_registry
     from edge_infer.testing.reliability import soak
     # The detector is held on ONNX Runtime, 1 thread: the measured choice

@@ -5,12 +5,12 @@ import multiprocessing
 import time
 
 from edge_infer import paths
-from edge_infer.backends.load import LoadProbe
+from edge_infer.backends.libs.ort import OrtBackend
 from edge_infer.backends.manager import BackendManager
-from edge_infer.backends.ort import OrtBackend
-from edge_infer.backends.profiling import (calibration_frames, CandidateResult, interleave,
-                                           Reference)
-from edge_infer.backends.selection import select
+from edge_infer.backends.measure.load_probe import LoadProbe
+from edge_infer.backends.measure.profiling import (calibration_frames, CandidateResult, interleave,
+                                                   Reference)
+from edge_infer.backends.measure.selection import select
 from edge_infer.core.registry import load_registry
 import numpy as np
 import pytest

@@ -264,7 +264,7 @@ def _inputs_any(ex, name):
 
 
 def test_segment_libraries_follow_the_managers_accepted_candidates():
-    from edge_infer.backends.profiling import CandidateResult
+    from edge_infer.backends.measure.profiling import CandidateResult
     from edge_infer.executor.runners import libraries_of, SegmentLibrary
     accepted = [CandidateResult('openvino/cpu/t1/bf16', 'openvino', 'cpu', 'bf16'),
                 CandidateResult('ncnn/cpu/t1', 'ncnn', 'cpu', 'fp32'),

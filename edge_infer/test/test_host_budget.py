@@ -247,7 +247,7 @@ def test_fair_share_follows_the_processes_on_the_host(tmp_path, holders):
 
 def test_the_gate_runs_at_most_its_limit_at_once():
     import threading
-    from edge_infer.backends.gate import ComputeGate
+    from edge_infer.backends.measure.gate import ComputeGate
     gate = ComputeGate()
     gate.set_limit(1)
     inside, most, lock = [0], [0], threading.Lock()

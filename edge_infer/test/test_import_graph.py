@@ -105,3 +105,34 @@ def test_checking_parameters_imports_no_ros_node():
     assert with_nodes == []
     assert {'edge_infer.nodes.container_params', 'edge_infer.nodes.perception_params',
             'edge_infer.nodes.telemetry_params'} <= seen
+
+
+# backends/ in four parts; imports run one way (the root: manager, candidates,
+# config and the CLI may use every part)
+BACKEND_PARTS = ('libs', 'measure', 'precision', 'live')
+ALLOWED = {('measure', 'libs'), ('precision', 'measure'), ('precision', 'libs'),
+           ('live', 'measure')}
+
+
+def _part(module: str):
+    parts = module.split('.')
+    if parts[:2] != ['edge_infer', 'backends']:
+        return None
+    return parts[2] if len(parts) > 2 and parts[2] in BACKEND_PARTS else 'root'
+
+
+def _part_links(graph: Dict[str, Set[str]]) -> Set[tuple]:
+    return {(_part(a), _part(b)) for a, targets in graph.items() for b in targets
+            if _part(a) and _part(b) and _part(a) != _part(b)}
+
+
+def test_the_backend_parts_import_one_way():
+    graph = _graph()
+    assert {_part(m) for m in graph} >= set(BACKEND_PARTS) | {'root'}
+    links = _part_links(graph)
+    assert ('live', 'measure') in links and ('measure', 'libs') in links    # the walk saw them
+    assert {link for link in links if link[0] != 'root'} <= ALLOWED, links
+    # the check itself: an import running back up is found
+    up = {**graph, 'edge_infer.backends.libs.ort': graph['edge_infer.backends.libs.ort'] | {
+        'edge_infer.backends.live.choice'}}
+    assert ('libs', 'live') in _part_links(up)

@@ -8,12 +8,12 @@ import threading
 
 import cv2
 from edge_infer import paths
-from edge_infer.backends.calibration_sources import (calibration_sets, QuantizeError,
-                                                     source_frames)
 from edge_infer.backends.manager import BackendManager
-from edge_infer.backends.profiling import calibration_frames
-from edge_infer.backends.quantize import validation_target
-from edge_infer.backends.variants import make_variant, VariantBackend, VariantError
+from edge_infer.backends.measure.profiling import calibration_frames
+from edge_infer.backends.precision.calibration_sources import (calibration_sets, QuantizeError,
+                                                               source_frames)
+from edge_infer.backends.precision.quantize import validation_target
+from edge_infer.backends.precision.variants import make_variant, VariantBackend, VariantError
 from edge_infer.core.backend import BackendError
 from edge_infer.core.registry import load_registry
 import numpy as np
@@ -134,7 +134,7 @@ def test_a_graph_the_quantizer_refuses_is_a_failed_candidate(mobilenet, tmp_path
     spec = dataclasses.replace(spec, file=src.name)
     with pytest.raises(VariantError, match=f'{kind} conversion of two.onnx failed: .+'):
         make_variant(src, kind, tmp_path / 'cache', spec=spec, frames=(2, 2), log=_quiet)
-    from edge_infer.backends.ort import OrtBackend
+    from edge_infer.backends.libs.ort import OrtBackend
     backend = VariantBackend(OrtBackend(), kind, tmp_path / 'cache',
                              lambda: (spec, 0.9, (2, 2), None))
     with pytest.raises(BackendError, match=f'cannot make the {kind} variant'):
@@ -155,8 +155,8 @@ def test_a_cancelled_profile_stops_the_quantizer(mobilenet, tmp_path):
 
 @pytest.mark.slow
 def test_nncf_int8_is_made_once_with_its_note_and_runs(mobilenet, footage, tmp_path):
-    from edge_infer.backends.openvino import OpenVinoBackend
-    from edge_infer.backends.ort import OrtBackend
+    from edge_infer.backends.libs.openvino import OpenVinoBackend
+    from edge_infer.backends.libs.ort import OrtBackend
     from edge_infer.core.preprocess import Preprocessor
     spec, src = mobilenet
     lines = []
@@ -215,7 +215,7 @@ def test_profile_says_how_an_int8_candidate_was_made_and_judged(mobilenet, tmp_p
 
 def test_in_process_quantizing_fails_the_same_way(mobilenet, tmp_path, monkeypatch):
     """arm-check's worker quantizes in its own process (no second aarch64 Python)."""
-    from edge_infer.backends import quantize
+    from edge_infer.backends.precision import quantize
     spec, _ = mobilenet
     monkeypatch.setattr(quantize, 'ISOLATE', False)
     src = _two_input_model(tmp_path / 'two.onnx')
@@ -227,7 +227,7 @@ def test_percentile_calibration_only_where_its_memory_is_free(monkeypatch):
     """Run Percentile calibration only where its memory is free (2.28 GB for MobileNetV2)."""
     import collections
     import psutil
-    from edge_infer.backends import quantize
+    from edge_infer.backends.precision import quantize
     mem = collections.namedtuple('mem', 'available')
     monkeypatch.setattr(psutil, 'virtual_memory', lambda: mem(1_200_000_000))
     why = quantize._short_of_memory('Percentile')

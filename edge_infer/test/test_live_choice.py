@@ -18,10 +18,10 @@ import threading
 import time
 
 from edge_infer import paths
-from edge_infer.backends.live import LiveChoice, LiveSettings
+from edge_infer.backends.libs.ort import OrtBackend
+from edge_infer.backends.live.choice import LiveChoice, LiveSettings
 from edge_infer.backends.manager import BackendManager
-from edge_infer.backends.ort import OrtBackend
-from edge_infer.backends.profiling import calibration_frames
+from edge_infer.backends.measure.profiling import calibration_frames
 from edge_infer.core.backend import Session
 from edge_infer.core.registry import load_registry
 import pytest

@@ -8,10 +8,10 @@ the latencies; the runner pool opens simulated sessions
 
 import threading
 
-from edge_infer.backends.live_load import LoadWatch
-from edge_infer.backends.live_pacing import Pacing, RUN, SERVE
-from edge_infer.backends.live_rule import LiveSettings
-from edge_infer.backends.live_runners import RunnerPool, wanted
+from edge_infer.backends.live.load_watch import LoadWatch
+from edge_infer.backends.live.pacing import Pacing, RUN, SERVE
+from edge_infer.backends.live.rule import LiveSettings
+from edge_infer.backends.live.runners_up import RunnerPool, wanted
 from edge_infer.testing.observer import RecordingObserver
 from edge_infer.testing.simulated import Clock, SimBackend, SimSession
 import pytest

@@ -14,10 +14,10 @@ import threading
 
 import cv2
 from edge_infer import paths
-from edge_infer.backends.live import LiveChoice, LiveSettings
-from edge_infer.backends.live_pacing import Pacing
-from edge_infer.backends.live_rule import dwell_margin, paired_verdict, sign_test_p
-from edge_infer.backends.profiling import calibration_frames, CandidateResult, ProfileRun
+from edge_infer.backends.live.choice import LiveChoice, LiveSettings
+from edge_infer.backends.live.pacing import Pacing
+from edge_infer.backends.live.rule import dwell_margin, paired_verdict, sign_test_p
+from edge_infer.backends.measure.profiling import calibration_frames, CandidateResult, ProfileRun
 from edge_infer.core.image import Frame
 from edge_infer.core.registry import load_registry
 from edge_infer.testing.observer import RecordingObserver
@@ -231,7 +231,7 @@ def test_going_back_within_the_dwell_time_needs_twice_the_margin(sim):
 
 def test_a_first_look_is_confirmed_on_fresh_pairs_only():
     """Forget a runner-up's pairs when its first look passes; a load change forgets the look."""
-    from edge_infer.backends.live_runners import RunnerPool
+    from edge_infer.backends.live.runners_up import RunnerPool
     pool = RunnerPool(LiveSettings())
     pool.add('x', SimSession('x', Clock(), lambda t: 1.0))
     for k in range(5):
@@ -505,7 +505,7 @@ def test_no_extra_run_follows_a_served_frame(sim):
 
 # ------------------------------------------------------------ drift episodes
 def test_drift_monitor_counts_episodes_not_cooldowns():
-    from edge_infer.backends.drift import DriftMonitor
+    from edge_infer.backends.live.drift import DriftMonitor
     mon = DriftMonitor(expected_ms=10.0, threshold=1.5, window_s=2.0, min_samples=5,
                        cooldown_s=10.0)
     t, firsts = 0.0, []

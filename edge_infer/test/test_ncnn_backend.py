@@ -14,11 +14,11 @@ import sys
 import time
 
 from edge_infer import paths
-from edge_infer.backends import ncnn as ncnn_backend
-from edge_infer.backends import pnnx, vulkan
-from edge_infer.backends.ncnn import ncnn_candidates, NcnnBackend
-from edge_infer.backends.ort import OrtBackend
-from edge_infer.backends.profiling import calibration_frames, probe_backend, probe_model
+from edge_infer.backends.libs import ncnn as ncnn_backend
+from edge_infer.backends.libs import pnnx, vulkan
+from edge_infer.backends.libs.ncnn import ncnn_candidates, NcnnBackend
+from edge_infer.backends.libs.ort import OrtBackend
+from edge_infer.backends.measure.profiling import calibration_frames, probe_backend, probe_model
 from edge_infer.core.backend import BackendError
 from edge_infer.core.preprocess import Preprocessor
 from edge_infer.core.registry import load_registry
@@ -101,7 +101,7 @@ def hidden_vulkan(tmp_path_factory):
         'import json, os, pathlib, sys\n'
         'os.environ.pop("OMP_WAIT_POLICY", None)\n'
         'import ncnn\n'
-        'from edge_infer.backends import ncnn as nb\n'
+        'from edge_infer.backends.libs import ncnn as nb\n'
         'from edge_infer.core.backend import BackendError\n'
         'cache = pathlib.Path(sys.argv[1])\n'
         'cands = nb.ncnn_candidates(cache)\n'
@@ -251,9 +251,9 @@ def test_the_vulkan_probe_keeps_ncnn_device_lines_off_stderr():
     if not _has_gpu():
         pytest.skip(f'no Vulkan device ({ncnn_backend.INSTALL_VULKAN})')
     code = ('import sys\n'
-            'from edge_infer.backends import ncnn as nb\n'
+            'from edge_infer.backends.libs import ncnn as nb\n'
             'print("devices", len(nb.vulkan_devices()))\n'
-            'from edge_infer.backends import vulkan\n'
+            'from edge_infer.backends.libs import vulkan\n'
             'print("kept", len(vulkan.probe_output().splitlines()))\n'
             'print("our own line", file=sys.stderr)\n')
     proc = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
@@ -413,7 +413,7 @@ def test_a_converted_model_that_crashes_ncnn_is_left_out_and_the_process_survive
 @pytest.mark.skipif(not _has_gpu(), reason='ncnn.get_gpu_count() == 0: no Vulkan device')
 def test_the_device_list_is_kept_so_a_warm_start_loads_no_vulkan_driver(tmp_path):
     """Naming the Vulkan candidates from the kept list: no instance, no driver mapped."""
-    code = ('from edge_infer.backends import ncnn as nb, vulkan\n'
+    code = ('from edge_infer.backends.libs import ncnn as nb, vulkan\n'
             'import pathlib, sys\n'
             'names = [b.name for b in nb.ncnn_candidates(pathlib.Path(sys.argv[1]))]\n'
             'ok = [b.available()[0] for b in nb.ncnn_candidates(pathlib.Path(sys.argv[1]))]\n'

@@ -4,11 +4,11 @@
 import sys
 
 from edge_infer import paths
+from edge_infer.backends.libs.openvino import (native_precision, openvino_candidates,
+                                               OpenVinoBackend)
+from edge_infer.backends.libs.ort import OrtBackend
 from edge_infer.backends.manager import BackendManager
-from edge_infer.backends.openvino import (native_precision, openvino_candidates,
-                                          OpenVinoBackend)
-from edge_infer.backends.ort import OrtBackend
-from edge_infer.backends.profiling import calibration_frames, probe_backend, Reference
+from edge_infer.backends.measure.profiling import calibration_frames, probe_backend, Reference
 from edge_infer.core.backend import BackendError, open_session
 from edge_infer.core.registry import load_registry
 import numpy as np
@@ -173,7 +173,7 @@ def test_openvino_telemetry_is_off_in_our_processes(tmp_path):
     """Importing openvino would start Google Analytics telemetry; ours runs the no-op stub."""
     import subprocess
     code = ('import os, sys; '
-            'from edge_infer.backends.openvino import OpenVinoBackend, telemetry_blocked; '
+            'from edge_infer.backends.libs.openvino import OpenVinoBackend, telemetry_blocked; '
             'import openvino; from openvino.tools.ovc import telemetry_utils as t; '
             'print(t.tm.__name__, telemetry_blocked(), '
             "os.path.exists(os.path.join(os.environ['HOME'], 'intel')))")

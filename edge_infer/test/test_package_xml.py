@@ -88,7 +88,7 @@ def local_modules() -> set:
     """Return the top-level names this repository provides on the tests' import path.
 
     The package, and the modules of the folders its tests put on ``sys.path``
-    (test/, bench/, tools/): a module deeper down (``backends/openvino.py``) is
+    (test/, bench/, tools/): a module deeper down (``backends/libs/openvino.py``) is
     not importable as a top-level name, so it does not hide a library.
     """
     names = set()

@@ -9,10 +9,10 @@ import threading
 import time
 
 from edge_infer import paths
-from edge_infer.backends.gate import ComputeGate
-from edge_infer.backends.live import LiveChoice, LiveSettings
+from edge_infer.backends.live.choice import LiveChoice, LiveSettings
 from edge_infer.backends.manager import BackendManager
-from edge_infer.backends.profiling import calibration_frames
+from edge_infer.backends.measure.gate import ComputeGate
+from edge_infer.backends.measure.profiling import calibration_frames
 from edge_infer.core.registry import load_registry
 import pytest
 
@@ -243,8 +243,8 @@ def test_a_profile_waiting_for_another_models_profile_can_be_cancelled(tmp_path,
 def test_a_stop_during_a_measurement_does_not_wait_and_a_resume_goes_on(
         tmp_path, mobilenet, frames):
     """A candidate's load cannot be interrupted (ncnn Vulkan on lavapipe: 32 s): never wait."""
-    from edge_infer.backends.background import still_running
-    from edge_infer.backends.ort import OrtCpuBackend
+    from edge_infer.backends.libs.ort import OrtCpuBackend
+    from edge_infer.backends.live.background import still_running
     spec, path = mobilenet
     entered, release = threading.Event(), threading.Event()
 

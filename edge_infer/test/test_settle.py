@@ -10,11 +10,11 @@ import threading
 import time
 
 from edge_infer import paths
-from edge_infer.backends.cache import ProfileCache
-from edge_infer.backends.live import LiveChoice, LiveSettings
+from edge_infer.backends.live.choice import LiveChoice, LiveSettings
 from edge_infer.backends.manager import BackendManager
-from edge_infer.backends.profiling import calibration_frames
-from edge_infer.backends.settle import board_prior, settle_set, SettleQueue
+from edge_infer.backends.measure.cache import ProfileCache
+from edge_infer.backends.measure.profiling import calibration_frames
+from edge_infer.backends.measure.settle import board_prior, settle_set, SettleQueue
 from edge_infer.core.registry import load_registry
 import pytest
 
@@ -163,8 +163,8 @@ def test_a_cold_start_settles_on_the_likely_ones_then_completes(tmp_path, models
 
 def test_a_profile_holds_only_the_sessions_that_can_still_lead():
     """Screened sessions that cannot lead are closed at once (nanodet: 1270 -> 646 MB peak)."""
-    from edge_infer.backends.memory import keep_leaders
-    from edge_infer.backends.profiling import CandidateResult
+    from edge_infer.backends.measure.memory import keep_leaders
+    from edge_infer.backends.measure.profiling import CandidateResult
 
     class Sess:
         closed = False

@@ -5,8 +5,8 @@ import dataclasses
 
 import cv2
 from edge_infer import paths
-from edge_infer.backends.ort import OrtCpuBackend
-from edge_infer.backends.variants import make_variant, variant_kinds, VariantError
+from edge_infer.backends.libs.ort import OrtCpuBackend
+from edge_infer.backends.precision.variants import make_variant, variant_kinds, VariantError
 from edge_infer.core.image import Frame
 from edge_infer.core.model import Model
 from edge_infer.core.registry import load_registry

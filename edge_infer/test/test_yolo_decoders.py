@@ -12,8 +12,8 @@ within 1e-4, boxes within 0.5 px.
 import dataclasses
 
 from edge_infer import paths
-from edge_infer.backends.ort import OrtBackend
-from edge_infer.backends.profiling import calibration_frames
+from edge_infer.backends.libs.ort import OrtBackend
+from edge_infer.backends.measure.profiling import calibration_frames
 from edge_infer.core.detector_layouts import (BoxScoreDecoder, DetrDecoder, EndToEndDecoder,
                                               YoloxDecoder)
 from edge_infer.core.model import Model

@@ -21,7 +21,7 @@ class HostReference:
         self._sessions: Dict[str, Session] = {}
 
     def outputs(self, model: str, x: np.ndarray) -> List[np.ndarray]:
-        from ..backends.ort import OrtBackend
+        from ..backends.libs.ort import OrtBackend
         if model not in self._sessions:
             self._sessions[model] = OrtBackend().load(pathlib.Path(model))
         return [np.array(o, copy=True) for o in self._sessions[model].run(x)]

@@ -271,7 +271,8 @@ def make_variants(mgr, spec, model_path, tracer: Tracer, events: Events) -> int:
 def run_job(job: dict, events: Events) -> int:
     """Run one job; return 0 (results emitted) or 1 (the job itself failed)."""
     from .. import paths
-    from ..backends import pnnx, quantize
+    from ..backends.libs import pnnx
+    from ..backends.precision import quantize
     from ..core.backend import BackendError
     # this worker is itself the separate process whose crash check.py pins on its
     # candidate; under qemu-user it cannot start another aarch64 Python anyway

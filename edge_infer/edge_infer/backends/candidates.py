@@ -17,26 +17,26 @@ Log = Callable[[str], None]
 
 def configured_candidates(cfg: dict, cache_dir: pathlib.Path, log: Log) -> List[Backend]:
     """Return every model-independent candidate the config names (unavailable ones too)."""
-    from .opencv_dnn import OpenCvDnnBackend
-    from .ort import ort_candidates
+    from .libs.opencv_dnn import OpenCvDnnBackend
+    from .libs.ort import ort_candidates
     out: List[Backend] = list(ort_candidates(
         thread_options=cfg['ort_threads'], cache_dir=str(cache_dir),
         include_unlisted=cfg['ort_providers_always_listed']))
     out += [OpenCvDnnBackend(t) for t in cfg['opencv_targets']]
     if cfg['blas']:
         try:
-            from .blas import BlasBackend
+            from .libs.blas import BlasBackend
             out.append(BlasBackend())
         except ImportError as exc:  # the module is optional
             log(f'backend numpy-blas: not importable ({exc})')
     if cfg['openvino_threads']:
-        from .openvino import openvino_candidates
+        from .libs.openvino import openvino_candidates
         out += openvino_candidates(cfg['openvino_threads'],
                                    native=bool(cfg['openvino_native_precision']),
                                    graph_preprocessing=bool(cfg['openvino_graph_preprocessing']))
     if cfg['ncnn_threads'] or cfg['ncnn_vulkan']:
         try:
-            from .ncnn import ncnn_candidates
+            from .libs.ncnn import ncnn_candidates
         except ImportError as exc:  # the module is optional
             log(f'backend ncnn: not importable ({exc})')
         else:
@@ -55,8 +55,8 @@ def variant_candidates(cfg: dict, cache_dir: pathlib.Path, thread_budget: int,
     in float, with a ``+pre`` twin where graph preprocessing is on.
     ``settings()`` returns what a quantizer needs (see VariantBackend).
     """
-    from .ort import OrtBackend
-    from .variants import VariantBackend
+    from .libs.ort import OrtBackend
+    from .precision.variants import VariantBackend
     base_threads = int(cfg['variant_threads'])
     if thread_budget:       # variants run within the budget
         base_threads = min(base_threads, thread_budget)
@@ -64,7 +64,7 @@ def variant_candidates(cfg: dict, cache_dir: pathlib.Path, thread_budget: int,
                                          cache_dir, settings, log)
                           for kind in cfg['variants'] if kind in ('fp16', 'int8')]
     if 'int8-nncf' in cfg['variants'] and cfg['openvino_threads']:
-        from .openvino import openvino_candidates
+        from .libs.openvino import openvino_candidates
         bases = openvino_candidates(cfg['openvino_threads'],
                                     native=bool(cfg['openvino_native_precision']),
                                     graph_preprocessing=bool(cfg['openvino_graph_preprocessing']))

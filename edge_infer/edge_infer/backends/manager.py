@@ -28,15 +28,15 @@ import threading
 import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-from .cache import board_fingerprint, entry_key, ProfileCache
 from .config import DEFAULTS, load_config
-from .load import describe as describe_load, is_quiet, LoadProbe
-from .memory import keep_leaders, release_freed_memory
-from .profiling import (calibration_frames, CandidateResult, describe, interleave,
-                        probe_backend, ProfileRun, Reference, screen_candidate)
-from .selection import OBJECTIVES, select
-from .settle import SettleQueue
-from .variants import add_variant_note
+from .measure.cache import board_fingerprint, entry_key, ProfileCache
+from .measure.load_probe import describe as describe_load, is_quiet, LoadProbe
+from .measure.memory import keep_leaders, release_freed_memory
+from .measure.profiling import (calibration_frames, CandidateResult, describe, interleave,
+                                probe_backend, ProfileRun, Reference, screen_candidate)
+from .measure.selection import OBJECTIVES, select
+from .measure.settle import SettleQueue
+from .precision.variants import add_variant_note
 from ..checksums import sha256_file
 from ..core.backend import Backend, BackendError
 from ..core.registry import ModelSpec

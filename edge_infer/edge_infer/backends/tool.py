@@ -22,8 +22,8 @@ from typing import List
 
 from .config import load_config
 from .manager import BackendManager
-from .profiling import CandidateResult
-from .selection import OBJECTIVES
+from .measure.profiling import CandidateResult
+from .measure.selection import OBJECTIVES
 
 
 def _fmt(v: float, spec: str = '.2f') -> str:

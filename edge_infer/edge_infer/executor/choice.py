@@ -25,7 +25,7 @@ from typing import Callable, Tuple
 
 from .core import ExecutorBackend, SharedExecutor
 from .runners import libraries_of
-from ..backends.profiling import CandidateResult, ProfileRun
+from ..backends.measure.profiling import CandidateResult, ProfileRun
 from ..core.registry import ModelSpec
 
 

@@ -57,7 +57,7 @@ def add(path: pathlib.Path, name: str = '', labels_file: Optional[pathlib.Path] 
                   if ln.strip()]
     prop = propose(path, family, labels, imgsz)
     if calibration is not None:
-        from ..backends.calibration_sources import QuantizeError, source_frames
+        from ..backends.precision.calibration_sources import QuantizeError, source_frames
         calibration = pathlib.Path(calibration).expanduser().resolve()
         try:
             source_frames(str(calibration), 1, log=lambda s: None)
@@ -149,7 +149,7 @@ def check(spec, image: pathlib.Path, models_dir: Optional[pathlib.Path] = None,
     """Run ``spec`` on ``image`` (ONNX Runtime CPU); return lines; write the annotated picture."""
     import cv2
     from .. import paths
-    from ..backends.ort import OrtBackend
+    from ..backends.libs.ort import OrtBackend
     from ..core.draw import draw_result, to_bgr
     from ..core.image import from_compressed
     from ..core.model import Model

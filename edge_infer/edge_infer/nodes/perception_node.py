@@ -37,9 +37,9 @@ from .perception_params import PARAMETERS, TRANSPORTS
 from .perception_status import PerceptionStatus
 from .tasks import instance_decoder, make_task, Task
 from .. import paths
-from ..backends.live import LiveChoice, LiveSettings
+from ..backends.live.choice import LiveChoice, LiveSettings
 from ..backends.manager import shared_manager
-from ..backends.memory import release_freed_memory
+from ..backends.measure.memory import release_freed_memory
 from ..core.backend import BackendError
 from ..core.cdr import CdrError, parse_compressed_image, parse_image
 from ..core.image import from_compressed, from_raw, ImageError, JPEG_DETECTS_CORRUPTION
@@ -77,7 +77,7 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
         self._warned: Dict[str, Tuple[float, int]] = {}     # reason -> (last logged, count since)
         self._meter = None
         self._manager = None
-        self._live: Optional[LiveChoice] = None     # the run-time choice (backends/live.py)
+        self._live: Optional[LiveChoice] = None     # the run-time choice (backends/live/choice.py)
         self._report_pub = None
         self._executor = None
         self._debug_pub = None

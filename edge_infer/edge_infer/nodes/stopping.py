@@ -99,7 +99,7 @@ def leave(code: int) -> int:
     rare abort at exit) skipped the DDS participants' goodbye as well, and the
     robot stage's next containers then went unanswered for 60 s in 5 tests.
     """
-    from ..backends.background import still_running
+    from ..backends.live.background import still_running
     if still_running():
         from .. import shm
         shm.remove_own()    # what the DDS participants' destructors would have unlinked

@@ -9,7 +9,7 @@ runtime's re-profiling would slow the others' frames in the same process).
 import threading
 from typing import List, Tuple
 
-from ..backends.live_load import Observer
+from ..backends.live.load_watch import Observer
 
 
 class RecordingObserver(Observer):

@@ -8,7 +8,7 @@ state, so a reserve builds up; eager (after a cue that the load changed, or
 while the runner-up picked is ahead) the whole duty plus that reserve. A
 close runner-up runs a frame itself (served) at most once in
 ``serve_every``. It reads no clock: every call is given ``now``. Why these
-rules: :mod:`.live_rule` and docs/backend_choice.md.
+rules: :mod:`.rule` and docs/backend_choice.md.
 """
 
 from collections import deque
@@ -16,7 +16,7 @@ import math
 import statistics
 from typing import Deque, Dict, List, Optional, Tuple
 
-from .live_rule import LiveSettings
+from .rule import LiveSettings
 
 SERVE, RUN = 'serve', 'run'     # how a runner-up is sampled: runs a frame, or an extra run
 
@@ -71,7 +71,7 @@ class Pacing:
         """Count a frame the chosen backend ran in ``ms``.
 
         ``openings``: (sessions opening now, openings ended) in the process
-        (:class:`.live_runners.Openings`): a frame timed while one opened is no
+        (:class:`.runners_up.Openings`): a frame timed while one opened is no
         reference, and an opening that ended since the last frame clears it.
         ``frame_ms``: the frame's whole cost (preprocessing too), what a served
         frame is compared with; ``ms`` (the run) pairs with extra runs.

@@ -20,7 +20,7 @@ none won, the next firing makes the level the expectation (:meth:`accept`):
 a load that stays, such as the process's own other models, would otherwise
 keep them open for good. The expectation follows the latency back down.
 
-:class:`DriftReevaluation` is what :class:`.live.LiveChoice` does when it
+:class:`DriftReevaluation` is what :class:`.choice.LiveChoice` does when it
 fires and online re-selection is off (or no runner-up is open): every working
 candidate measured again in a background thread (never written to the
 board's profile), the best one swapped in between two frames.
@@ -107,7 +107,7 @@ class DriftMonitor:
 
 
 class DriftReevaluation:
-    """The background re-evaluation of :class:`.live.LiveChoice` (its methods, on its state)."""
+    """The background re-evaluation of :class:`.choice.LiveChoice` (its methods, on its state)."""
 
     def _drift_fired(self, now: float, looking: bool) -> None:
         """Act on a firing: time the open runners-up on real frames, or re-measure all."""

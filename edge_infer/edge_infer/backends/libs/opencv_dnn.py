@@ -19,7 +19,7 @@ from typing import Dict, List, Tuple
 
 import numpy as np
 
-from ..core.backend import Backend, BackendError, Session
+from ...core.backend import Backend, BackendError, Session
 
 TARGETS = ('cpu', 'opencl', 'opencl-fp16', 'cuda', 'cuda-fp16')
 

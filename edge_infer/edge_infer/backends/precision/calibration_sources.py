@@ -25,8 +25,8 @@ def _spread(items: Sequence, n: int) -> List:
 
 def _bag_frames(bag: pathlib.Path, n: int):
     """Return ``n`` frames spread over the image messages of a rosbag2 folder."""
-    from ..bag.read import bag_info, decode_image, iter_bag_frames
-    from ..core.image import Frame
+    from ...bag.read import bag_info, decode_image, iter_bag_frames
+    from ...core.image import Frame
     info = bag_info(bag)
     kinds = ('sensor_msgs/msg/Image', 'sensor_msgs/msg/CompressedImage')
     topics = [t for t, v in info['topics'].items() if v['type'] in kinds]
@@ -49,8 +49,8 @@ def _bag_frames(bag: pathlib.Path, n: int):
 def _folder_frames(folder: pathlib.Path, n: int):
     """Return ``n`` images spread over a folder's image files (sorted by name)."""
     import cv2
-    from ..bag.record import list_images, RecordError
-    from ..core.image import Frame
+    from ...bag.record import list_images, RecordError
+    from ...core.image import Frame
     try:
         files = _spread(list_images(folder), n)
     except RecordError as exc:
@@ -69,7 +69,7 @@ def source_frames(source: str, n: int, log: Log = print):
     :raises QuantizeError: a source that does not exist or holds no usable image,
         or no footage at all (random frames would calibrate nothing).
     """
-    from .profiling import CALIBRATION_SPAN, video_frames
+    from ..measure.profiling import CALIBRATION_SPAN, video_frames
     if source:
         path = pathlib.Path(source).expanduser()
         if not path.exists():

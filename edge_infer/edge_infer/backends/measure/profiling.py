@@ -30,10 +30,10 @@ import numpy as np
 
 from .agreement import agreement
 from .gate import GATE
-from ..core.backend import Backend, BackendError, first_line, input_kind, open_session
-from ..core.image import Frame
-from ..core.preprocess import INPUT_KINDS, InputSpec, Preprocessor
-from ..core.registry import ModelSpec
+from ...core.backend import Backend, BackendError, first_line, input_kind, open_session
+from ...core.image import Frame
+from ...core.preprocess import INPUT_KINDS, InputSpec, Preprocessor
+from ...core.registry import ModelSpec
 
 Log = Callable[[str], None]
 
@@ -145,7 +145,7 @@ def probe_backend(backend: Backend, cache_dir: pathlib.Path) -> Tuple[bool, str]
     ok, why = backend.available()
     if not ok:
         return False, why
-    from .ort import OrtBackend
+    from ..libs.ort import OrtBackend
     path = probe_model(cache_dir)
     x = np.random.default_rng(11).standard_normal((1, 3, 32, 32)).astype(np.float32)
     try:
@@ -190,7 +190,7 @@ def video_frames(n: int, span: Tuple[float, float] = JUDGE_SPAN, phase: float = 
     ``phase`` in [0, 1) shifts the positions by that share of the step. An
     absent or unreadable video gives no frames (said to ``log``).
     """
-    from .. import paths
+    from ... import paths
     frames: List[Frame] = []
     videos = sorted((paths.data_home() / 'cache').glob('*.avi'))
     if not videos or n <= 0:
@@ -224,7 +224,7 @@ def calibration_frames(n: int = 6, log: Optional[Log] = None, phase: float = 0.0
     Falls back to seeded random frames when the footage is not there (a robot
     that skipped ``edge_infer prepare``) and says so.
     """
-    from .. import paths
+    from ... import paths
     pics: List[pathlib.Path] = []
     if phase == 0 if photos is None else photos:
         pics = sorted((paths.data_home() / 'cache').glob('photos/*.png'))[:n // 2]
@@ -259,7 +259,7 @@ class Reference:
 
     def __init__(self, spec: ModelSpec, model_path: pathlib.Path, frames: Sequence[Frame],
                  frames_what: str = '', rounds: int = 5):
-        from .ort import OrtBackend
+        from ..libs.ort import OrtBackend
         self.spec = spec
         self.frames_what = frames_what
         self.frames = list(frames)

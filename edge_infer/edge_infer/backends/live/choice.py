@@ -13,10 +13,10 @@ changes. :class:`LiveChoice` keeps the choice right while running and
 orchestrates the pieces that do it:
 
 - **online re-selection** (objective ``latency`` only): the runners-up stay
-  open (:mod:`.live_runners`), are sampled on real frames at a pace within
-  ``duty`` (:mod:`.live_pacing`), eagerly when the load changed
-  (:mod:`.live_load`), and one takes over when the switch rule says it was
-  faster (:mod:`.live_rule`);
+  open (:mod:`.runners_up`), are sampled on real frames at a pace within
+  ``duty`` (:mod:`.pacing`), eagerly when the load changed
+  (:mod:`.load_watch`), and one takes over when the switch rule says it was
+  faster (:mod:`.rule`);
 - **drift** (:mod:`.drift`): a latency that stays over ``drift_threshold``
   x the profile times the runners-up at once, or (none open) measures every
   candidate again in the background;
@@ -43,17 +43,17 @@ from typing import Callable, List, Optional, Tuple
 
 from .background import BackgroundWork
 from .drift import DriftMonitor, DriftReevaluation
-from .gate import GATE
-from .live_load import Foreign, LoadWatch, Observer
-from .live_pacing import expected_ratio, Pacing, pre_delta, SERVE
-from .live_rule import dwell_margin, LiveSettings, two_looks
-from .live_runners import OPENINGS, RunnerHours, RunnerPool, wanted
-from .profiling import CandidateResult, ProfileRun
-from .selection import latency_at, stalls
+from .load_watch import Foreign, LoadWatch, Observer
+from .pacing import expected_ratio, Pacing, pre_delta, SERVE
+from .rule import dwell_margin, LiveSettings, two_looks
+from .runners_up import OPENINGS, RunnerHours, RunnerPool, wanted
 from .startup import ProvisionalStart
-from ..core.backend import first_line, input_kind
-from ..core.model import Model, Result
-from ..core.registry import ModelSpec
+from ..measure.gate import GATE
+from ..measure.profiling import CandidateResult, ProfileRun
+from ..measure.selection import latency_at, stalls
+from ...core.backend import first_line, input_kind
+from ...core.model import Model, Result
+from ...core.registry import ModelSpec
 
 Log = Callable[[str], None]
 
@@ -70,7 +70,7 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
         """Keep one model's backend right at run time.
 
         ``foreign_load``: returns the cores other processes used since its last
-        call (None: unknown); default: from /proc (:class:`.live_load.ForeignLoad`).
+        call (None: unknown); default: from /proc (:class:`.load_watch.ForeignLoad`).
         ``log`` / ``warn``: info and warning lines; ``scope``: a context manager
         factory entered around background work (a node routes the manager's
         lines under itself with it). ``clock``: ``monotonic()`` and
@@ -233,7 +233,7 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
         elif todo == 'close':
             self.runners.close()
             self._serve_next = None
-            from .memory import release_freed_memory
+            from ..measure.memory import release_freed_memory
             # closed, so nothing for the collector: a gc pass would hold every frame's GIL
             self._spawn(lambda: release_freed_memory(collect=False), 'trim')
 
@@ -266,8 +266,8 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
         try:
             result = self.model.infer(frame, around_run=around_run)
         except Exception as exc:
-            from ..core.image import ImageError
-            from ..core.postprocess import OutputError
+            from ...core.image import ImageError
+            from ...core.postprocess import OutputError
             if isinstance(exc, (ImageError, OutputError)) or not self._fall_back(exc):
                 raise
             result = self.model.infer(frame, around_run=around_run)
@@ -285,7 +285,7 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
         try:
             result = model.infer(frame, around_run=around_run)
         except Exception as exc:
-            from ..core.image import ImageError
+            from ...core.image import ImageError
             if isinstance(exc, ImageError):
                 raise       # the frame's fault, not the backend's
             self.log(f'runner-up {name} failed ({first_line(exc)}): no longer watched')

@@ -8,7 +8,7 @@ the CPU time other processes used (``/proc``): when two successive
 ``load_period_s`` windows both moved the same way by more than
 ``load_change_cores``, the load changed, and samples taken before are
 forgotten. It reads no clock: every call is given ``now``. Why so:
-:mod:`.live_rule` and docs/backend_choice.md. :class:`Observer` is what a
+:mod:`.rule` and docs/backend_choice.md. :class:`Observer` is what a
 LiveChoice and its LoadWatch tell a test or benchmark (load readings, cues,
 samples).
 """
@@ -18,8 +18,8 @@ import math
 import statistics
 from typing import Callable, Optional, Tuple
 
-from .live_rule import LiveSettings
-from .load import LoadProbe
+from .rule import LiveSettings
+from ..measure.load_probe import LoadProbe
 
 Foreign = Callable[[], Optional[float]]     # the cores others used since the last call
 

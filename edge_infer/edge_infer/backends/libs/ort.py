@@ -18,7 +18,7 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ..core.backend import Backend, BackendError, first_line, Session
+from ...core.backend import Backend, BackendError, first_line, Session
 
 
 class OrtSession(Session):

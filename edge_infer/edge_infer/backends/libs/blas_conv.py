@@ -1,7 +1,7 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
 """The BLAS backend's convolution: one layer lowered im2col, im2row or direct, timed at load.
 
-See :mod:`edge_infer.backends.blas` for the methods and how ``auto`` picks
+See :mod:`edge_infer.backends.libs.blas` for the methods and how ``auto`` picks
 one per layer; this module holds the layer itself and the ONNX attribute
 helpers the planner shares.
 """
@@ -13,7 +13,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from ..core.backend import BackendError
+from ...core.backend import BackendError
 
 METHODS = ('im2col', 'im2row', 'direct')
 SLOW_FACTOR = 10.0      # a method this much slower than the best so far is timed once only

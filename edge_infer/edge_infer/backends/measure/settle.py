@@ -30,7 +30,7 @@ import threading
 from typing import Dict, List, Optional, Sequence
 
 from .profiling import CandidateResult
-from ..core.registry import ModelSpec
+from ...core.registry import ModelSpec
 
 SETTLE_FACTOR = 1.5     # this much slower than the best elsewhere: not a likely winner
 SETTLE_MAX = 4          # at most this many candidates settle a model that has a prior

@@ -27,7 +27,7 @@ target on the validation frames is stricter than the judge's floor (half
 the gap to 1), so a variant tuned to pass there has a margin where it is
 judged.
 
-Quantizing runs in a child process (``python -m edge_infer.backends.quantize``,
+Quantizing runs in a child process (``python -m edge_infer.backends.precision.quantize``,
 niced): importing NNCF (scipy, scikit-learn, networkx) adds 49 MB of RSS, which a
 node should not keep; a quantizer that fails on an unusual graph costs the
 candidate and not the node, and a cancelled profile kills it. The child
@@ -52,7 +52,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from .calibration_sources import calibration_sets, QuantizeError
-from ..core.backend import first_line
+from ...core.backend import first_line
 
 Log = Callable[[str], object]
 KINDS = ('int8', 'int8-nncf')
@@ -77,7 +77,7 @@ def validation_target(floor: float) -> float:
 
 def _inputs(spec, frames) -> List[np.ndarray]:
     """Return the model's float input tensor of each frame (copied)."""
-    from ..core.preprocess import Preprocessor
+    from ...core.preprocess import Preprocessor
     pre = Preprocessor(spec.input_spec)
     return [np.array(pre(f)[0], copy=True) for f in frames]
 
@@ -134,7 +134,7 @@ def ort_int8(src: pathlib.Path, dst: pathlib.Path, calibration: Sequence[np.ndar
 
 def _ort_outputs(path: pathlib.Path):
     """Return run(x) -> list of outputs for an ONNX file on ORT's CPU provider."""
-    from .ort import OrtBackend
+    from ..libs.ort import OrtBackend
     sess = OrtBackend(intra_op_threads=1).load(path)
     return lambda x: [np.array(o, copy=True) for o in sess.run(x)]
 
@@ -199,7 +199,7 @@ def make_nncf(src: pathlib.Path, dst: pathlib.Path, cal: List[np.ndarray], ref,
     and returns at most :data:`MAX_FLOAT_LAYERS` to float: on a 2-core x86
     without VNNI an unbounded run on MobileNetV2 took over 20 minutes.
     """
-    from .openvino import telemetry_blocked  # noqa: F401  (blocks OpenVINO telemetry first)
+    from ..libs.openvino import telemetry_blocked  # noqa: F401  (blocks OpenVINO telemetry first)
     try:
         import nncf
         from nncf.quantization.advanced_parameters import AdvancedAccuracyRestorerParameters
@@ -258,7 +258,7 @@ def _scorer(ref) -> Callable[..., Tuple[float, str]]:
     ``run(x)`` returns the outputs of one input; ``indices`` picks validation
     frames (accuracy control ranks layers on a subset).
     """
-    from .agreement import agreement
+    from ..measure.agreement import agreement
 
     def score(run, indices: Optional[Sequence[int]] = None) -> Tuple[float, str]:
         idx = range(len(ref.inputs)) if indices is None else indices
@@ -270,7 +270,7 @@ def _scorer(ref) -> Callable[..., Tuple[float, str]]:
 def _make(kind: str, src: pathlib.Path, dst: pathlib.Path, spec, floor: float,
           n_cal: int, n_val: int, log: Log) -> dict:
     """Make one int8 file (in the child); return its note."""
-    from .profiling import Reference
+    from ..measure.profiling import Reference
     t0 = time.monotonic()
     cal_frames, val_frames, what = calibration_sets(spec, n_cal, n_val, log)
     log(f'{kind}: calibration frames: {what}')
@@ -347,8 +347,8 @@ def _run_child(kind: str, src: pathlib.Path, dst: pathlib.Path, spec, floor: flo
     with tempfile.TemporaryDirectory(prefix='edge_infer_quantize_') as tmp:
         spec_file = pathlib.Path(tmp) / 'spec.pickle'
         spec_file.write_bytes(pickle.dumps(spec))
-        cmd = [sys.executable, '-m', 'edge_infer.backends.quantize', kind, str(src), str(dst),
-               str(spec_file), '--floor', str(floor),
+        cmd = [sys.executable, '-m', 'edge_infer.backends.precision.quantize', kind, str(src),
+               str(dst), str(spec_file), '--floor', str(floor),
                '--calibration-frames', str(n_calibration),
                '--validation-frames', str(n_validation)]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

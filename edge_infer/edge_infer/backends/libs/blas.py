@@ -41,7 +41,7 @@ import numpy as np
 
 from .blas_conv import METHODS
 from .blas_plan import Planner
-from ..core.backend import Backend, BackendError, first_line, Session
+from ...core.backend import Backend, BackendError, first_line, Session
 
 
 class BlasSession(Session):

@@ -4,7 +4,7 @@
 :class:`RunnerPool` holds the sessions of the next best backends, open so
 that one can be sampled on a real frame or take over between two frames
 without a load, and each one's pairs (time, the chosen one's ms, its ms):
-the evidence the switch rule (:func:`.live_rule.paired_verdict`) judges.
+the evidence the switch rule (:func:`.rule.paired_verdict`) judges.
 The background thread that opens them and the frame thread share it: every
 method takes its lock. :func:`wanted` says which to open. It reads no
 clock: every call is given ``now``.
@@ -16,8 +16,8 @@ import statistics
 import threading
 from typing import Callable, Deque, Dict, List, Optional, Sequence, Tuple
 
-from .live_rule import LiveSettings
-from ..core.backend import first_line, open_session
+from .rule import LiveSettings
+from ...core.backend import first_line, open_session
 
 Pair = Tuple[float, float, float]       # (time, the chosen one's ms, the runner-up's ms)
 

@@ -53,7 +53,7 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ..core.backend import Backend, BackendError, first_line, Session
+from ...core.backend import Backend, BackendError, first_line, Session
 
 # OpenVINO element type name -> the short precision names used across edge_infer.
 if 'openvino' not in sys.modules:       # see "telemetry" above

@@ -13,7 +13,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import numpy as np
 
 from .blas_conv import _attrs, _Conv, _explicit_pads, _windows
-from ..core.backend import BackendError
+from ...core.backend import BackendError
 
 
 def _resize_coords(mode: str, n_out: int, n_in: int, scale: float) -> np.ndarray:

@@ -29,8 +29,8 @@ import tempfile
 import time
 from typing import Callable, List, Optional, Sequence, Tuple
 
-from ..checksums import sha256_file
-from ..core.backend import BackendError, first_line
+from ...checksums import sha256_file
+from ...core.backend import BackendError, first_line
 
 PNNX_PIN = '20261020'
 INSTALL_PNNX = f'pip install --no-deps pnnx=={PNNX_PIN}'

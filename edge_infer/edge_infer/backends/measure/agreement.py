@@ -18,7 +18,7 @@ from typing import List, Tuple
 
 import numpy as np
 
-from ..core.postprocess import Classes, Detections
+from ...core.postprocess import Classes, Detections
 
 # A classifier's top-1 may flip between classes the fp32 reference itself
 # cannot tell apart: on a street frame MobileNetV2 scored flagpole 0.128 and

@@ -1,11 +1,11 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
 """Online re-selection's settings and switch rule (no ROS): when a runner-up takes over.
 
-:class:`.live.LiveChoice` keeps the chosen backend right at run time; this
+:class:`.choice.LiveChoice` keeps the chosen backend right at run time; this
 module holds what it decides by: :class:`LiveSettings` (node parameters map
 onto them) and the switch rule (:func:`paired_verdict`, :func:`sign_test_p`).
-How samples are paced: :mod:`.live_pacing`; the cues that the load changed:
-:mod:`.live_load`.
+How samples are paced: :mod:`.pacing`; the cues that the load changed:
+:mod:`.load_watch`.
 
 How runners-up are sampled and judged (objective ``latency`` only): the
 runners-up (the next best candidates of the profile, at most ``runners_up``;
@@ -123,7 +123,7 @@ import math
 import statistics
 from typing import Callable, Dict, Optional, Sequence, Tuple
 
-from .selection import OBJECTIVES, PERCENTILES
+from ..measure.selection import OBJECTIVES, PERCENTILES
 
 
 @dataclass
@@ -263,7 +263,7 @@ def two_looks(pool, name: str, now: float, settings: LiveSettings, chosen: str,
     pair): when it passes, the pool forgets the pairs and the next
     ``confirm_pairs`` fresh ones are judged once by the same rule; only if
     that passes too is the verdict returned, with the evidence for the switch
-    line. None: no switch (yet). ``pool``: a :class:`.live_runners.RunnerPool`.
+    line. None: no switch (yet). ``pool``: a :class:`.runners_up.RunnerPool`.
     """
     st = settings
     pairs = pool.pairs(name)

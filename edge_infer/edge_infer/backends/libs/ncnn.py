@@ -60,7 +60,7 @@ import numpy as np
 from . import vulkan as vk
 from .pnnx import (convert, first_run_verdict, INSTALL_PNNX, param_graph, pnnx_binary,
                    pnnx_version)
-from ..core.backend import Backend, BackendError, first_line, Session
+from ...core.backend import Backend, BackendError, first_line, Session
 
 # Before ncnn (and its libgomp) loads; see the module docstring.
 _NCNN_PRELOADED = 'ncnn' in sys.modules
@@ -101,7 +101,7 @@ def _policy_at_load() -> str:
         start = None
     if start:
         return start.decode(errors='replace').upper()
-    return ('unknown: ncnn was imported before edge_infer.backends.ncnn could set '
+    return ('unknown: ncnn was imported before edge_infer.backends.libs.ncnn could set '
             'OMP_WAIT_POLICY=PASSIVE')
 
 
@@ -296,7 +296,7 @@ class NcnnBackend(Backend):
         if precision not in PRECISIONS:
             raise ValueError(f'ncnn precision {precision!r}: use one of {", ".join(PRECISIONS)}')
         if cache_dir is None:
-            from .. import paths
+            from ... import paths
             cache_dir = paths.data_home() / 'cache'
         self.cache_dir = pathlib.Path(cache_dir)
         self.threads = max(1, int(threads))

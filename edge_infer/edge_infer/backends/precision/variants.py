@@ -32,8 +32,8 @@ from typing import Callable, Dict, List, Optional, Set, Tuple
 
 import numpy as np
 
-from ..checksums import sha256_file
-from ..core.backend import Backend, BackendError, first_line, Session
+from ...checksums import sha256_file
+from ...core.backend import Backend, BackendError, first_line, Session
 
 KINDS = ('fp16', 'int8', 'int8-nncf')
 Log = Callable[[str], object]

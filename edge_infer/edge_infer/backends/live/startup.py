@@ -12,7 +12,7 @@ whose profile is incomplete starts on a **provisional** backend at once:
   candidate's accuracy is judged against (exact by definition), which loads
   in about 0.1 s.
 
-The profile then runs in the background (:class:`.live.LiveChoice`) and the
+The profile then runs in the background (:class:`.choice.LiveChoice`) and the
 measured choice takes over between two frames, with one log line and a
 ``BackendReport`` (trigger ``profiled``); every result names the backend
 that ran it, so a subscriber sees the switch.
@@ -24,9 +24,9 @@ way round: :data:`.gate.GATE` keeps them apart.
 
 from typing import Optional, Tuple
 
-from .profiling import describe, ProfileRun
-from .settle import settle_set
-from ..core.backend import first_line
+from ..measure.profiling import describe, ProfileRun
+from ..measure.settle import settle_set
+from ...core.backend import first_line
 
 
 def provisional(manager, spec, model_path, settings) -> Optional[Tuple[object, ProfileRun]]:
@@ -65,7 +65,7 @@ def provisional(manager, spec, model_path, settings) -> Optional[Tuple[object, P
 
 
 class ProvisionalStart:
-    """The provisional start of :class:`.live.LiveChoice` (its methods, on its state)."""
+    """The provisional start of :class:`.choice.LiveChoice` (its methods, on its state)."""
 
     def _start_provisional(self) -> Optional[ProfileRun]:
         """Open a provisional backend and start the background profile; None: not needed."""

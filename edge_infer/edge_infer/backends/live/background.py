@@ -1,7 +1,7 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
 """The background threads of the run-time choice: started, joined within a bound (no ROS).
 
-A :class:`.live.LiveChoice` profiles, re-evaluates and opens runners-up in
+A :class:`.choice.LiveChoice` profiles, re-evaluates and opens runners-up in
 threads of its own. A thread inside one measurement (a candidate's load and
 timing: up to 32 s for ncnn's Vulkan on a software device, longer for a first
 TensorRT engine) cannot be interrupted; it ends by itself after it, on the
