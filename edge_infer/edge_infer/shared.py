@@ -42,7 +42,8 @@ class SharedResource(Generic[T]):
                 settings = dict(settings if settings is not None else self._defaults())
                 self._instance = self._start(settings, log)
                 self._settings = settings
-            elif settings is not None and settings != self._settings:
+            elif settings is not None and self._settings is not None and \
+                    settings != self._settings:
                 in_force = ', '.join(f'{k}={self._settings.get(k)!r}' for k in settings
                                      if settings[k] != self._settings.get(k))
                 log(f'WARNING {self.what} already running in this process; its settings '

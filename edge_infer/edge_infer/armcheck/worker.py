@@ -58,7 +58,7 @@ class Tracer:
     def __init__(self, events: Events, io_dir: pathlib.Path):
         self.events = events
         self.io_dir = io_dir
-        self.current = None
+        self.current: Optional[tuple] = None
         self.sessions = 0
         self.phase = ''
 
@@ -175,8 +175,7 @@ def elf_machine(path: str) -> str:
         return ''
     if len(head) < 20 or head[:4] != b'\x7fELF':
         return ''
-    order = 'little' if head[5] == 1 else 'big'
-    m = int.from_bytes(head[18:20], order)
+    m = int.from_bytes(head[18:20], 'little' if head[5] == 1 else 'big')
     return ELF_MACHINES.get(m, str(m))
 
 
@@ -211,7 +210,7 @@ def openvino_facts() -> dict:
     """Return the CPU plugin OpenVINO loaded (file, build description) and its precision."""
     plugins = sorted({os.path.basename(p) for p in mapped_files()
                       if re.search(r'libopenvino_\w*_plugin\.so', os.path.basename(p))})
-    facts = {'plugins_mapped_during_run': plugins}
+    facts: Dict[str, object] = {'plugins_mapped_during_run': plugins}
     try:
         import openvino as ov
         core = ov.Core()

@@ -5,9 +5,11 @@ import copy
 from dataclasses import dataclass
 import pathlib
 import time
-from typing import Callable, Optional, Union
+from typing import Callable, Dict, Optional, Union
 
-from .backend import Backend, BackendError, input_kind, open_session
+import numpy as np
+
+from .backend import Backend, BackendError, input_kind, open_session, Session
 from .image import Frame
 from .postprocess import Classes, Detections
 from .preprocess import Preprocessor
@@ -54,13 +56,15 @@ class Model:
         self.spec = spec
         self.clock = clock
         path = model_file(spec, models_dir, verify_checksum)
-        self.session = open_session(backend, path, spec.input_spec)
+        self.session: Optional[Session] = open_session(backend, path, spec.input_spec)
         self.backend_name = self.session.backend_name
-        self._preprocessors = {}    # input kind -> Preprocessor (shared by with_session copies)
+        # input kind -> Preprocessor (shared by with_session copies)
+        self._preprocessors: Dict[str, Preprocessor] = {}
         self.preprocess = self.preprocessor(input_kind(self.session))
         self.decode = spec.make_decoder(**decoder_overrides)
-        self.last_input = None      # the last preprocessed tensor (a reused buffer, no copy)
-        self.last_frame = None      # the frame it came from
+        # the last preprocessed tensor (a reused buffer, no copy) and the frame it came from
+        self.last_input: Optional[np.ndarray] = None
+        self.last_frame: Optional[Frame] = None
 
     def preprocessor(self, kind: str) -> Preprocessor:
         """Return the Preprocessor that makes ``kind`` inputs (made once)."""
@@ -80,6 +84,7 @@ class Model:
         """Return the last frame's input of ``kind`` (prepared again where the kind differs)."""
         if self.last_input is None or kind == input_kind(self.session):
             return self.last_input
+        assert self.last_frame is not None      # set with last_input
         return self.preprocessor(kind)(self.last_frame)[0]
 
     def infer(self, frame: Frame,
@@ -99,6 +104,8 @@ class Model:
         finish = around_run() if around_run is not None else None
         t1 = clock.perf_counter()
         try:
+            if self.session is None:
+                raise BackendError(f'{self.backend_name}: the model is closed')
             outputs = self.session.run(tensor)
             t2 = clock.perf_counter()
         finally:

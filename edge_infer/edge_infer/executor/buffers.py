@@ -20,7 +20,7 @@ available; ``cuda-mapped`` says why (no libcuda / pycuda).
 """
 
 import ctypes
-from typing import Optional, Tuple
+from typing import Any, Optional, Tuple
 
 import numpy as np
 
@@ -93,8 +93,8 @@ class CudaMappedBuffers(BufferProvider):
 
     def device_pointer(self, arr: np.ndarray) -> Optional[int]:
         """Return the GPU address of a mapped array."""
-        return int(arr.base.get_device_pointer()) if hasattr(arr.base, 'get_device_pointer') \
-            else None
+        base: Any = arr.base
+        return int(base.get_device_pointer()) if hasattr(base, 'get_device_pointer') else None
 
 
 def providers():

@@ -25,7 +25,7 @@ and returns the graph outputs: equal to the whole model's (tests check it).
 
 from dataclasses import dataclass, field
 import pathlib
-from typing import Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -46,7 +46,7 @@ class Segment:
     op_counts: Dict[str, int]
     inputs: List[str]
     outputs: List[str]
-    model: object = field(repr=False, default=None)     # onnx.ModelProto
+    model: Any = field(repr=False, default=None)        # onnx.ModelProto
     path: Optional[pathlib.Path] = None
 
     @property

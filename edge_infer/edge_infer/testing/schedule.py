@@ -130,6 +130,7 @@ def simulate(models: Dict[str, List[SimSegment]], policy: str, frames: int = 50,
         else:   # a device finished its job
             d = payload
             job = running[d]
+            assert job is not None, f'{d} finished a job it did not have'
             running[d] = None
             start(t, d)
             frame = job['frame']

@@ -103,7 +103,7 @@ class BlasSession(Session):
             else:
                 for name, r in zip(outs, res):
                     env[name] = r
-        out = [env[o] for o in self.output_names]
+        out = [np.asarray(env[o]) for o in self.output_names]
         env[self.input_name] = None     # do not hold on to the caller's array
         return out
 

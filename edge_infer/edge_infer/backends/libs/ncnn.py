@@ -469,7 +469,7 @@ def ncnn_candidates(cache_dir: Optional[pathlib.Path] = None, threads: Sequence[
         out.append(NcnnBackend('cpu', max(threads), 'fp16', cache_dir, log=log))
     if vulkan:
         precisions = PRECISIONS if fp16 else ('fp32',)
-        gpus = [g[0] for g in vulkan_devices()] or [None]
+        gpus: List[Optional[int]] = [g[0] for g in vulkan_devices()] or [None]
         for index in gpus:
             for p in precisions:
                 out.append(NcnnBackend('vulkan', 1, p, cache_dir, gpu_index=index, log=log))

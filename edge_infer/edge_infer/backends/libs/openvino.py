@@ -57,7 +57,8 @@ from ...core.backend import Backend, BackendError, first_line, Session
 
 # OpenVINO element type name -> the short precision names used across edge_infer.
 if 'openvino' not in sys.modules:       # see "telemetry" above
-    sys.modules.setdefault('openvino_telemetry', None)
+    # None in sys.modules makes an import fail at once: what blocks the telemetry
+    sys.modules.setdefault('openvino_telemetry', None)   # type: ignore[arg-type]
 
 
 def telemetry_blocked() -> bool:
@@ -124,7 +125,7 @@ class OpenVinoSession(Session):
         self.output_names = [o.get_any_name() for o in compiled.outputs]
         self._n_out = len(compiled.outputs)
         self._bound: Optional[np.ndarray] = None
-        self._dtype = np.dtype(np.float32)
+        self._dtype: np.dtype = np.dtype(np.float32)
 
     def run(self, tensor: np.ndarray) -> List[np.ndarray]:
         """Run one C-contiguous tensor (float32; uint8 for ``+pre``); outputs are views."""

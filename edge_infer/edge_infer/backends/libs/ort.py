@@ -50,7 +50,7 @@ class OrtSession(Session):
             for name, buf in zip(self.output_names, self._outputs):
                 self._binding.bind_output(name, 'cpu', 0, np.float32, buf.shape,
                                           buf.ctypes.data)
-        self._bound_ptr = None
+        self._bound_ptr: Optional[int] = None
 
     def run(self, tensor: np.ndarray) -> List[np.ndarray]:
         """Run the model on ``tensor`` (C-contiguous float32)."""

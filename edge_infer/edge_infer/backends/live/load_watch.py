@@ -70,7 +70,8 @@ class LoadWatch:
         self.settings = settings
         self.foreign = foreign
         self.observer = observer
-        self._recent: deque = deque(maxlen=2 * settings.level_frames)  # (t, ms): chosen
+        self._window = 2 * settings.level_frames
+        self._recent: deque = deque(maxlen=self._window)  # (t, ms): the chosen one's frames
         self._level = float('nan')          # its latency level when last settled
         self._next_load = 0.0
         self.foreign_level = float('nan')   # foreign cores when last settled
@@ -94,7 +95,7 @@ class LoadWatch:
         ``alert_change`` from the level.
         """
         self._recent.append((now, ms))
-        if len(self._recent) < self._recent.maxlen:
+        if len(self._recent) < self._window:
             return None
         items = [v for _, v in self._recent]
         k = len(items) // 2
@@ -123,6 +124,8 @@ class LoadWatch:
         """
         st = self.settings
         self._next_load = now + st.load_period_s
+        if self.foreign is None:
+            return None
         try:
             cores = self.foreign()
         except Exception:  # /proc unreadable: the latency watch still works

@@ -14,10 +14,10 @@ from collections import deque
 import contextlib
 import statistics
 import threading
-from typing import Callable, Deque, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
 
 from .rule import LiveSettings
-from ...core.backend import first_line, open_session
+from ...core.backend import Backend, first_line, open_session, Session
 
 Pair = Tuple[float, float, float]       # (time, the chosen one's ms, the runner-up's ms)
 
@@ -79,10 +79,10 @@ class RunnerPool:
     def __init__(self, settings: LiveSettings):
         self.settings = settings
         self._lock = threading.Lock()
-        self._sessions: Dict[str, object] = {}
+        self._sessions: Dict[str, Session] = {}
         self._pairs: Dict[str, Deque[Pair]] = {}
         self._known: Dict[str, Tuple[float, float]] = {}   # name -> (time, median ratio)
-        self._models: Dict[str, object] = {}    # name -> the Model that serves frames on it
+        self._models: Dict[str, Any] = {}       # name -> the Model that serves frames on it
         self._screened: Dict[str, Tuple[float, object]] = {}   # name -> (time, first look)
         self.rotation = 0       # whose turn it is among equals
 
@@ -108,7 +108,7 @@ class RunnerPool:
             self._sessions[name] = session
             self._pairs[name] = deque()
 
-    def open_sessions(self, names: Sequence[str], backends: Dict[str, object], model_path,
+    def open_sessions(self, names: Sequence[str], backends: Dict[str, Backend], model_path,
                       input_spec, cancel: threading.Event,
                       log: Callable[[str], None]) -> None:
         """Open the runners-up ``names`` not open yet; one that cannot load is left out."""
@@ -256,7 +256,7 @@ class RunnerPool:
             return None
         start = self.rotation % len(names)
         order = names[start:] + names[:start]
-        name = min(order, key=ratios.get)       # min keeps the first of equals: in turn
+        name = min(order, key=lambda n: ratios[n])  # min keeps the first of equals: in turn
         return name, ratios[name]
 
     def forget_before(self, since: float) -> None:

@@ -30,7 +30,8 @@ import numpy as np
 
 from .agreement import agreement
 from .gate import GATE
-from ...core.backend import Backend, BackendError, first_line, input_kind, open_session
+from ...core.backend import (Backend, BackendError, first_line, input_kind, open_session,
+                             Session)
 from ...core.image import Frame
 from ...core.preprocess import INPUT_KINDS, InputSpec, Preprocessor
 from ...core.registry import ModelSpec
@@ -152,7 +153,8 @@ def probe_backend(backend: Backend, cache_dir: pathlib.Path) -> Tuple[bool, str]
         ref = OrtBackend().load(path).run(x)[0].copy()
     except BackendError as exc:
         return False, f'no CPU reference for the probe: {exc}'
-    feed, input_spec = x, InputSpec(32, 32)     # mean 0, std 1: pixels as they are
+    feed: np.ndarray = x
+    input_spec = InputSpec(32, 32)     # mean 0, std 1: pixels as they are
     try:
         if input_kind(backend) == 'u8':     # the graph normalises: feed pixels
             u8 = np.random.default_rng(11).integers(0, 256, (1, 32, 32, 3), dtype=np.uint8)
@@ -240,7 +242,7 @@ def calibration_frames(n: int = 6, log: Optional[Log] = None, phase: float = 0.0
             log(f'calibration photos unreadable: {first_line(exc)}')
     if frames:
         part = {JUDGE_SPAN: 'second half', CALIBRATION_SPAN: 'first half'}.get(
-            tuple(span), f'{span[0]:g}-{span[1]:g}')
+            (span[0], span[1]), f'{span[0]:g}-{span[1]:g}')
         return frames[:n], (f'{len(frames[:n])} real frames (vtest.avi {part}'
                             f'{" + photos" if pics else ""})')
     rng = np.random.default_rng(3 + int(phase * 1000))
@@ -409,7 +411,7 @@ class Ranking:
                 f'interleaved rounds ({self.ratio:.2f}x): {state}')
 
 
-def interleave(sessions: Dict[str, object], results: Dict[str, CandidateResult],
+def interleave(sessions: Dict[str, Session], results: Dict[str, CandidateResult],
                x, budget_s: float, runs_per_round: int = 5, min_rounds: int = 4,
                max_rounds: int = 40, confidence: float = 0.8, meter=None,
                model: str = '', cancel=None) -> Ranking:
@@ -461,7 +463,7 @@ def interleave(sessions: Dict[str, object], results: Dict[str, CandidateResult],
             break
         ranking.rounds = r + 1
         overall = {n: float(np.median(times[n])) + pre(n) for n in names}
-        order = sorted(names, key=overall.get)
+        order = sorted(names, key=lambda n: overall[n])
         ranking.leader, ranking.runner_up = order[0], order[1]
         won = sum(a < b for a, b in zip(medians[order[0]], medians[order[1]]))
         ranking.wins = won / ranking.rounds
