@@ -3,7 +3,7 @@
 
 :func:`configured_candidates` gives the model-independent ones (every library
 module's own list); :func:`variant_candidates` the fp16 / int8 files of one
-model (:mod:`.variants`, :mod:`.quantize`). The manager filters both by
+model (:mod:`.precision.variants`, :mod:`.precision.quantize`). The manager filters both by
 ``exclude`` and its thread budget.
 """
 

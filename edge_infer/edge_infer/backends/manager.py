@@ -204,7 +204,7 @@ class BackendManager:
         ``cancel`` (a threading.Event): stop between candidates / rounds.
         ``measure`` False: only what the cache holds; a candidate without
         figures is listed as ``unmeasured`` (nothing is loaded or run: for a
-        provisional choice, :mod:`.startup`). ``others``: list the candidates
+        provisional choice, :mod:`.live.startup`). ``others``: list the candidates
         ``only`` left out as ``unmeasured`` for this reason (or ``unavailable``).
         ``progress``: called with a dict (model, step, total, what, doing,
         elapsed_s, left_s) before each measurement; by default one log line.
@@ -379,7 +379,7 @@ class BackendManager:
 
         ``cancel`` (a threading.Event): a background profile stops at its next
         check and BackendError says so. ``only``: measure and choose among
-        these candidates (a settle phase, :mod:`.settle`), or a function that
+        these candidates (a settle phase, :mod:`.measure.settle`), or a function that
         returns them, called when this model's turn comes.
         """
         if objective not in OBJECTIVES:

@@ -1,5 +1,5 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
-"""Candidates on a simulated clock, to drive :class:`.backends.live.LiveChoice` without inference.
+"""Candidates on a simulated clock: :class:`..backends.live.choice.LiveChoice` without inference.
 
 A run advances the clock by the time a latency function gives (a recorded
 frame's time, or a seeded noise model), so minutes of frames take a second

@@ -211,7 +211,7 @@ def pre_delta(mine, other) -> float:
 
     Live times compare runs; a runner-up that takes another input kind (a
     ``+pre`` candidate) costs that much more or less per frame. ``mine``,
-    ``other``: their :class:`.profiling.CandidateResult` (None: unknown, 0).
+    ``other``: their :class:`..measure.profiling.CandidateResult` (None: unknown, 0).
     """
     if mine is None or other is None or mine.input_kind == other.input_kind:
         return 0.0

@@ -114,7 +114,7 @@ class ProvisionalStart:
             self.manager.settle_queue.leave(self)
 
     def _profile_once(self) -> bool:
-        """Settle, then complete the profile (:mod:`.settle`); False: cancelled."""
+        """Settle, then complete the profile (:mod:`..measure.settle`); False: cancelled."""
         st = self.settings
         # the first frame first: started at once, the profile's model loads and ncnn
         # conversions took the cores the camera driver, DDS discovery and the first

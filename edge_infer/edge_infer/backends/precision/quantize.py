@@ -12,7 +12,7 @@ Two quantizers, each a variant kind (:mod:`.variants` names and caches the files
   MIXED: symmetric weights, asymmetric activations); where that result does
   not reach the target on the validation frames but comes within
   :data:`AC_REACH` of it, ``nncf.quantize_with_accuracy_control`` with the
-  package's own accuracy check (:mod:`.agreement`) as its validation
+  package's own accuracy check (:mod:`..measure.agreement`) as its validation
   function returns the most sensitive layers to float until it does.
   Saved as OpenVINO IR.
 
@@ -22,7 +22,7 @@ from the user's footage where the model's registry entry names it
 first half of the bundled video; one evenly spread grid, alternately to
 either set, so the two never share a frame. The manager's accuracy check
 then judges the variant on the second half of the video and the photos
-(:func:`.profiling.calibration_frames`), frames no quantizer saw. The
+(:func:`..measure.profiling.calibration_frames`), frames no quantizer saw. The
 target on the validation frames is stricter than the judge's floor (half
 the gap to 1), so a variant tuned to pass there has a margin where it is
 judged.
@@ -194,7 +194,7 @@ def make_nncf(src: pathlib.Path, dst: pathlib.Path, cal: List[np.ndarray], ref,
     """Make the OpenVINO IR int8 file: nncf.quantize, then accuracy control if needed.
 
     ``ref``: the fp32 reference on the validation frames
-    (:class:`.profiling.Reference`), ``score`` its :func:`_scorer`.
+    (:class:`..measure.profiling.Reference`), ``score`` its :func:`_scorer`.
     Accuracy control ranks layers on at most :data:`RANKING_FRAMES` of them
     and returns at most :data:`MAX_FLOAT_LAYERS` to float: on a 2-core x86
     without VNNI an unbounded run on MobileNetV2 took over 20 minutes.

@@ -426,7 +426,7 @@ class VariantBackend(Backend):
 def add_variant_note(backend: Backend, model_path: pathlib.Path, res) -> None:
     """Add how an int8 variant was calibrated and validated to its profile result's detail.
 
-    ``res``: the :class:`.profiling.CandidateResult` of ``backend`` (any
+    ``res``: the :class:`..measure.profiling.CandidateResult` of ``backend`` (any
     candidate: only a variant has a note).
     """
     note = backend.note(model_path) if hasattr(backend, 'note') else ''
