@@ -41,8 +41,11 @@ def to_bgr(pixels: np.ndarray, color: str) -> np.ndarray:
 
 def annotate(img: np.ndarray, boxes: Iterable[Box] = (),
              classes: Sequence[Tuple[str, float]] = (), caption: str = '',
-             top_k: Optional[int] = None) -> np.ndarray:
-    """Draw boxes, classes and a caption on ``img`` (BGR, in place); return it."""
+             top_k: Optional[int] = None, rectangles: bool = True) -> np.ndarray:
+    """Draw boxes, classes and a caption on ``img`` (BGR, in place); return it.
+
+    ``rectangles`` False: the boxes' labels only (their outline drawn otherwise).
+    """
     import cv2
     h, w = img.shape[:2]
     scale = max(0.4, min(1.5, w / 1000))
@@ -50,7 +53,8 @@ def annotate(img: np.ndarray, boxes: Iterable[Box] = (),
     for label, score, x1, y1, x2, y2 in boxes:
         p1 = (int(max(0, x1)), int(max(0, y1)))
         p2 = (int(min(w - 1, x2)), int(min(h - 1, y2)))
-        cv2.rectangle(img, p1, p2, BOX, thick)
+        if rectangles:
+            cv2.rectangle(img, p1, p2, BOX, thick)
         cv2.putText(img, f'{label} {score:.2f}', (p1[0], max(int(14 * scale), p1[1] - 4)),
                     cv2.FONT_HERSHEY_SIMPLEX, 0.5 * scale, BOX, thick, cv2.LINE_AA)
     y = int(22 * scale) + (int(20 * scale) if caption else 0)
@@ -152,4 +156,11 @@ def draw_result(img: np.ndarray, spec, output, caption: str = '') -> np.ndarray:
     boxes = [] if not hasattr(output, 'boxes') else [
         (spec.label(c), s, *b) for b, s, c in zip(
             output.boxes.tolist(), output.scores.tolist(), output.class_ids.tolist())]
-    return annotate(img, boxes, caption=caption)
+    rboxes = getattr(output, 'rboxes', None)
+    if rboxes is not None:      # oriented boxes: their outline, the label at their bounds
+        import cv2
+        from .obb import corners
+        thick = max(1, int(round(2 * max(0.4, min(1.5, img.shape[1] / 1000)))))
+        outlines = list(np.round(corners(rboxes)).astype(np.int32))
+        cv2.polylines(img, outlines, True, BOX, thick)
+    return annotate(img, boxes, caption=caption, rectangles=rboxes is None)

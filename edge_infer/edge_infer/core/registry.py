@@ -18,6 +18,7 @@ import yaml
 
 from .centernet_ssd import CenterNetDecoder, SsdDecoder
 from .detector_layouts import BoxScoreDecoder, DetrDecoder, EndToEndDecoder, YoloxDecoder
+from .obb import YoloObbDecoder
 from .pose import keypoint_set, MoveNetDecoder, YoloPoseDecoder
 from .postprocess import NanoDetDecoder, TopKDecoder
 from .preprocess import InputSpec
@@ -29,7 +30,8 @@ DECODERS = {'nanodet': 'detection', 'yolov8': 'detection', 'yolov5': 'detection'
             'centernet': 'detection', 'ssd': 'detection',
             'topk': 'classification',
             'yolov8_pose': 'pose', 'movenet': 'pose',
-            'semantic': 'segmentation', 'yolov8_seg': 'segmentation'}
+            'semantic': 'segmentation', 'yolov8_seg': 'segmentation',
+            'yolov8_obb': 'detection'}
 
 # The output keys the newer decoders take (named as their constructors' arguments,
 # except the keypoint set's, which the spec resolves); any other key is refused.
@@ -46,6 +48,7 @@ DECODER_ARGS = {
                   'cell_offset', 'activation', 'nms_iou', 'agnostic'),
     'ssd': ('score_threshold', 'nms_iou', 'max_detections', 'agnostic', 'box_format',
             'normalized', 'background_class', 'activation'),
+    'yolov8_obb': ('score_threshold', 'nms_iou', 'max_detections'),
 }
 
 
@@ -117,7 +120,7 @@ class ModelSpec:
             raise RegistryError(f"model '{self.name}': output needs key {exc}") from None
 
     def _make_newer(self, args: Dict):
-        """Build a pose, segmentation, CenterNet or SSD decoder (defaults in its class)."""
+        """Build a pose, segmentation, CenterNet, SSD or OBB decoder (defaults in its class)."""
         kw = {k: args[k] for k in DECODER_ARGS[self.decoder]
               if k in args and k not in KEYPOINT_KEYS}
         w, h, n = self.input_spec.width, self.input_spec.height, len(self.labels)
@@ -134,6 +137,8 @@ class ModelSpec:
             return YoloSegDecoder(n, w, h, **kw)
         if self.decoder == 'centernet':
             return CenterNetDecoder(w, h, n, **kw)
+        if self.decoder == 'yolov8_obb':
+            return YoloObbDecoder(n, **kw)
         return SsdDecoder(w, h, n, **kw)
 
 

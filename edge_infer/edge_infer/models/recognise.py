@@ -16,7 +16,7 @@ import pathlib
 from typing import Any, Dict, List, Optional, Tuple
 
 FAMILIES = ('yolov8', 'yolov5', 'end2end', 'yolox', 'rtdetr', 'nanodet', 'topk',
-            'yolov8_pose', 'movenet', 'yolov8_seg', 'semantic')
+            'yolov8_pose', 'movenet', 'yolov8_seg', 'semantic', 'yolov8_obb')
 YOLO = ('yolov8', 'yolov5', 'end2end')
 TASK_OF = {'yolov8_pose': 'pose', 'movenet': 'pose', 'yolov8_seg': 'segmentation',
            'semantic': 'segmentation'}
@@ -161,8 +161,16 @@ def _family(outputs, meta, nc: Optional[int], size=(0, 0)) -> Tuple[str, Optiona
     """Return (family, class count or None, why) from the outputs' shapes (input ``size``)."""
     shapes = [s for _, s in outputs]
     if meta.get('task') == 'obb':
-        raise ModelError(f"task 'obb' (Ultralytics metadata): rotated boxes are not decoded "
-                         f'(outputs {shapes})')
+        if len(shapes) != 1 or len(shapes[0]) != 3 or not shapes[0][1] or not shapes[0][2]:
+            raise ModelError(f"task 'obb' (Ultralytics metadata) but outputs {shapes}: "
+                             f'expected one [1, 4 + classes + 1, N]')
+        nc = nc if nc is not None else min(shapes[0][1:]) - 5
+        if nc < 1:
+            raise ModelError(f"task 'obb' (Ultralytics metadata) but output {shapes[0]} leaves "
+                             f'{nc} classes: expected [1, 4 + classes + 1, N]')
+        return 'yolov8_obb', nc, (
+            f"task 'obb' in the metadata, {shapes[0]}: oriented boxes (cx cy w h, classes, "
+            f'angle)')
     if meta.get('task') == 'pose':
         return 'yolov8_pose', nc or 1, f"task 'pose' in the metadata, {shapes[0]}"
     seg_layout = len(shapes) == 2 and sorted(map(len, shapes)) == [3, 4]
@@ -244,6 +252,8 @@ def propose(path: pathlib.Path, family: str = '', labels: Optional[List[str]] = 
         shp = outputs[0][1] if len(outputs) == 1 else []
         if nc is None and family == 'topk' and shp:
             nc = shp[-1]
+        elif nc is None and family == 'yolov8_obb' and len(shp) == 3:
+            nc = min(shp[1], shp[2]) - 5
         elif nc is None and family in ('yolov8', 'yolov5', 'yolox', 'rtdetr') and \
                 len(shp) == 3:
             first = family == 'yolov8' and shp[1] < shp[2]
@@ -292,6 +302,14 @@ def propose(path: pathlib.Path, family: str = '', labels: Optional[List[str]] = 
         out = {'decoder': fam, 'score_threshold': 0.25, 'nms_iou': 0.7, 'max_detections': 300}
         why.append('preprocessing: Ultralytics (RGB, 0..1, letterbox padded with 114); '
                    'thresholds: its predict defaults (score 0.25, IoU 0.7, 300 boxes)')
+        task = 'detection'
+    elif fam == 'yolov8_obb':
+        inp.update(color='rgb', resize='letterbox', pad_value=114,
+                   normalize={'mean': [0, 0, 0], 'std': [255, 255, 255]})
+        out = {'decoder': fam, 'score_threshold': 0.25, 'nms_iou': 0.7, 'max_detections': 300}
+        why.append('preprocessing: Ultralytics (RGB, 0..1, letterbox padded with 114); '
+                   'oriented boxes: their angle in edge_infer_msgs, their axis-aligned bounds '
+                   'in vision_msgs')
         task = 'detection'
     elif fam in ('yolov8_pose', 'yolov8_seg'):
         inp.update(color='rgb', resize='letterbox', pad_value=114,

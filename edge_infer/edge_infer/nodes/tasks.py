@@ -42,8 +42,17 @@ DEFAULT_TOPICS = {'detection': '~/detections', 'classification': '~/classificati
 
 
 def _detections(spec, det) -> list:
-    """Return edge_infer Detection messages of a Detections result (source pixels)."""
+    """Return edge_infer Detection messages of a Detections result (source pixels).
+
+    Oriented boxes (``rboxes``) give their own centre, size and ``theta``.
+    """
     label = spec.label
+    rboxes = getattr(det, 'rboxes', None)
+    if rboxes is not None:
+        return [Detection(class_id=int(c), label=label(c), score=float(s), center_x=cx,
+                          center_y=cy, size_x=w, size_y=h, theta=t)
+                for (cx, cy, w, h, t), s, c in zip(rboxes.tolist(), det.scores.tolist(),
+                                                   det.class_ids.tolist())]
     return [Detection(class_id=int(c), label=label(c), score=float(s),
                       center_x=(x1 + x2) / 2, center_y=(y1 + y2) / 2,
                       size_x=x2 - x1, size_y=y2 - y1)
