@@ -69,6 +69,8 @@ def test_kill_9_of_the_container_mid_stream_restarts_it_and_detections_resume(do
         assert wait_for(lambda: cam.first_after(0.0), 300), run.text[-3000:]
         old = run.container()
         old_locks = shm.segment_locks(old.pid)
+        ages = {os.path.basename(f): round(time.time() - os.stat(f).st_mtime, 1)
+                for f in old_locks}
         old.send_signal(signal.SIGKILL)
         new = wait_for(lambda: (run.container() or old).pid != old.pid, 60)
         assert new, run.text[-3000:]
@@ -82,7 +84,9 @@ def test_kill_9_of_the_container_mid_stream_restarts_it_and_detections_resume(do
         cam.close()
         left = leftovers(run, before)
         run.kill()
-    assert not left, f'{left}: killed held {sorted(old_locks)}, restarted held {sorted(new_locks)}'
+    said = [ln for ln in run.text.splitlines() if 'shared memory' in ln]
+    assert not left, (f'{left}: killed held {sorted(old_locks)} (ages at the kill {ages}), '
+                      f'restarted held {sorted(new_locks)}; the containers said: {said}')
     assert not any(b in run.text for b in BAD), run.text[-3000:]
 
 

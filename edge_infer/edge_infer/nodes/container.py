@@ -308,6 +308,11 @@ def main(args=None, stop=None) -> int:
             ex.shutdown()
         if container is not None:   # waits for a callback still running (a long transition)
             container.shutdown()
+        # What a crash just before this start left, too young for the passes
+        # at the start, goes now: a restart stopped within seconds left it
+        # (the robot stage's kill -9 launch test, 1 run in 4).
+        again.cancel()
+        shm.clean(log=rclpy.logging.get_logger('perception_container').info)
         rclpy.try_shutdown()
         stop.ignore_rest()          # Python's exit puts the default handlers back
     return code
