@@ -208,3 +208,17 @@ def test_an_integer_input_is_fed_through_a_cast_in_a_derived_file(tmp_path):
     derived = onnx.load(str(tmp_path / 'm' / 'int.onnx'))
     assert derived.graph.input[0].type.tensor_type.elem_type == TensorProto.FLOAT
     assert derived.graph.node[0].op_type == 'Cast'
+
+
+def test_an_ultralytics_classify_export_reads_probabilities_from_its_metadata(tmp_path):
+    names = {i: f'kind{i}' for i in range(5)}
+    f = _single_output_model(tmp_path / 'cls.onnx', [1, 5], {
+        'author': 'Ultralytics', 'task': 'classify', 'names': repr(names), 'imgsz': '[64, 64]'})
+    prop = user.propose(f)
+    assert (prop.family, prop.task, prop.labels) == ('topk', 'classification',
+                                                     [f'kind{i}' for i in range(5)])
+    assert prop.output['softmax'] is False          # the export's output is softmaxed
+    assert prop.inputs['resize'] == 'center_crop' and prop.inputs['normalize']['std'] == [
+        255, 255, 255]
+    plain = _single_output_model(tmp_path / 'plain.onnx', [1, 5])     # no metadata: logits
+    assert user.propose(plain).output['softmax'] is True
