@@ -106,7 +106,7 @@ def segment_locks(pid: int, shm_dir: pathlib.Path = SHM_DIR) -> Set[str]:
             and os.path.dirname(f) == str(shm_dir)}
 
 
-def _lock_is_free(path: pathlib.Path) -> bool:
+def lock_is_free(path: pathlib.Path) -> bool:
     """Return whether no process holds a lock on ``path`` (taking it, then letting go)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
@@ -139,7 +139,7 @@ def stale(shm_dir: pathlib.Path = SHM_DIR, min_age_s: float = MIN_AGE_S,
             age = now - lock.stat().st_mtime
         except OSError:
             continue
-        if age >= min_age_s and _lock_is_free(lock):
+        if age >= min_age_s and lock_is_free(lock):
             out.append(files)
     if any('port' in files[0].name for files in out):  # /proc is read only for a port
         used = set(open_by_live_processes() if used is None else used)

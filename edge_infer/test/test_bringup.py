@@ -7,7 +7,6 @@ processes from edge_infer.graph.plan(), tested below, and the same scenarios
 run here through the bring-up (separate processes, lifecycle services).
 """
 
-import fcntl
 import os
 import pathlib
 import signal
@@ -108,17 +107,6 @@ RAW_ONLY = ('--topics', '/camera/image_raw')
 STOP_S = 45.0
 
 
-def _lock_is_free(lock):
-    """Return whether no live process holds ``lock`` (a dead owner's lock is dropped)."""
-    try:
-        with open(lock, 'ab') as fd:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    except OSError:
-        return False
-    return True
-
-
 @pytest.mark.slow
 def test_kill_9_during_replay_then_restart_recovers(ros, tmp_path, small_bag):
     plans = graph.plan(nodes=['detector'])
@@ -139,7 +127,7 @@ def test_kill_9_during_replay_then_restart_recovers(ros, tmp_path, small_bag):
         # the group's other members die a moment later and let go of the locks
         # they inherited; a file may be gone already (another start's clean)
         assert ros.spin_until(lambda: all(
-            not os.path.exists(f) or _lock_is_free(f) for f in dead), 10), \
+            not os.path.exists(f) or shm.lock_is_free(pathlib.Path(f)) for f in dead), 10), \
             'a SIGKILLed participant leaves its segment behind, its lock free'
         n_dead = len(got)
         ros.spin_until(lambda: player.poll() is not None, 60)

@@ -67,7 +67,8 @@ class YoloObbDecoder:
                      f'4 box values + {self.num_classes} classes + 1 angle')
         idx, scores, class_ids = best_class(rows[:, 4:4 + self.num_classes],
                                             self.score_threshold)
-        r = np.asarray(rows[idx][:, [0, 1, 2, 3, self.width - 1]], np.float32)
+        # the candidates' box and angle columns only, in one copy
+        r = np.asarray(rows[np.ix_(idx, [0, 1, 2, 3, self.width - 1])], np.float32)
         _check_finite('boxes', r)
         keep = self._nms(r, scores, class_ids)
         r, scores, class_ids = r[keep], scores[keep], class_ids[keep]
@@ -75,14 +76,10 @@ class YoloObbDecoder:
         pts = corners(r).reshape(-1, 2)
         src = tf.points_to_source(pts).reshape(-1, 4, 2)
         rboxes = np.zeros((len(r), 5), np.float32)
-        boxes = np.zeros((len(r), 4), np.float32)
         for i, quad in enumerate(src):
             (cx, cy), (w, h), deg = cv2.minAreaRect(quad)
             rboxes[i] = (cx, cy, w, h, math.radians(deg))
-            boxes[i] = (*quad.min(0), *quad.max(0))
-        if tf.src_w > 0 and tf.src_h > 0:
-            np.clip(boxes[:, 0::2], 0.0, float(tf.src_w), out=boxes[:, 0::2])
-            np.clip(boxes[:, 1::2], 0.0, float(tf.src_h), out=boxes[:, 1::2])
+        boxes = tf.clip(np.concatenate([src.min(1), src.max(1)], 1))
         return RotatedDetections(boxes, scores, class_ids, rboxes=rboxes)
 
     def _nms(self, r: np.ndarray, scores: np.ndarray, class_ids: np.ndarray) -> np.ndarray:

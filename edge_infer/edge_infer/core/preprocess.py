@@ -97,6 +97,10 @@ class Transform:
         boxes[:, 0::2] /= self.scale_x
         boxes[:, 1::2] -= self.pad_y
         boxes[:, 1::2] /= self.scale_y
+        return self.clip(boxes)
+
+    def clip(self, boxes: np.ndarray) -> np.ndarray:
+        """Clip N x 4 source-pixel boxes to the source image, in place (its size known)."""
         if self.src_w > 0 and self.src_h > 0:
             np.clip(boxes[:, 0::2], 0.0, float(self.src_w), out=boxes[:, 0::2])
             np.clip(boxes[:, 1::2], 0.0, float(self.src_h), out=boxes[:, 1::2])
