@@ -173,8 +173,9 @@ def test_buffer_providers_probe_and_say_why():
     found = {p.name: (p, *p.available()) for p in providers()}
     host, ok, _ = found['host']
     assert ok and host.empty((2, 3)).shape == (2, 3) and host.device_pointer(None) is None
-    assert set(found) == {'host', 'cuda-mapped'}     # no runner has an OpenCL device
-    for name in ('cuda-mapped',):
+    # no runner has an OpenCL device
+    assert set(found) == {'host', 'cuda-mapped', 'torch-pinned'}
+    for name in ('cuda-mapped', 'torch-pinned'):
         prov, ok, why = found[name]
         assert why                           # found, or why not: never silent
         if not ok:
@@ -183,7 +184,8 @@ def test_buffer_providers_probe_and_say_why():
         else:                                # a board with the device: really mapped
             arr = prov.empty((4,))
             arr[:] = 1.0
-            assert arr.sum() == 4.0
+            assert arr.sum() == 4.0 and prov.device_pointer(arr) is not None
+            assert prov.device_pointer(np.ones(4, np.float32)) is None   # not its memory
     import ctypes
     try:
         ctypes.CDLL('libcuda.so.1')

@@ -42,6 +42,9 @@ def configured_candidates(cfg: dict, cache_dir: pathlib.Path, log: Log) -> List[
         else:
             out += ncnn_candidates(cache_dir, threads=cfg['ncnn_threads'],
                                    fp16=bool(cfg['ncnn_fp16']), vulkan=bool(cfg['ncnn_vulkan']))
+    if cfg['torch_precisions']:
+        from .libs.torch_cuda import torch_candidates
+        out += torch_candidates(cfg['torch_precisions'])
     return out
 
 

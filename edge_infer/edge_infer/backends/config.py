@@ -22,6 +22,7 @@ DEFAULTS = {
     'ncnn_threads': [1, 2],
     'ncnn_fp16': True,
     'ncnn_vulkan': True,
+    'torch_precisions': ['fp32', 'fp16'],
     'budget_s': 1.0,
     'screen_s': 0.3,
     'cut_factor': 3.0,

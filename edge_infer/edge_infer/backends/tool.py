@@ -53,14 +53,21 @@ def table(results: List[CandidateResult]) -> str:
 
 
 def bar_chart(path: pathlib.Path, model: str, results: List[CandidateResult],
-              objective: str) -> None:
-    """Write a PNG: p50 latency (p90 as whisker) and energy per candidate that ran."""
-    import matplotlib
+              objective: str) -> str:
+    """Write a PNG: p50 latency (p90 as whisker) and energy per candidate that ran.
+
+    Return '' when written, else why not (matplotlib is optional: the table
+    above is the result; the chart only draws it).
+    """
+    try:
+        import matplotlib
+    except ImportError as exc:
+        return f'not drawn: matplotlib not installed ({exc}); pip install matplotlib'
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
     ran = [r for r in results if math.isfinite(r.p50_ms)]
     if not ran:
-        return
+        return 'not drawn: no candidate ran'
     energy = any(math.isfinite(r.energy_j) for r in ran)
     size = (11 if energy else 7, 0.5 * len(ran) + 1.8)
     fig, axes = plt.subplots(1, 2 if energy else 1, figsize=size, squeeze=False)
@@ -86,6 +93,7 @@ def bar_chart(path: pathlib.Path, model: str, results: List[CandidateResult],
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
+    return ''
 
 
 class ProgressBar:
@@ -183,6 +191,6 @@ def profile_main(argv=None) -> int:
               f'measures again)')
     png = args.png or pathlib.Path('out') / f'profile_{spec.name}.png'
     png.parent.mkdir(parents=True, exist_ok=True)
-    bar_chart(png, spec.name, run.results, args.objective)
-    print(f'chart: {png.resolve()}')
+    why_not = bar_chart(png, spec.name, run.results, args.objective)
+    print(f'chart: {why_not or png.resolve()}')
     return 0

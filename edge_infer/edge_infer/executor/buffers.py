@@ -12,6 +12,13 @@ is unavailable:
   CUDA execution provider reads and writes it in place; bind the device
   pointer with ``io_binding.bind_input(name, 'cuda', 0, ...)``.
 
+- ``torch-pinned``: page-locked host memory allocated by PyTorch
+  (``cudaHostAlloc``). With unified virtual addressing (every 64-bit CUDA
+  platform) such memory is mapped into the GPU at the same address, so a
+  CUDA kernel reads and writes it in place; the probe checks that on the
+  device (a kernel sums a mapped array) rather than trusting it. The torch
+  segment runner wraps it as a CUDA tensor without a copy.
+
 No runner of the executor has an OpenCL device (ONNX Runtime's pip wheels
 have no OpenCL provider; OpenVINO's GPU plugin is for Intel GPUs), so no
 OpenCL buffers here: bench/exp4_zero_copy.py measures mapped OpenCL memory
@@ -97,6 +104,82 @@ class CudaMappedBuffers(BufferProvider):
         return int(base.get_device_pointer()) if hasattr(base, 'get_device_pointer') else None
 
 
+class CudaArray:
+    """A device address seen as a CUDA array (``__cuda_array_interface__``), not owned."""
+
+    def __init__(self, ptr: int, shape, dtype=np.float32):
+        self.__cuda_array_interface__ = {
+            'shape': tuple(int(d) for d in shape), 'typestr': np.dtype(dtype).str,
+            'data': (int(ptr), False), 'version': 3, 'strides': None}
+
+
+def as_cuda_tensor(torch, ptr: int, shape, dtype=np.float32):
+    """Return a CUDA tensor over device address ``ptr`` (no copy, not owned).
+
+    Through ``__cuda_array_interface__``; where this torch refuses the
+    address (it asks the driver what the pointer is), through CuPy and DLPack,
+    which do not ask.
+    """
+    try:
+        return torch.as_tensor(CudaArray(ptr, shape, dtype), device='cuda')
+    except (RuntimeError, TypeError, ValueError) as first:
+        try:
+            import cupy
+        except ImportError:
+            raise first from None
+        n = int(np.prod(shape)) * np.dtype(dtype).itemsize
+        mem = cupy.cuda.UnownedMemory(int(ptr), n, None, 0)
+        arr = cupy.ndarray(tuple(shape), dtype, cupy.cuda.MemoryPointer(mem, 0))
+        return torch.from_dlpack(arr)
+
+
+class TorchMappedBuffers(BufferProvider):
+    """Page-locked host memory from PyTorch, addressed by the GPU in place (UVA)."""
+
+    name = 'torch-pinned'
+
+    def __init__(self):
+        self._torch = None
+        self._owners = {}   # data address -> (torch tensor, nbytes): keeps the memory alive
+
+    def available(self) -> Tuple[bool, str]:
+        """Probe torch's CUDA device, then check on it that a kernel reads pinned memory."""
+        from ..backends.libs.torch_cuda import cuda_torch
+        torch, found = cuda_torch()
+        if torch is None:
+            return False, found
+        try:
+            host = torch.arange(1024, dtype=torch.float32).pin_memory()    # 0..1023
+            seen = as_cuda_tensor(torch, host.data_ptr(), (1024,))
+            total = float(seen.sum())
+        except Exception as exc:  # no UVA, or the driver refuses the address
+            return False, f'{found}: pinned host memory not addressable by the GPU ({exc})'
+        if total != float(host.sum()):
+            return False, (f'{found}: a kernel read {total} from pinned memory holding '
+                           f'{float(host.sum())}')
+        self._torch = torch
+        return True, f'{found} (pinned host memory read in place by a kernel)'
+
+    def empty(self, shape, dtype=np.float32) -> np.ndarray:
+        """Return page-locked host memory the GPU addresses in place."""
+        torch = self._torch
+        if torch is None:
+            raise RuntimeError('torch-pinned buffers: call available() first')
+        n = int(np.prod(shape)) * np.dtype(dtype).itemsize
+        t = torch.empty(max(n, 1), dtype=torch.uint8, pin_memory=True)
+        arr = t.numpy()[:n].view(dtype).reshape(shape)
+        self._owners[arr.ctypes.data] = (t, n)
+        return arr
+
+    def device_pointer(self, arr: np.ndarray) -> Optional[int]:
+        """Return the GPU address of ``arr`` if it lies in memory this provider allocated."""
+        ptr = arr.ctypes.data
+        for start, (_, n) in self._owners.items():
+            if start <= ptr and ptr + arr.nbytes <= start + n:
+                return ptr      # UVA: the same address on both sides
+        return None
+
+
 def providers():
     """Return every provider, host first."""
-    return [BufferProvider(), CudaMappedBuffers()]
+    return [BufferProvider(), CudaMappedBuffers(), TorchMappedBuffers()]

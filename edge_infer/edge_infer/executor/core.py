@@ -47,6 +47,7 @@ from .runners import open_runner, SegmentError, SegmentLibrary
 from ..core.backend import Backend, Session
 
 POLICIES = ('accelerator-only', 'by-layer-type', 'cost-model')
+TORCH = SegmentLibrary('torch', 1, 'fp32')     # what a 'torch-cuda' device runs segments on
 
 
 class ExecutorError(RuntimeError):
@@ -57,10 +58,12 @@ def default_devices(log: Callable[[str], None] = print) -> List[tuple]:
     """Return (name, role, provider) of the devices this machine really has.
 
     The accelerator is the CUDA execution provider when onnxruntime lists it
-    AND mapped pinned memory is available (Jetson); otherwise one CPU worker
-    plays the accelerator's part, and the log says so.
+    AND mapped pinned memory is available (Jetson); else PyTorch on CUDA
+    (``torch-cuda``: segments converted by onnx2torch, pinned memory read in
+    place) where torch sees a GPU and onnx2torch is installed; otherwise one
+    CPU worker plays the accelerator's part, and the log says so.
     """
-    from .buffers import CudaMappedBuffers
+    from .buffers import CudaMappedBuffers, TorchMappedBuffers
     try:
         import onnxruntime as ort
         listed = ort.get_available_providers()
@@ -73,6 +76,17 @@ def default_devices(log: Callable[[str], None] = print) -> List[tuple]:
             return [('accelerator', 'accelerator', 'CUDAExecutionProvider'),
                     ('cpu', 'cpu', 'CPUExecutionProvider')]
         log(f'executor: onnxruntime lists CUDA but mapped memory is unavailable ({why})')
+    ok, why = TorchMappedBuffers().available()
+    if ok:
+        try:
+            import onnx2torch  # noqa: F401
+        except ImportError as exc:
+            ok, why = False, f'{why}; onnx2torch not importable ({exc})'
+    if ok:
+        log(f'executor: accelerator = PyTorch CUDA ({why})')
+        return [('accelerator', 'accelerator', 'torch-cuda'),
+                ('cpu', 'cpu', 'CPUExecutionProvider')]
+    log(f'executor: no PyTorch CUDA accelerator ({why})')
     log('executor: no accelerator usable here; one CPU worker plays the accelerator')
     return [('accelerator', 'accelerator', 'CPUExecutionProvider'),
             ('cpu', 'cpu', 'CPUExecutionProvider')]
@@ -190,6 +204,13 @@ class SharedExecutor:
                 if not ok:
                     raise ExecutorError(f'device {name}: CUDA without mapped memory: {why}')
                 self._buffers[name] = mapped
+            elif provider == 'torch-cuda':
+                from .buffers import TorchMappedBuffers
+                pinned = TorchMappedBuffers()
+                ok, why = pinned.available()
+                if not ok:
+                    raise ExecutorError(f'device {name}: torch-cuda unusable: {why}')
+                self._buffers[name] = pinned
         self.threads, self.slots, self.min_nodes = threads_per_device, slots, min_nodes
         self.models: Dict[str, dict] = {}
         self._ids = itertools.count()
@@ -213,14 +234,18 @@ class SharedExecutor:
         segments = partition(model_path, min_nodes=self.min_nodes)
         libs = list(libraries) or [SegmentLibrary('onnxruntime', self.threads)]
         options: Dict[str, List[list]] = {}
+        # CPU segments write into the accelerator's mapped memory too, so
+        # that hand-offs between the two need no copy either way
+        mapped = next(iter(self._buffers.values()), None)
         for d in self.devices:
             options[d] = []
+            dev_libs = [TORCH] if self.providers[d] == 'torch-cuda' else libs
             for s in segments:
                 opened = []
-                for lib in libs:
+                for lib in dev_libs:
                     try:
                         opened.append(open_runner(s, lib, self.slots, self.providers[d],
-                                                  self._buffers.get(d)))
+                                                  self._buffers.get(d, mapped)))
                     except SegmentError as exc:
                         self.log(f'executor: {name} {exc}; not used there')
                 if not opened:

@@ -21,7 +21,8 @@ segments, and each runner counts any copy it had to make (``copied``).
 """
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional
+import importlib
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 
@@ -193,9 +194,121 @@ def _checked(segment, name: str, arr: np.ndarray) -> np.ndarray:
     return arr
 
 
+class TorchSegmentRunner:
+    """A segment converted by onnx2torch, run by PyTorch on the GPU (device 'torch-cuda').
+
+    ``mapped=True`` (the executor's path): inputs that lie in the executor's
+    pinned buffers are wrapped as CUDA tensors and read by the kernels in
+    place; the outputs, which PyTorch allocates in GPU memory, are copied by
+    the GPU into the slot's pinned buffer (counted in ``copied``: PyTorch
+    cannot be given an output address). ``mapped=False``: the discrete-GPU
+    habit, one host-to-device copy per input and one device-to-host copy
+    per output (all counted).
+    """
+
+    def __init__(self, segment, slots: int = 2, buffers=None, mapped: bool = True,
+                 device: str = 'cuda'):
+        from .buffers import as_cuda_tensor
+        from ..backends.libs.torch_cuda import convert, cuda_torch
+        from ..core.backend import BackendError
+        torch: Any
+        if device == 'cuda':
+            torch, found = cuda_torch()
+            if torch is None:
+                raise SegmentError(f'{segment.name}: {found}')
+        else:   # 'cpu': the same conversion and wiring, testable without a GPU
+            try:
+                torch = importlib.import_module('torch')
+            except ImportError as exc:
+                raise SegmentError(f'{segment.name}: torch not importable ({exc})') from None
+        if mapped and (buffers is None or device != 'cuda'):
+            raise SegmentError(f'{segment.name}: a mapped torch runner needs CUDA and pinned '
+                               'buffers')
+        self.torch, self.segment, self.mapped, self.device = torch, segment, mapped, device
+        self.library = SegmentLibrary('torch', 1, 'fp32')
+        self._wrap = as_cuda_tensor
+        try:
+            self.module = convert_segment(segment, convert).to(device)
+        except BackendError as exc:
+            raise SegmentError(str(exc)) from None
+        g = segment.model.graph
+        inits = {i.name for i in g.initializer}
+        self.in_names = [i.name for i in g.input if i.name not in inits]
+        self.out_names = [o.name for o in g.output]     # the module's output order
+        self.buffers = buffers
+        self._staging: Dict[str, np.ndarray] = {}
+        self.copied = 0
+        with torch.inference_mode():    # one run on zeros gives the output shapes
+            outs = self._forward([torch.zeros(_dims(g, n), device=device)
+                                  for n in self.in_names])
+        alloc = buffers.empty if buffers is not None else np.empty
+        self.slots = [[alloc(tuple(o.shape), np.float32) for o in outs] for _ in range(slots)]
+
+    def input_shape(self) -> list:
+        """Return the shape of the segment's first input."""
+        return _dims(self.segment.model.graph, self.in_names[0])
+
+    def _forward(self, xs) -> list:
+        out = self.module(*xs)
+        return list(out) if isinstance(out, (list, tuple)) else [out]
+
+    def _device_input(self, name: str, arr: np.ndarray):
+        torch = self.torch
+        if not self.mapped:
+            self.copied += arr.nbytes if self.device == 'cuda' else 0
+            return torch.from_numpy(arr).to(self.device)
+        ptr = self.buffers.device_pointer(arr)
+        if ptr is None:         # e.g. the preprocessed frame: one copy into pinned memory
+            stage = self._staging.get(name)
+            if stage is None or stage.shape != arr.shape:
+                stage = self._staging[name] = self.buffers.empty(arr.shape, np.float32)
+            np.copyto(stage, arr)
+            self.copied += arr.nbytes
+            ptr = self.buffers.device_pointer(stage)
+        return self._wrap(torch, ptr, arr.shape)
+
+    def run(self, inputs: Dict[str, np.ndarray], slot: int) -> Dict[str, np.ndarray]:
+        """Run on ``inputs`` (C-contiguous float32) into buffer ``slot``."""
+        torch = self.torch
+        with torch.inference_mode():
+            xs = [self._device_input(n, _checked(self.segment, n, inputs[n]))
+                  for n in self.in_names]
+            outs = self._forward(xs)
+            bufs = self.slots[slot]
+            for buf, o in zip(bufs, outs):
+                if self.mapped:
+                    dst = self._wrap(torch, self.buffers.device_pointer(buf), buf.shape)
+                    dst.copy_(o)
+                else:
+                    torch.from_numpy(buf).copy_(o)
+                self.copied += buf.nbytes
+            if self.device == 'cuda':
+                torch.cuda.synchronize()
+        return dict(zip(self.out_names, bufs))
+
+
+def convert_segment(segment, convert):
+    """Return a segment's ONNX graph as a torch module (through a temporary file)."""
+    import pathlib
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix='edge_infer_segment_') as tmp:
+        path = pathlib.Path(tmp) / f'segment{segment.index}.onnx'
+        path.write_bytes(segment.model.SerializeToString())
+        return convert(path, f'torch segment {segment.name}')
+
+
+def _dims(graph, name: str) -> list:
+    vi = next(i for i in graph.input if i.name == name)
+    return [d.dim_value or 1 for d in vi.type.tensor_type.shape.dim]
+
+
 def open_runner(segment, library: SegmentLibrary, slots: int = 2,
                 provider: str = 'CPUExecutionProvider', buffers=None):
     """Return a runner of ``segment`` on ``library`` (SegmentError when it cannot)."""
+    if provider == 'torch-cuda':
+        if library.library != 'torch':
+            raise SegmentError(f'{library.name} does not run on the torch-cuda device')
+        return TorchSegmentRunner(segment, slots, buffers)
     if library.library == 'openvino':
         if provider != 'CPUExecutionProvider':
             raise SegmentError(f'{library.name} runs on the CPU only, not {provider}')
