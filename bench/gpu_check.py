@@ -97,7 +97,7 @@ def step_exp5(args) -> list:
 
 def step_exp4(args) -> list:
     return gp.exp4_lines(MODELS, frames=4 if args.quick else 20,
-                         repeats=2 if args.quick else 5)
+                         repeats=2 if args.quick else 5, seconds=0.2 if args.quick else 1.0)
 
 
 def step_profiles(args) -> list:

@@ -31,14 +31,16 @@ if pnnx.is_file():
     (site / 'pnnx' / 'pnnx').chmod(0o755)
 EOF
 cp .gpu/photos/*.png "$HOME_DIR/cache/photos/" 2>/dev/null
-if ! ldconfig -p | grep -q libvulkan.so.1; then
-  for f in .gpu/deb/*.deb; do dpkg -x "$f" /; done
-  ldconfig
+# the Vulkan loader and the GL vendor-neutral dispatch libraries the NVIDIA
+# Vulkan driver (libGLX_nvidia) needs
+for f in .gpu/deb/*.deb; do dpkg -x "$f" /; done
+ldconfig
+nv=/usr/local/nvidia/share
+if [ -f $nv/vulkan/icd.d/nvidia_icd.json ] && [ -z "${VK_DRIVER_FILES:-}" ]; then
+  export VK_DRIVER_FILES=$nv/vulkan/icd.d/nvidia_icd.json
+  export __EGL_VENDOR_LIBRARY_FILENAMES=$nv/glvnd/egl_vendor.d/10_nvidia.json
 fi
-icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-if [ -f "$icd" ] && [ -z "${VK_DRIVER_FILES:-}" ]; then
-  export VK_DRIVER_FILES=$icd
-fi
+echo "gpu_device: Vulkan ICD ${VK_DRIVER_FILES:-none}: $(cat "${VK_DRIVER_FILES:-/dev/null}" 2>&1 | tr -d '\n ' | head -c 300)"
 export PYTHONPATH=$PWD/edge_infer:$PWD/bench:$SITE EDGE_INFER_HOME=$HOME_DIR
 export PYTHONUNBUFFERED=1
 echo "gpu_device: unpacked in $(( $(date +%s) - t0 )) s; $(nvidia-smi -L 2>&1 | head -n 1)"

@@ -77,16 +77,17 @@ def machine_lines() -> List[str]:
     """Return the GPU, driver, torch/CUDA, NVML, Vulkan and pinned-memory findings."""
     from edge_infer.backends.libs.torch_cuda import cuda_torch
     from edge_infer.executor.buffers import TorchMappedBuffers
-    from edge_infer.executor.core import default_devices
+    from edge_infer.executor.devices import default_devices
     from edge_infer.telemetry.sources import NvmlSource
     lines = [f'- nvidia-smi (name, driver, memory, power limit, max SM clock): {nvidia_smi()}']
     torch, found = cuda_torch()
     lines.append(f'- PyTorch CUDA: {found}')
     try:
-        import onnx2torch
-        lines.append(f'- onnx2torch {getattr(onnx2torch, "__version__", "?")}')
-    except ImportError as exc:
-        lines.append(f'- onnx2torch not importable: {exc}')
+        from importlib import metadata
+        import onnx2torch  # noqa: F401
+        lines.append(f'- onnx2torch {metadata.version("onnx2torch")}')
+    except Exception as exc:  # ImportError, or installed without metadata
+        lines.append(f'- onnx2torch: {type(exc).__name__}: {exc}')
     ok, why = TorchMappedBuffers().available()
     lines.append(f'- pinned host memory read in place by the GPU: {"yes" if ok else "no"}: {why}')
     src = NvmlSource()
@@ -184,9 +185,11 @@ def energy_lines(models: Sequence[str], seconds: float = 1.5, rounds: int = 3) -
         mj: Dict[str, List[float]] = {k: [] for k in sessions}
         above: Dict[str, List[float]] = {k: [] for k in sessions}
         err: Dict[str, float] = {}
-        for k, (sess, xs) in sessions.items():          # warm-up and accuracy
-            outs = [sess.run(x) for x in xs]
-            err[k] = rel_err(outs[0], refs[0]) if sess.input_kind == 'float' else float('nan')
+        for k, (sess, xs) in sessions.items():          # accuracy (outputs may be reused
+            err[k] = (rel_err(sess.run(xs[0]), refs[0])   # buffers: compared at once), warm-up
+                      if sess.input_kind == 'float' else float('nan'))
+            for x in xs:
+                sess.run(x)
         idle = e.idle_w(1.0)
         order = list(sessions)
         for r in range(rounds):
@@ -353,7 +356,8 @@ def run_cpu_sessions(tensors, frames: int, energy: NvmlEnergy) -> dict:
 
 def exp5_lines(loads: Sequence[float], frames: int = 20, repeats: int = 3) -> List[str]:
     """Experiment 5 with a real GPU as the accelerator and a real background GPU load."""
-    from edge_infer.executor.core import default_devices, POLICIES
+    from edge_infer.executor.core import POLICIES
+    from edge_infer.executor.devices import default_devices
     said: List[str] = []
     devices = default_devices(log=said.append)
     if devices[0][2] == 'CPUExecutionProvider':
@@ -407,7 +411,8 @@ def exp5_lines(loads: Sequence[float], frames: int = 20, repeats: int = 3) -> Li
 
 
 # ----------------------------------------------------------------- experiment 4
-def exp4_lines(models: Sequence[str], frames: int = 20, repeats: int = 5) -> List[str]:
+def exp4_lines(models: Sequence[str], frames: int = 20, repeats: int = 5,
+               seconds: float = 1.0) -> List[str]:
     """Segments on the GPU reading pinned memory in place vs copying, vs the whole model."""
     from edge_infer.backends.libs.torch_cuda import TorchCudaBackend
     from edge_infer.executor.buffers import TorchMappedBuffers
@@ -457,17 +462,20 @@ def exp4_lines(models: Sequence[str], frames: int = 20, repeats: int = 5) -> Lis
         mj: Dict[str, List[float]] = {k: [] for k in runs}
         copied0 = {k: sum(r.copied for r in c) for k, c in chains.items()}
         order = list(runs)
+        count = dict.fromkeys(runs, 0)
         for r in range(repeats):
             for k in (order if r % 2 == 0 else order[::-1]):
-                e0 = energy.mj()
-                for i in range(frames):
+                # at least `frames` frames and `seconds`: NVML's counter moves in steps
+                e0, t0, i = energy.mj(), time.monotonic(), 0
+                while i < frames or time.monotonic() - t0 < seconds:
                     t = time.perf_counter()
                     runs[k](i)
                     times[k].append((time.perf_counter() - t) * 1e3)
-                mj[k].append((energy.mj() - e0) / frames)
-        n = frames * repeats
+                    i += 1
+                mj[k].append((energy.mj() - e0) / i)
+                count[k] += i
         for k in order:
-            c = (sum(r.copied for r in chains[k]) - copied0[k]) / n if k in chains else \
+            c = (sum(r.copied for r in chains[k]) - copied0[k]) / count[k] if k in chains else \
                 sum(x.nbytes for x in xs[:1]) + sum(o.nbytes for o in refs[0])
             lines.append(f'| {name} | {len(segs)} | {k} | {pct(times[k], 50):.3f} | '
                          f'{pct(times[k], 90):.3f} | {max(times[k]):.3f} | '

@@ -194,7 +194,7 @@ def test_buffer_providers_probe_and_say_why():
 
 
 def test_default_devices_use_cuda_only_with_mapped_memory():
-    from edge_infer.executor.core import default_devices
+    from edge_infer.executor.devices import default_devices
     lines = []
     devices = default_devices(lines.append)
     assert [d[:2] for d in devices] == [('accelerator', 'accelerator'), ('cpu', 'cpu')]

@@ -448,3 +448,28 @@ def test_the_device_list_key_follows_the_drivers(tmp_path, monkeypatch):
     assert with_icd != base
     lib.write_bytes(b'a newer driver')          # the library the manifest names changed
     assert vulkan.fingerprint('1.0') != with_icd
+
+
+def test_no_device_is_not_kept_while_a_driver_manifest_exists(tmp_path, monkeypatch):
+    """A driver that failed to load (a missing dependency) is tried again at the next start."""
+    import types
+    icd = tmp_path / 'nvidia_icd.json'
+    icd.write_text(json.dumps({'ICD': {'library_path': 'libGLX_nvidia.so.0'}}))
+    monkeypatch.setenv('VK_DRIVER_FILES', str(icd))
+    cache = tmp_path / 'vulkan_devices.json'
+    info = types.SimpleNamespace(device_name=lambda: 'NVIDIA H200', driver_version=lambda: 1,
+                                 api_version=lambda: 2)
+    seen = {'count': 0}
+    fake = types.SimpleNamespace(get_gpu_count=lambda: seen['count'],
+                                 get_gpu_info=lambda i: info, get_default_gpu_index=lambda: 0)
+    monkeypatch.setattr(vulkan, '_state', {})
+    vulkan.use_cache(cache)
+    assert vulkan.devices(lambda: fake, '1.0') == [] and not cache.exists()
+    seen['count'] = 1                           # the driver's library is installed now
+    monkeypatch.setattr(vulkan, '_state', {'cache_file': cache})
+    assert vulkan.devices(lambda: fake, '1.0') == [(0, 'NVIDIA H200', 'NVIDIA-H200')]
+    assert json.loads(cache.read_text())['devices']     # a found device is kept
+    cache.write_text(json.dumps({'key': vulkan.fingerprint('1.0'), 'devices': [],
+                                 'default': None}))     # an older cache's "none"
+    monkeypatch.setattr(vulkan, '_state', {'cache_file': cache})
+    assert vulkan.devices(lambda: fake, '1.0')[0][1] == 'NVIDIA H200'

@@ -72,7 +72,8 @@ def test_a_bad_precision_is_refused_with_the_choices():
 
 def test_the_executor_says_why_it_has_no_torch_accelerator(monkeypatch):
     from edge_infer.executor.buffers import TorchMappedBuffers
-    from edge_infer.executor.core import default_devices, ExecutorError, SharedExecutor
+    from edge_infer.executor.core import ExecutorError, SharedExecutor
+    from edge_infer.executor.devices import default_devices
     monkeypatch.setitem(sys.modules, 'torch', _fake_torch(True, 0))
     ok, why = TorchMappedBuffers().available()
     assert not ok and 'sees no CUDA device' in why

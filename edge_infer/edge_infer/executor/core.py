@@ -42,6 +42,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from .devices import device_buffers
 from .partition import partition, Segment
 from .runners import open_runner, SegmentError, SegmentLibrary
 from ..core.backend import Backend, Session
@@ -52,44 +53,6 @@ TORCH = SegmentLibrary('torch', 1, 'fp32')     # what a 'torch-cuda' device runs
 
 class ExecutorError(RuntimeError):
     """A job failed on every device that could run it."""
-
-
-def default_devices(log: Callable[[str], None] = print) -> List[tuple]:
-    """Return (name, role, provider) of the devices this machine really has.
-
-    The accelerator is the CUDA execution provider when onnxruntime lists it
-    AND mapped pinned memory is available (Jetson); else PyTorch on CUDA
-    (``torch-cuda``: segments converted by onnx2torch, pinned memory read in
-    place) where torch sees a GPU and onnx2torch is installed; otherwise one
-    CPU worker plays the accelerator's part, and the log says so.
-    """
-    from .buffers import CudaMappedBuffers, TorchMappedBuffers
-    try:
-        import onnxruntime as ort
-        listed = ort.get_available_providers()
-    except ImportError:
-        listed = []
-    if 'CUDAExecutionProvider' in listed:
-        ok, why = CudaMappedBuffers().available()
-        if ok:
-            log(f'executor: accelerator = CUDA ({why}), zero-copy through mapped pinned memory')
-            return [('accelerator', 'accelerator', 'CUDAExecutionProvider'),
-                    ('cpu', 'cpu', 'CPUExecutionProvider')]
-        log(f'executor: onnxruntime lists CUDA but mapped memory is unavailable ({why})')
-    ok, why = TorchMappedBuffers().available()
-    if ok:
-        try:
-            import onnx2torch  # noqa: F401
-        except ImportError as exc:
-            ok, why = False, f'{why}; onnx2torch not importable ({exc})'
-    if ok:
-        log(f'executor: accelerator = PyTorch CUDA ({why})')
-        return [('accelerator', 'accelerator', 'torch-cuda'),
-                ('cpu', 'cpu', 'CPUExecutionProvider')]
-    log(f'executor: no PyTorch CUDA accelerator ({why})')
-    log('executor: no accelerator usable here; one CPU worker plays the accelerator')
-    return [('accelerator', 'accelerator', 'CPUExecutionProvider'),
-            ('cpu', 'cpu', 'CPUExecutionProvider')]
 
 
 @dataclass
@@ -197,20 +160,11 @@ class SharedExecutor:
         self.providers = {name: provider for name, _, provider in specs}
         self._buffers = {}
         for name, provider in self.providers.items():
-            if provider == 'CUDAExecutionProvider':
-                from .buffers import CudaMappedBuffers
-                mapped = CudaMappedBuffers()
-                ok, why = mapped.available()
-                if not ok:
-                    raise ExecutorError(f'device {name}: CUDA without mapped memory: {why}')
-                self._buffers[name] = mapped
-            elif provider == 'torch-cuda':
-                from .buffers import TorchMappedBuffers
-                pinned = TorchMappedBuffers()
-                ok, why = pinned.available()
-                if not ok:
-                    raise ExecutorError(f'device {name}: torch-cuda unusable: {why}')
-                self._buffers[name] = pinned
+            buffers, why = device_buffers(provider)
+            if why:
+                raise ExecutorError(f'device {name}: {why}')
+            if buffers is not None:
+                self._buffers[name] = buffers
         self.threads, self.slots, self.min_nodes = threads_per_device, slots, min_nodes
         self.models: Dict[str, dict] = {}
         self._ids = itertools.count()

@@ -125,12 +125,7 @@ class OrtSegmentRunner:
             return arr.ctypes.data
         ptr = self.buffers.device_pointer(arr)
         if ptr is None and name is not None:    # e.g. the preprocessed frame: one copy
-            stage = self._staging.get(name)
-            if stage is None or stage.shape != arr.shape:
-                stage = self._staging[name] = self.buffers.empty(arr.shape, np.float32)
-            np.copyto(stage, arr)
-            self.copied += arr.nbytes
-            ptr = self.buffers.device_pointer(stage)
+            ptr = _staged(self, name, arr)
         if ptr is None:
             raise SegmentError(f'{self.segment.name}: buffer not mapped for the device')
         return ptr
@@ -185,6 +180,19 @@ class OpenVinoSegmentRunner:
                 np.copyto(buf, got)
                 self.copied += buf.nbytes
         return dict(zip(self.out_names, bufs))
+
+
+def _staged(runner, name: str, arr: np.ndarray) -> Optional[int]:
+    """Copy ``arr`` into the runner's mapped staging buffer for ``name`` (counted).
+
+    Return the buffer's device address.
+    """
+    stage = runner._staging.get(name)
+    if stage is None or stage.shape != arr.shape:
+        stage = runner._staging[name] = runner.buffers.empty(arr.shape, np.float32)
+    np.copyto(stage, arr)
+    runner.copied += arr.nbytes
+    return runner.buffers.device_pointer(stage)
 
 
 def _checked(segment, name: str, arr: np.ndarray) -> np.ndarray:
@@ -259,12 +267,7 @@ class TorchSegmentRunner:
             return torch.from_numpy(arr).to(self.device)
         ptr = self.buffers.device_pointer(arr)
         if ptr is None:         # e.g. the preprocessed frame: one copy into pinned memory
-            stage = self._staging.get(name)
-            if stage is None or stage.shape != arr.shape:
-                stage = self._staging[name] = self.buffers.empty(arr.shape, np.float32)
-            np.copyto(stage, arr)
-            self.copied += arr.nbytes
-            ptr = self.buffers.device_pointer(stage)
+            ptr = _staged(self, name, arr)
         return self._wrap(torch, ptr, arr.shape)
 
     def run(self, inputs: Dict[str, np.ndarray], slot: int) -> Dict[str, np.ndarray]:

@@ -8,7 +8,8 @@ The last node to let go stops the workers (:class:`edge_infer.shared.SharedResou
 
 from typing import Callable
 
-from .core import default_devices, SharedExecutor
+from .core import SharedExecutor
+from .devices import default_devices
 from ..shared import SharedResource
 
 

@@ -63,19 +63,23 @@ def short_gpu_name(full: str) -> str:
     return name or 'gpu'
 
 
-def fingerprint(ncnn_version: str) -> str:
-    """Return a key of everything that decides which Vulkan devices ncnn sees."""
-    parts: List[str] = [ncnn_version]
-    parts += [f'{v}={os.environ.get(v, "")}' for v in LOADER_VARS]
+def manifests() -> List[str]:
+    """Return the driver manifest files (ICD JSON) the Vulkan loader would read."""
     dirs = list(ICD_DIRS) + [os.path.expanduser('~/.local/share/vulkan/icd.d')]
     for base in os.environ.get('XDG_DATA_DIRS', '').split(':') + \
             os.environ.get('XDG_CONFIG_DIRS', '').split(':'):
         if base:
             dirs.append(os.path.join(base, 'vulkan', 'icd.d'))
     files = sorted({f for d in dirs for f in glob.glob(os.path.join(d, '*.json'))})
-    files += [f for v in ('VK_ICD_FILENAMES', 'VK_DRIVER_FILES', 'VK_ADD_DRIVER_FILES')
-              for f in os.environ.get(v, '').split(':') if f]
-    for f in files:
+    return files + [f for v in ('VK_ICD_FILENAMES', 'VK_DRIVER_FILES', 'VK_ADD_DRIVER_FILES')
+                    for f in os.environ.get(v, '').split(':') if f]
+
+
+def fingerprint(ncnn_version: str) -> str:
+    """Return a key of everything that decides which Vulkan devices ncnn sees."""
+    parts: List[str] = [ncnn_version]
+    parts += [f'{v}={os.environ.get(v, "")}' for v in LOADER_VARS]
+    for f in manifests():
         parts.append(_stat(f))
         try:
             lib = json.loads(pathlib.Path(f).read_text())['ICD']['library_path']
@@ -127,10 +131,14 @@ def _known(get_ncnn: Callable[[], object], version: str) -> Dict[str, object]:
     if kept is not None:
         return kept     # type: ignore[return-value]
     key = fingerprint(version)
+    # "no device" is not kept while a driver manifest exists: a driver that
+    # failed to load (seen: the NVIDIA driver without libglvnd, which the key
+    # does not cover) may load at the next start once its library is there
+    keep_empty = not manifests()
     if cache_file is not None:
         try:
             saved = json.loads(pathlib.Path(str(cache_file)).read_text())
-            if saved.get('key') == key:
+            if saved.get('key') == key and (saved.get('devices') or keep_empty):
                 with _lock:
                     _state['known'] = saved
                 return saved
@@ -143,7 +151,7 @@ def _known(get_ncnn: Callable[[], object], version: str) -> Dict[str, object]:
             known['default'] = int(get_ncnn().get_default_gpu_index())     # type: ignore
         except Exception:  # an ncnn without it: the first device
             known['default'] = found[0][0]
-    if cache_file is not None:
+    if cache_file is not None and (found or keep_empty):
         try:
             path = pathlib.Path(str(cache_file))
             path.parent.mkdir(parents=True, exist_ok=True)
