@@ -66,15 +66,11 @@ def test_runner_reports_a_failed_experiment_in_the_index(tmp_path, monkeypatch):
 
 def test_gpu_check_lists_every_accelerator_candidate_with_a_reason(tmp_path):
     import gpu_check
-    assert gpu_check.main(['--probe-only', '--out', str(tmp_path)]) == 0
-    import re
+    assert gpu_check.main(['--quick', '--out', str(tmp_path), '--steps', '1', '2']) == 0
     md = (tmp_path / 'gpu_check.md').read_text()
-
-    def timeless(text):     # a probe's reason says how long it ran: differs run to run
-        return re.sub(r'probe ran in [0-9.]+ ms, max \|diff\| vs ORT CPU [0-9.e+-]+',
-                      'probe ran', text)
-    for name, ok, why in gpu_check.backend_probes():
-        assert timeless(f'| {name} | {"yes" if ok else "no"} | {why} |') in timeless(md)
-        assert why
-    assert 'onnxruntime/cuda' in md and 'onnxruntime/tensorrt' in md
-    assert 'pycuda mapped pinned memory:' in md and 'shared executor:' in md
+    for name in ('onnxruntime/cuda', 'onnxruntime/tensorrt', 'torch/cuda:0',
+                 'torch/cuda:0/fp16'):
+        line = next(ln for ln in md.splitlines() if ln.startswith(name + ' '))
+        assert ' unavailable ' in line or ' available ' in line, line
+        assert len(line.split(None, 4)) == 5, line       # name, verdict, device, precision, why
+    assert '- pinned host memory read in place by the GPU: ' in md and 'shared executor:' in md

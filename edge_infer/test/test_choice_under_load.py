@@ -134,7 +134,8 @@ def test_a_candidate_that_stalls_loses_to_a_steady_one_and_the_report_says_why()
 def _manager(cache_dir, **cfg):
     config = {'ort_threads': [1, 2], 'ort_providers_always_listed': [],
               'opencv_targets': [], 'blas': False, 'variants': [], 'openvino_threads': [],
-              'ncnn_threads': [], 'ncnn_vulkan': False, 'budget_s': 0.3, 'screen_s': 0.2,
+              'ncnn_threads': [], 'ncnn_vulkan': False,
+              'torch_precisions': [], 'budget_s': 0.3, 'screen_s': 0.2,
               'warmup': 1, 'min_runs': 3, 'calibration_frames': 2, 'min_rounds': 2,
               'quiet_foreign_cores': 0.9}
     config.update(cfg)

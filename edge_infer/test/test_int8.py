@@ -103,7 +103,8 @@ def test_registry_and_model_add_keep_the_calibration_source(mobilenet, footage, 
 def test_candidates_include_openvino_int8_twins(mobilenet, tmp_path):
     spec, src = mobilenet
     mgr = BackendManager(tmp_path, config={'openvino_threads': [1, 2], 'ncnn_threads': [],
-                                           'ncnn_vulkan': False}, log=_quiet)
+                                           'ncnn_vulkan': False,
+                                           'torch_precisions': []}, log=_quiet)
     names = [b.name for b in mgr.candidates(spec, src)]
     ov_best = [n for n in names if n.startswith('openvino/') and '/int8' not in n and
                (n.endswith('+pre') or n.count('/') == 3)]

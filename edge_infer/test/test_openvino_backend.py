@@ -157,7 +157,7 @@ def test_the_manager_lists_measures_and_can_choose_openvino(tmp_path, registry, 
     mgr = BackendManager(tmp_path, config={
         'ort_threads': [1], 'ort_providers_always_listed': [], 'opencv_targets': [],
         'blas': False, 'variants': [], 'openvino_threads': [1], 'ncnn_threads': [],
-        'ncnn_vulkan': False, 'budget_s': 0.2, 'warmup': 1, 'min_runs': 3,
+        'ncnn_vulkan': False, 'torch_precisions': [], 'budget_s': 0.2, 'warmup': 1, 'min_runs': 3,
         'calibration_frames': 2}, log=lambda s: None)
     backend, run = mgr.choose(spec, path, force='openvino/cpu/t1')
     assert backend.name == run.chosen == 'openvino/cpu/t1'

@@ -32,7 +32,8 @@ def _manager(cache_dir, **cfg):
     config = {'ort_threads': [1, 2], 'ort_providers_always_listed': [],
               'opencv_targets': ['cpu'], 'blas': False, 'variants': [], 'budget_s': 0.1,
               'warmup': 1, 'min_runs': 3, 'calibration_frames': 2, 'openvino_threads': [],
-              'ncnn_threads': [], 'ncnn_vulkan': False, 'quiet_foreign_cores': 99.0}
+              'ncnn_threads': [], 'ncnn_vulkan': False,
+              'torch_precisions': [], 'quiet_foreign_cores': 99.0}
     config.update(cfg)
     return BackendManager(cache_dir, config=config, log=lambda s: None)
 

@@ -110,6 +110,7 @@ def _manager(cache_dir):
               'opencv_targets': ['cpu'], 'blas': False, 'variants': ['fp16'],
               'budget_s': 0.1, 'warmup': 1, 'min_runs': 3, 'calibration_frames': 2,
               'openvino_threads': [], 'ncnn_threads': [], 'ncnn_vulkan': False,
+              'torch_precisions': [],
               'quiet_foreign_cores': 99.0}
     return BackendManager(cache_dir, config=config, log=lambda s: None)
 

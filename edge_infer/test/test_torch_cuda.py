@@ -8,6 +8,7 @@ machine) the segment runner's conversion and wiring run on the CPU against
 ONNX Runtime; on a GPU machine ``bench/gpu_check.py`` runs the CUDA paths.
 """
 
+import importlib.machinery
 import importlib.util
 import pathlib
 import subprocess
@@ -38,9 +39,12 @@ def _fake_torch(built: bool = True, devices: int = 0) -> types.ModuleType:
 
 def test_without_torch_each_candidate_says_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, 'torch', None)     # import torch raises ImportError
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, 'find_spec',
+                        lambda name, *a: None if name == 'torch' else real(name, *a))
     for backend in torch_cuda.torch_candidates():
         ok, why = backend.available()
-        assert not ok and 'torch not importable' in why and 'onnx2torch' in why
+        assert not ok and 'torch not installed' in why and 'onnx2torch' in why
         assert backend.device == 'cuda:0' and backend.library == 'torch'
         with pytest.raises(BackendError, match='torch not importable'):
             backend.load(paths.models_dir() / 'mobilenet_v2.onnx')
@@ -48,21 +52,41 @@ def test_without_torch_each_candidate_says_what_to_install(monkeypatch):
                                                                'torch/cuda:0/fp16']
 
 
+def _installed(monkeypatch, *names):
+    """Make find_spec report ``names`` as installed (nothing is imported by available())."""
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, 'find_spec', lambda name, *a: (
+        importlib.machinery.ModuleSpec(name, None) if name in names else
+        None if name in ('torch', 'onnx2torch') else real(name, *a)))
+
+
+def test_listing_the_candidates_never_imports_torch(monkeypatch):
+    _installed(monkeypatch, 'torch', 'onnx2torch')
+    monkeypatch.setattr(torch_cuda, 'nvidia_driver', lambda: False)
+    ok, why = TorchCudaBackend().available()
+    assert not ok and 'no NVIDIA driver' in why
+    monkeypatch.setattr(torch_cuda, 'nvidia_driver', lambda: True)
+    monkeypatch.setattr(torch_cuda.metadata, 'version', lambda dist: {
+        'torch': '2.11.0+cu130', 'onnx2torch': '1.5.15'}[dist])
+    ok, why = TorchCudaBackend().available()
+    assert ok and 'torch 2.11.0+cu130' in why and 'onnx2torch 1.5.15' in why
+    assert TorchCudaBackend().versions() == {'torch': '2.11.0+cu130', 'onnx2torch': '1.5.15'}
+    _installed(monkeypatch, 'torch')
+    ok, why = TorchCudaBackend().available()
+    assert not ok and 'onnx2torch not installed' in why
+
+
 @pytest.mark.parametrize('built, devices, said', [
     (False, 0, 'built without CUDA'),
     (True, 0, 'sees no CUDA device'),
 ])
-def test_a_torch_without_a_usable_gpu_is_unavailable(monkeypatch, built, devices, said):
+def test_a_torch_without_a_usable_gpu_fails_to_load_saying_why(monkeypatch, built,
+                                                               devices, said):
     monkeypatch.setitem(sys.modules, 'torch', _fake_torch(built, devices))
-    ok, why = TorchCudaBackend('fp16').available()
-    assert not ok and said in why and '2.11.0+fake' in why
-
-
-def test_a_gpu_without_onnx2torch_says_so(monkeypatch):
-    monkeypatch.setitem(sys.modules, 'torch', _fake_torch(True, 1))
-    monkeypatch.setitem(sys.modules, 'onnx2torch', None)
-    ok, why = TorchCudaBackend().available()
-    assert not ok and 'NVIDIA H100' in why and 'onnx2torch not importable' in why
+    torch, why = torch_cuda.cuda_torch()
+    assert torch is None and said in why and '2.11.0+fake' in why
+    with pytest.raises(BackendError, match=said):
+        TorchCudaBackend('fp16').load(paths.models_dir() / 'mobilenet_v2.onnx')
 
 
 def test_a_bad_precision_is_refused_with_the_choices():

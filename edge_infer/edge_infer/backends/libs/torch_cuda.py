@@ -20,6 +20,10 @@ The shared executor's torch runner (:mod:`edge_infer.executor.runners`)
 instead lets the kernels read mapped host memory in place.
 """
 
+import ctypes.util
+import glob
+from importlib import metadata
+import importlib.util
 import pathlib
 from typing import Any, Dict, List, Tuple
 
@@ -47,6 +51,12 @@ def cuda_torch() -> Tuple[Any, str]:
         return None, f'torch {torch.__version__} (CUDA {torch.version.cuda}) sees no CUDA device'
     return torch, (f'torch {torch.__version__}, CUDA {torch.version.cuda}, '
                    f'{torch.cuda.get_device_name(0)}')
+
+
+def nvidia_driver() -> bool:
+    """Return whether an NVIDIA driver is installed (its library or device nodes)."""
+    return bool(ctypes.util.find_library('cuda') or glob.glob('/dev/nvidia[0-9]*')
+                or glob.glob('/dev/nvhost-*'))
 
 
 def convert(model_path: pathlib.Path, who: str):
@@ -107,27 +117,37 @@ class TorchCudaBackend(Backend):
         return {'precision': self.precision}
 
     def versions(self) -> Dict[str, str]:
-        """Return the versions of torch, its CUDA and onnx2torch (empty where absent)."""
+        """Return the versions of torch and onnx2torch (empty where absent), without importing.
+
+        Importing torch costs hundreds of MB: a container that only lists the
+        candidates must not pay it. The CUDA version is part of torch's
+        (``2.11.0+cu130``); a Jetson's wheel names its JetPack.
+        """
         out: Dict[str, str] = {}
-        try:
-            import torch
-            out.update(torch=torch.__version__, cuda=str(torch.version.cuda))
-            import onnx2torch
-            out['onnx2torch'] = getattr(onnx2torch, '__version__', 'unknown')
-        except ImportError:
-            pass
+        for dist in ('torch', 'onnx2torch'):
+            try:
+                out[dist] = metadata.version(dist)
+            except metadata.PackageNotFoundError:
+                pass
         return out
 
     def available(self) -> Tuple[bool, str]:
-        """Check torch, its CUDA device and onnx2torch; no model is run."""
-        torch, found = cuda_torch()
-        if torch is None:
-            return False, found
-        try:
-            import onnx2torch  # noqa: F401
-        except ImportError as exc:
-            return False, f'{found}; onnx2torch not importable ({exc}): {INSTALL}'
-        return True, found
+        """Check, without importing torch, that torch, onnx2torch and an NVIDIA driver exist.
+
+        Whether torch was built with CUDA and sees the device is found when
+        the probe loads a model (:func:`cuda_torch`), in the process that
+        measures, so that a container which never chooses torch never imports it.
+        """
+        if importlib.util.find_spec('torch') is None:
+            return False, f'torch not installed; {INSTALL}'
+        if importlib.util.find_spec('onnx2torch') is None:
+            return False, f'onnx2torch not installed: {INSTALL}'
+        if not nvidia_driver():
+            return False, ('no NVIDIA driver (no libcuda.so.1, no /dev/nvidia* or Jetson '
+                           '/dev/nvhost-*)')
+        v = self.versions()
+        return True, (f'torch {v.get("torch", "?")}, onnx2torch {v.get("onnx2torch", "?")}, '
+                      'NVIDIA driver present')
 
     def load(self, model_path: pathlib.Path, strict: bool = False,
              input_spec=None) -> Session:
