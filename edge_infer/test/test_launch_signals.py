@@ -16,10 +16,10 @@ where test_bringup_signals.py covers the bring-up command instead).
   children; the container notices its parent's death (PR_SET_PDEATHSIG) and
   stops by itself instead of running on as an orphan.
 
-After either: no process of the launch left, no traceback, no Fast DDS
-shared memory of the run left in /dev/shm, and no folder of the launch left
-in the temporary directory; after the Ctrl-C also exit code 0 and the
-container "finished cleanly".
+After either: no process of the launch left, no traceback, none of the Fast
+DDS shared memory the launch's processes held left in /dev/shm, and no folder
+of the launch left in the temporary directory; after the Ctrl-C also exit
+code 0 and the container "finished cleanly".
 """
 
 import os
@@ -31,7 +31,7 @@ import tempfile
 import threading
 import time
 
-from edge_infer import procs
+from edge_infer import procs, shm
 from edge_infer.testing.launching import ros2_launch_missing
 import psutil
 import pytest
@@ -102,16 +102,29 @@ def domain():
     return procs.free_domain_id(os.getpid() + 7)
 
 
-def _check_nothing_left(launch: Launch, children, shm_before: set, tmp_before: set) -> None:
+def _held(children) -> set:
+    """Return the segment lock files the launch's processes hold (their DDS participants')."""
+    return {f for c in children for f in shm.segment_locks(c.pid)}
+
+
+def _check_nothing_left(launch: Launch, children, shm_before: set, tmp_before: set,
+                        held: set) -> None:
     text = launch.text
     _, alive = psutil.wait_procs(children, timeout=60)
     assert not alive, f'left running: {[p.pid for p in alive]}\n{text[-3000:]}'
     for word in ('Traceback', 'KeyboardInterrupt', 'process has died'):
         assert word not in text, text[-3000:]
-    # Fast DDS's port files (fastrtps_port<N>) are shared by every participant
-    # on the machine; the run's own segments must be gone
-    left = {n for n in _fastdds_files() - shm_before if 'port' not in n}
-    assert not left, f'shared memory left behind: {sorted(left)}'
+    # The segments the launch's processes held must be gone (a participant holds
+    # its lock file open for the segment's life). Not every new name in /dev/shm:
+    # other programs' participants come and go beside the run (a test suite
+    # running beside it made this test fail with its own live segments), and
+    # Fast DDS's port files (fastrtps_port<N>) are shared by all of them.
+    assert held, 'the launch held no Fast DDS segment: nothing to check'
+    left = sorted(os.path.basename(f[:-len('_el')]) + suffix for f in held
+                  for suffix in ('', '_el') if os.path.exists(f[:-len('_el')] + suffix))
+    others = {n for n in _fastdds_files() - shm_before if 'port' not in n} - set(left)
+    assert not left, (f'shared memory left behind: {left} (held by {[c.pid for c in children]}'
+                      f' before the stop); other new Fast DDS files: {sorted(others)}')
     assert _launch_folders() <= tmp_before
 
 
@@ -121,6 +134,7 @@ def test_a_terminal_ctrl_c_ends_with_exit_0_and_leaves_nothing(domain):
     try:
         launch.wait_active()
         children = psutil.Process(launch.proc.pid).children(recursive=True)
+        held = _held(children)
         os.killpg(launch.proc.pid, signal.SIGINT)      # what a terminal's Ctrl-C does
         rc = launch.wait_exit()
     finally:
@@ -128,7 +142,7 @@ def test_a_terminal_ctrl_c_ends_with_exit_0_and_leaves_nothing(domain):
     assert rc == 0, launch.text[-3000:]
     # the container runs as '<python>-N' when the launch file runs it with the venv's python
     assert 'process has finished cleanly' in launch.text, launch.text[-3000:]
-    _check_nothing_left(launch, children, shm_before, tmp_before)
+    _check_nothing_left(launch, children, shm_before, tmp_before, held)
 
 
 def test_sigterm_of_the_launch_stops_the_container_and_leaves_nothing(domain):
@@ -138,9 +152,10 @@ def test_sigterm_of_the_launch_stops_the_container_and_leaves_nothing(domain):
         launch.wait_active()
         children = psutil.Process(launch.proc.pid).children(recursive=True)
         assert children
+        held = _held(children)
         launch.proc.send_signal(signal.SIGTERM)         # systemd's stop, docker stop
         launch.wait_exit()
-        _check_nothing_left(launch, children, shm_before, tmp_before)
+        _check_nothing_left(launch, children, shm_before, tmp_before, held)
     finally:
         launch.kill()
         for child in children:      # the old behaviour: an orphan still serving

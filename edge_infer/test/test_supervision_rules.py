@@ -283,3 +283,30 @@ def test_segment_locks_are_the_lock_files_a_process_holds_not_its_ports(tmp_path
     with open(seg[1], 'rb'), open(port[1], 'rb'), open(seg[0], 'rb'):
         assert shm.segment_locks(os.getpid(), tmp_path) == {str(seg[1])}
     assert shm.segment_locks(os.getpid(), tmp_path) == set()
+
+
+def test_a_destroyed_lifecycle_node_takes_its_dds_participant_and_shm_files_along():
+    """ManagedNode.destroy_node: the participant's /dev/shm files go now, not at Python's exit.
+
+    rclpy's LifecycleNode keeps its state machine, which holds the rcl node,
+    after destroy_node(); the container's last node then kept the process's
+    Fast DDS participant, and its files, to the interpreter's finalization.
+    """
+    import rclpy
+    from edge_infer import procs
+    from edge_infer.nodes.base import ManagedNode
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, domain_id=procs.free_domain_id(os.getpid() + 13))
+    before = shm.segment_locks(os.getpid())
+    try:
+        node = ManagedNode('shm_owner', context=ctx)
+        mine = shm.segment_locks(os.getpid()) - before
+        if not mine:
+            pytest.skip('no Fast DDS shared memory segment here (SHM transport off)')
+        node.trigger_shutdown()
+        node.destroy_node()
+        assert not shm.segment_locks(os.getpid()) & mine
+        assert not any(os.path.exists(f) or os.path.exists(f[:-3]) for f in mine)
+        node.destroy_node()         # twice: nothing more to do, no error
+    finally:
+        rclpy.try_shutdown(context=ctx)
