@@ -102,8 +102,10 @@ def test_interleaved_rounds_settle_the_ranking_and_replace_the_alone_figures(mob
     assert ranking.settled and ranking.wins >= 0.8 and ranking.rounds >= 4
     assert 'settled' in ranking.describe()
     # the figures now come from the rounds, not from what was passed in
+    # (passed in: fast 99, slow 1). Slow sleeps 4 ms each run, whatever the load; the
+    # gap between the two medians is not asserted: under load it shrank to 2.5 ms
     assert results['fast'].p50_ms < results['slow'].p50_ms
-    assert results['slow'].p50_ms - results['fast'].p50_ms >= 3.0
+    assert results['slow'].p50_ms >= 4.0 and results['fast'].p50_ms < 99.0
     assert results['fast'].rounds == ranking.rounds == results['slow'].rounds
 
 
