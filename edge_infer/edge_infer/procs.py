@@ -51,12 +51,29 @@ def use_container_profile() -> str:
     container sends results (config/fastdds_container.xml: 16 MiB). A
     profile of the user's own is kept, and said.
     """
-    ours = str(paths.fastdds_profile())
-    if os.environ.get('FASTRTPS_DEFAULT_PROFILES_FILE') == ours and \
+    exported = os.environ.get('FASTRTPS_DEFAULT_PROFILES_FILE', '')
+    if exported and _is_our_profile(exported) and \
             not os.environ.get('FASTDDS_DEFAULT_PROFILES_FILE'):
         del os.environ['FASTRTPS_DEFAULT_PROFILES_FILE']
     return use_large_frame_profile(paths.fastdds_container_profile(),
                                    'camera frames in, results and debug images up to 16 MiB out')
+
+
+def _is_our_profile(path: str) -> bool:
+    """Return whether ``path`` is edge_infer's large-frame profile, wherever it lies.
+
+    The same file by content and name counts: ``colcon test`` and a source
+    checkout export the source tree's copy, the installed package reads its
+    share folder's.
+    """
+    ours = paths.fastdds_profile()
+    if path == str(ours):
+        return True
+    try:
+        return (pathlib.Path(path).name == ours.name
+                and pathlib.Path(path).read_bytes() == ours.read_bytes())
+    except OSError:
+        return False
 
 
 def use_large_frame_profile(profile: Optional[pathlib.Path] = None,

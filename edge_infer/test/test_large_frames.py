@@ -200,3 +200,23 @@ def test_frames_too_large_for_the_transport_are_counted_lost_and_said(ros, conta
         pub.stdin.close()
         pub.terminate()
         pub.wait(10)
+
+
+def test_the_source_trees_copy_of_our_profile_is_ours_too(tmp_path, monkeypatch):
+    """A colcon test exports the source tree's profile; the installed container has its own."""
+    from edge_infer import procs
+    copy = tmp_path / procs.paths.fastdds_profile().name
+    copy.write_bytes(procs.paths.fastdds_profile().read_bytes())
+    monkeypatch.delenv('FASTDDS_DEFAULT_PROFILES_FILE', raising=False)
+    monkeypatch.setenv('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp')
+    monkeypatch.setenv('FASTRTPS_DEFAULT_PROFILES_FILE', str(copy))
+    line = procs.use_container_profile()
+    container = str(procs.paths.fastdds_container_profile())
+    assert 'fastdds_container.xml' in line
+    assert os.environ['FASTRTPS_DEFAULT_PROFILES_FILE'] == container
+    other = tmp_path / 'other' / copy.name          # same name, the user's own settings
+    other.parent.mkdir()
+    other.write_text(copy.read_text().replace('</profiles>', '<!-- mine --></profiles>'))
+    monkeypatch.setenv('FASTRTPS_DEFAULT_PROFILES_FILE', str(other))
+    procs.use_container_profile()
+    assert os.environ['FASTRTPS_DEFAULT_PROFILES_FILE'] == str(other)
