@@ -6,6 +6,7 @@ is not usable it returns one line saying why (what CI and a machine without
 a GPU show).
 """
 
+import functools
 import multiprocessing as mp
 import pathlib
 import statistics
@@ -112,8 +113,12 @@ def machine_lines() -> List[str]:
 
 
 # ----------------------------------------------------------------- inputs
+@functools.lru_cache(maxsize=None)
 def photo_tensors(name: str, kind: str = 'float', n: int = 4) -> List[np.ndarray]:
-    """Return model ``name``'s input tensors for the bundled photos (random frames without)."""
+    """Return model ``name``'s input tensors for the bundled photos (random frames without).
+
+    Made once per model and kind (the callers only read them).
+    """
     import cv2
     from edge_infer.core.image import Frame
     from edge_infer.core.preprocess import Preprocessor
@@ -418,6 +423,7 @@ def exp4_lines(models: Sequence[str], frames: int = 20, repeats: int = 5,
     from edge_infer.executor.buffers import TorchMappedBuffers
     from edge_infer.executor.partition import partition
     from edge_infer.executor.runners import TorchSegmentRunner
+    import onnx
     pinned = TorchMappedBuffers()
     ok, why = pinned.available()
     if not ok:
@@ -446,8 +452,8 @@ def exp4_lines(models: Sequence[str], frames: int = 20, repeats: int = 5,
                                     for s in segs]}
         whole = TorchCudaBackend().load(model_path(name))
         in_name = segs[0].inputs[0]
-        out_names = [o.name for o in __import__('onnx').load(
-            str(model_path(name)), load_external_data=False).graph.output]
+        out_names = [o.name for o in onnx.load(str(model_path(name)),
+                                               load_external_data=False).graph.output]
 
         def chain(mode, x):
             vals = {in_name: x}

@@ -174,6 +174,9 @@ class TorchMappedBuffers(BufferProvider):
     def device_pointer(self, arr: np.ndarray) -> Optional[int]:
         """Return the GPU address of ``arr`` if it lies in memory this provider allocated."""
         ptr = arr.ctypes.data
+        owned = self._owners.get(ptr)       # a whole buffer: the usual case, no scan
+        if owned is not None and arr.nbytes <= owned[1]:
+            return ptr
         for start, (_, n) in self._owners.items():
             if start <= ptr and ptr + arr.nbytes <= start + n:
                 return ptr      # UVA: the same address on both sides

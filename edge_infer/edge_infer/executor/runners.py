@@ -236,7 +236,8 @@ class TorchSegmentRunner:
         self.library = SegmentLibrary('torch', 1, 'fp32')
         self._wrap = as_cuda_tensor
         try:
-            self.module = convert_segment(segment, convert).to(device)
+            self.module = convert(segment.model, f'torch segment {segment.name}',
+                                  segment.name).to(device)
         except BackendError as exc:
             raise SegmentError(str(exc)) from None
         g = segment.model.graph
@@ -251,6 +252,10 @@ class TorchSegmentRunner:
                                   for n in self.in_names])
         alloc = buffers.empty if buffers is not None else np.empty
         self.slots = [[alloc(tuple(o.shape), np.float32) for o in outs] for _ in range(slots)]
+        # each slot's buffers as tensors once (the GPU's view of the pinned memory, or the
+        # CPU's), so that a frame only copies the outputs into them
+        self._targets = [[as_cuda_tensor(torch, buffers.device_pointer(b), b.shape) if mapped
+                          else torch.from_numpy(b) for b in bufs] for bufs in self.slots]
 
     def input_shape(self) -> list:
         """Return the shape of the segment's first input."""
@@ -278,26 +283,12 @@ class TorchSegmentRunner:
                   for n in self.in_names]
             outs = self._forward(xs)
             bufs = self.slots[slot]
-            for buf, o in zip(bufs, outs):
-                if self.mapped:
-                    dst = self._wrap(torch, self.buffers.device_pointer(buf), buf.shape)
-                    dst.copy_(o)
-                else:
-                    torch.from_numpy(buf).copy_(o)
+            for buf, dst, o in zip(bufs, self._targets[slot], outs):
+                dst.copy_(o)
                 self.copied += buf.nbytes
             if self.device == 'cuda':
                 torch.cuda.synchronize()
         return dict(zip(self.out_names, bufs))
-
-
-def convert_segment(segment, convert):
-    """Return a segment's ONNX graph as a torch module (through a temporary file)."""
-    import pathlib
-    import tempfile
-    with tempfile.TemporaryDirectory(prefix='edge_infer_segment_') as tmp:
-        path = pathlib.Path(tmp) / f'segment{segment.index}.onnx'
-        path.write_bytes(segment.model.SerializeToString())
-        return convert(path, f'torch segment {segment.name}')
 
 
 def _dims(graph, name: str) -> list:

@@ -59,18 +59,16 @@ def nvidia_driver() -> bool:
                 or glob.glob('/dev/nvhost-*'))
 
 
-def convert(model_path: pathlib.Path, who: str):
-    """Return the ONNX file as a torch module (on the CPU); BackendError when it cannot."""
+def convert(model, who: str, what: str = 'the model'):
+    """Return an ONNX ``ModelProto`` as a torch module (CPU); BackendError when it cannot."""
     try:
-        import onnx
         import onnx2torch
     except ImportError as exc:
         raise BackendError(f'{who}: {exc}; {INSTALL}') from None
     try:
-        model = onnx.load(str(model_path))
         return onnx2torch.convert(model).eval()
     except Exception as exc:  # onnx2torch raises NotImplementedError for unknown ops
-        raise BackendError(f'{who}: onnx2torch cannot convert {model_path.name}: '
+        raise BackendError(f'{who}: onnx2torch cannot convert {what}: '
                            f'{type(exc).__name__}: {first_line(exc)}') from None
 
 
@@ -162,15 +160,20 @@ class TorchCudaBackend(Backend):
         torch, found = cuda_torch()
         if torch is None:
             raise BackendError(f'{self.name}: {found}')
-        module = convert(path, self.name)
+        import onnx
+        try:
+            model = onnx.load(str(path))
+        except Exception as exc:  # not an ONNX file: onnx's DecodeError and friends
+            raise BackendError(f'{self.name}: cannot read {path.name}: {first_line(exc)}') \
+                from None
+        module = convert(model, self.name, path.name)
         dtype = torch.float16 if self.precision == 'fp16' else torch.float32
         try:
             module = module.to('cuda', dtype=dtype)
         except Exception as exc:  # out of GPU memory, a driver error
             raise BackendError(f'{self.name}: cannot move {path.name} to the GPU: '
                                f'{first_line(exc)}') from None
-        import onnx
-        outputs = [o.name for o in onnx.load(str(path), load_external_data=False).graph.output]
+        outputs = [o.name for o in model.graph.output]
         return TorchSession(module, torch, self.name, dtype, outputs)
 
 
