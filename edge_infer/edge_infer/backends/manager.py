@@ -29,6 +29,7 @@ import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from .config import DEFAULTS, load_config
+from .live.budget import RunnerBudget
 from .measure.cache import board_fingerprint, entry_key, ProfileCache
 from .measure.load_probe import describe as describe_load, is_quiet, LoadProbe
 from .measure.memory import keep_leaders, release_freed_memory
@@ -77,6 +78,7 @@ class BackendManager:
         self.thread_budget_why = ''
         self._cancel = None         # the running profile's cancel event (int8 quantizers)
         self.settle_queue = SettleQueue()   # models settling first, completions after
+        self.runner_budget = RunnerBudget()     # the models' looks at runners-up take turns
 
     def cap_threads(self, threads: int, why: str = '') -> None:
         """Cap the threads one model may use (0 = no cap): the container sets it.

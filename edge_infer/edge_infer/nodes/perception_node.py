@@ -166,8 +166,10 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
                 duty=self._param('reselect_duty'),
                 serve=self._param('reselect_serve'),
                 runners_idle_s=self._param('reselect_idle_s'),
+                runners_memory_mb=self._param('reselect_memory_mb'),
                 provisional=self._param('provisional')).check(
-                    {'duty': 'reselect_duty', 'runners_idle_s': 'reselect_idle_s'})
+                    {'duty': 'reselect_duty', 'runners_idle_s': 'reselect_idle_s',
+                     'runners_memory_mb': 'reselect_memory_mb'})
             self._check_health_parameters()
         except ValueError as exc:
             raise ConfigError(str(exc)) from None

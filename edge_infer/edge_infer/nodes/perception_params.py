@@ -36,6 +36,9 @@ PARAMETERS = {
     'reselect_idle_s': (30.0, 'online re-selection: runners-up are open for this long after '
                               'a fresh choice, a load change, a drift or a switch, and for a '
                               'look every 120 s; closed otherwise (memory); 0 = always open'),
+    'reselect_memory_mb': (64.0, "online re-selection: the process's open runners-up stay "
+                                 'within this many MB: the models look in turn (one may always '
+                                 'look alone); 0 = no cap'),
     'executor_policy': ('', "run the model's segments on the process-wide shared executor: "
                             "accelerator-only | by-layer-type | cost-model; '' = whole model "
                             'on the chosen backend'),

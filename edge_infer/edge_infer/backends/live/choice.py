@@ -42,7 +42,9 @@ import time
 from typing import Callable, List, Optional, Tuple
 
 from .background import BackgroundWork
+from .budget import RunnerBudget, rss_mb
 from .drift import DriftMonitor, DriftReevaluation
+from .fallback import fall_back
 from .load_watch import Foreign, LoadWatch, Observer
 from .pacing import expected_ratio, Pacing, pre_delta, SERVE
 from .rule import dwell_margin, LiveSettings, two_looks
@@ -108,6 +110,10 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
         self._pending_keep = None     # (run, p50): a re-evaluation kept the choice
         self.runners = RunnerPool(self.settings)
         self.hours = RunnerHours(self.settings)
+        # the process's runner-up memory is shared by its models' looks (one manager)
+        self.budget: RunnerBudget = getattr(manager, 'runner_budget', None) or RunnerBudget()
+        self._runners_mb: Optional[float] = None    # what opening them added (last look)
+        self._drift_look = float('-inf')    # a drift alarm's look began then
         self._opening = threading.Lock()    # one thread opens runners-up at a time
         self._watching = False              # online re-selection runs (see _watch)
         self.pacing = Pacing(self.settings)
@@ -162,7 +168,8 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
             self.load_watch.start()
             self._watching = True
             self.hours.cue(self.clock.monotonic())      # a fresh choice: look for a while
-            self._spawn(self._open_runners, 'runners')
+            if not self.hours.lazy:     # always open; else the first frame opens them
+                self._spawn(self._open_runners, 'runners')      # within the memory budget
 
     def fix(self, backend, run: ProfileRun) -> ProfileRun:
         """Open ``backend`` as a fixed choice (no re-selection: e.g. the shared executor)."""
@@ -216,11 +223,18 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
                       if r.backend != self.run.chosen and r.backend in by_name]
             threads = {n: getattr(b, 'intra_op_threads', None) for n, b in by_name.items()}
             want = wanted(ranked, threads, self.run.chosen, self.settings.runners_up)
+            before = rss_mb()
             self.runners.open_sessions(want, by_name, self.model_path,
                                        self.model.spec.input_spec, self._cancel, self.log)
+            if self.runners:
+                self._runners_mb = max(1.0, rss_mb() - before)
+                self.budget.measured(self, self._runners_mb)
         except Exception as exc:  # keep serving on the chosen backend
             self.log(f'online re-selection off: {type(exc).__name__}: {exc}')
         finally:
+            if not self.runners:    # none could open: this look ends, its memory is free
+                self.budget.release(self)
+                self.hours.until = self.clock.monotonic()
             self._opening.release()
 
     def _tend_runners(self, now: float) -> None:
@@ -229,9 +243,15 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
             return
         todo = self.hours.tend(now, self.runners)
         if todo == 'open':
+            if not self.budget.acquire(self, self._runners_mb, self.settings.runners_memory_mb):
+                self.hours.wait(now)    # another model's look holds the memory: in turn
+                return
+            self.hours.cue(now)     # the look begins now: its pairs count from here
+            self.pacing.cue(now)
             self._spawn(self._open_runners, 'runners')
         elif todo == 'close':
             self.runners.close()
+            self.budget.release(self)
             self._serve_next = None
             from ..measure.memory import release_freed_memory
             # closed, so nothing for the collector: a gc pass would hold every frame's GIL
@@ -422,38 +442,9 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
             self.warn(f'switching backend {old} -> {new} ({trigger}): {evidence}')
         self.report(run, trigger)
 
-    # ---------------------------------------------------------------- fallback
     def _fall_back(self, exc: Exception) -> bool:
         """Replace a backend that raised by the next best measured one; False if none left."""
-        failed = self.run.chosen if self.run else self.backend_name
-        self._failed.add(failed)
-        if self.run is None or not self._can_fall_back:
-            return False
-        self._drop_runner(failed)
-        left = [r for r in self.run.results if r.backend not in self._failed]
-        chosen, why = self.manager.select(left, self.spec, self.settings.objective,
-                                          self.settings.max_latency_ms,
-                                          self.settings.min_accuracy,
-                                          self.settings.latency_percentile)
-        first = f'{type(exc).__name__}: {first_line(exc)}'
-        if chosen is None:
-            self.warn(f'backend {failed} failed ({first}) and no other candidate is usable: '
-                      f'{why}')
-            return False
-        sess = self.runners.take(chosen.backend)  # open as a runner-up: no load on this frame
-        if sess is not None:
-            new = self.model.with_session(sess)
-        else:
-            backend = {b.name: b for b in self.manager.candidates(
-                self.spec, self.model_path)}[chosen.backend]
-            new = self._open_model(backend)
-        old, self.model = self.model, new
-        try:
-            old.close()
-        except Exception:  # the failed session may not close cleanly either
-            pass
-        self._switched(failed, chosen.backend, 'fallback', f'backend {failed} failed ({first})')
-        return True
+        return fall_back(self, exc)
 
     # ------------------------------------------------------------------ close
     def cancel(self) -> None:
@@ -476,6 +467,7 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
         """
         left = self.join(timeout)
         self.runners.close()
+        self.budget.forget(self)
         for model in (self.model, self._pending):
             if model is not None:
                 model.close()

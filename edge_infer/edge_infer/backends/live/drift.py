@@ -122,6 +122,9 @@ class DriftReevaluation:
                      f'{d.expected_ms:.1f} ms profiled; timing the runners-up on the '
                      f'next frames')
             self._alert(now, 'latency drift', since=now - d.window_s)
+            self._drift_look = now
+        elif self.hours.lazy and self.hours.answered_at < self._drift_look:
+            return      # the look has not been answered yet (waiting for memory, or timing)
         else:   # a cooldown of looks kept the choice: this load is the level now
             d.accept(d.last_median_ms)
             self.log(f'latency {d.expected_ms:.1f} ms under this load: the runners-up '

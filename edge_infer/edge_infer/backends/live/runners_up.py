@@ -288,20 +288,23 @@ class RunnerPool:
 
 
 class RunnerHours:
-    """When the runners-up are open (memory): always, or for a while after each cue.
+    """When the runners-up are open (memory): always, or for a look after each cue.
 
-    Each open runner-up is a whole session (25-40 MB for a small model on
+    Each open runner-up is a whole session (25-80 MB for a small model on
     OpenVINO; 8 of them held ~200 MB of the four-model container,
-    bench/memory_parts.py). With ``runners_idle_s`` > 0 they are open only
-    for that long after a fresh choice, a cue that the load changed, a drift
-    alarm or a switch, and for a look every ``runners_recheck_s``; then
-    closed until the next. 0: open all the time. Reads no clock.
+    bench/memory_parts.py). With ``runners_idle_s`` > 0 they are open for a
+    look after a fresh choice, a cue that the load changed, a drift alarm or
+    a switch, and every ``runners_recheck_s``: until the look is answered
+    (:meth:`answered`) or ``runners_idle_s`` has passed, whichever is first;
+    then closed until the next. 0: open all the time. Reads no clock.
     """
 
     def __init__(self, settings: LiveSettings):
         self.settings = settings
         self.until = float('-inf')      # open until then
         self.next_check = float('inf')  # the next look without a cue
+        self.since = float('-inf')      # the current look began then (its pairs count)
+        self.answered_at = float('-inf')    # the last look that was answered ended then
 
     @property
     def lazy(self) -> bool:
@@ -309,9 +312,14 @@ class RunnerHours:
         return self.settings.runners_idle_s > 0
 
     def cue(self, now: float) -> None:
-        """Keep (or get) them open for ``runners_idle_s`` from ``now``."""
+        """Keep (or get) them open for ``runners_idle_s`` from ``now``: a look begins."""
         self.until = max(self.until, now + self.settings.runners_idle_s)
         self.next_check = now + self.settings.runners_recheck_s
+        self.since = now
+
+    def wait(self, now: float) -> None:
+        """Keep a look wanted while it waits for memory (:mod:`.budget`); it begins when granted."""
+        self.until = max(self.until, now + 1.0)
 
     def tend(self, now: float, pool: RunnerPool) -> Optional[str]:
         """Return 'open' or 'close' when ``pool`` should be, None when it is as it should be.
@@ -323,9 +331,33 @@ class RunnerHours:
         want = self.want_open(now)
         if want and not pool:
             return 'open'
+        if pool and want and self.answered(pool, now):
+            self.until, self.answered_at = now, now     # the look is over
+            return 'close'
         if not want and pool and not any(pool.screened(n, now) for n in pool.names()):
+            self.answered_at = now      # as answered as it gets within runners_idle_s
             return 'close'
         return None
+
+    def answered(self, pool: RunnerPool, now: float) -> bool:
+        """Return True when every open runner-up was timed enough since the look began.
+
+        Enough: ``max_pairs`` pairs, or ``min_pairs`` whose median time is not
+        under the chosen one's, or pairs all over ``serve_max_ratio`` x its
+        time (a clear loser: :meth:`RunnerPool.pick` times it once per
+        ``window_s`` only); none awaiting its confirming look.
+        """
+        st = self.settings
+        names = pool.names()
+        for name in names:
+            if pool.screened(name, now) is not None:
+                return False
+            ratios = [p[2] / p[1] for p in pool.pairs(name) if p[0] >= self.since and p[1] > 0]
+            if not (len(ratios) >= st.max_pairs or
+                    (len(ratios) >= st.min_pairs and statistics.median(ratios) >= 1.0) or
+                    (ratios and min(ratios) >= st.serve_max_ratio)):
+                return False
+        return bool(names)
 
     def want_open(self, now: float) -> bool:
         """Return whether they should be open at ``now`` (a due look counts as a cue)."""

@@ -217,5 +217,8 @@ class ProvisionalStart:
                     res = self._result(run.chosen)
                     if res is not None:
                         self.drift.rebase(res.p50_ms)
-                self._spawn(self._open_runners, 'runners')
+                if self.runners or not self.hours.lazy:
+                    self._spawn(self._open_runners, 'runners')
+                else:   # a look at the new ranking, opened by a frame within the budget
+                    self.hours.cue(self.clock.monotonic())
         return True

@@ -1,0 +1,101 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""The runners-up's memory: looks take turns within a process's budget and end when answered."""
+
+import gc
+
+from edge_infer.backends.live.budget import RunnerBudget, STALE_ASKS
+from edge_infer.backends.live.rule import LiveSettings
+import pytest
+from test_live_rule import _noisy, sim  # noqa: F401  (the simulated-clock fixture)
+
+
+class Owner:
+    """Stands for one model's run-time choice."""
+
+
+def test_a_look_opens_within_the_budget_and_the_others_wait_in_turn():
+    budget, a, b, c = RunnerBudget(), Owner(), Owner(), Owner()
+    assert budget.acquire(a, None, 64.0)        # nothing open: one may always look
+    budget.measured(a, 50.0)
+    assert not budget.acquire(b, 30.0, 64.0)    # 50 + 30 > 64: waits, first in the queue
+    assert not budget.acquire(c, 10.0, 64.0)    # would fit, but b asked first
+    assert budget.waiting() == 2
+    budget.release(a)
+    assert not budget.acquire(c, 10.0, 64.0)    # still b's turn
+    assert budget.acquire(b, 30.0, 64.0)
+    assert budget.acquire(c, 10.0, 64.0)        # 30 + 10 fit
+    assert budget.holders() == 2 and budget.held_mb() == 40.0
+    assert budget.acquire(c, 10.0, 64.0)        # asking again while holding: still held
+
+
+def test_an_unknown_size_waits_until_no_look_is_open_and_no_cap_never_waits():
+    budget, a, b = RunnerBudget(), Owner(), Owner()
+    assert budget.acquire(a, 5.0, 64.0)
+    assert not budget.acquire(b, None, 64.0)    # its size is not known yet
+    budget.release(a)
+    assert budget.acquire(b, None, 64.0)
+    assert budget.acquire(a, 500.0, 0.0)        # 0: no cap
+    assert budget.denials == 1 and budget.grants == 3
+
+
+def test_a_look_that_stopped_asking_or_an_owner_that_is_gone_frees_the_queue():
+    budget, a, b, c = RunnerBudget(), Owner(), Owner(), Owner()
+    assert budget.acquire(a, 10.0, 20.0)
+    assert not budget.acquire(b, 15.0, 20.0)    # b waits first ...
+    for _ in range(STALE_ASKS + 1):             # ... then its frames stop; c keeps asking
+        assert not budget.acquire(c, 5.0, 20.0) or budget.holders() == 2
+    assert budget.holders() == 2                # c got its turn past the silent b
+    budget.forget(c)
+    del a
+    gc.collect()
+    assert budget.holders() == 0                # a was never closed, but it is gone
+
+
+def _two_models(sim, budget_mb):  # noqa: F811
+    settings = LiveSettings(drift_threshold=0, runners_idle_s=20.0, runners_recheck_s=300.0,
+                            runners_memory_mb=budget_mb)
+    lives = []
+    for k in range(2):
+        cands = [(f'fake/{k}a', _noisy(5.0, 0.03, seed=60 + k), 1),
+                 (f'fake/{k}b', _noisy(6.5, 0.03, seed=70 + k), 1),
+                 (f'fake/{k}c', _noisy(8.0, 0.03, seed=80 + k), 1)]
+        lives.append(sim.make(cands, [5.0, 6.5, 8.0], settings=settings))
+    lives[1].budget = lives[0].budget       # one process: one manager's budget
+    return lives
+
+
+def _serve_both(sim, lives, seconds):  # noqa: F811
+    """Serve both models in turns of 0.1 s; return (time, open pools, runners open each)."""
+    seen = []
+    end = sim.clock.t + seconds
+    while sim.clock.t < end:
+        for live in lives:
+            sim.serve(live, 0.1)
+            for t in live._threads:
+                t.join()
+        seen.append((sim.clock.t, [len(live.runners) for live in lives]))
+    return seen
+
+
+@pytest.mark.parametrize('budget_mb', [0.5, 0.0])
+def test_two_models_look_in_turn_within_the_budget_and_close_once_answered(sim, budget_mb):  # noqa: F811,E501
+    """Both start with a fresh choice to look at; the budget lets one look at a time."""
+    lives = _two_models(sim, budget_mb)
+    seen = _serve_both(sim, lives, 40.0)
+    both = [t for t, n in seen if all(n)]
+    looked = [[t for t, n in seen if n[k]] for k in range(2)]
+    assert looked[0] and looked[1], 'each model looked at its runners-up'
+    if budget_mb:
+        assert not both, 'never both open at once'
+        assert looked[1][0] > looked[0][-1], 'the second waited for the first'
+        assert lives[0].budget.denials > 0
+    else:
+        assert both, 'no cap: both looked at once'
+    # each look ended once answered (5+ pairs slower than the chosen one), well
+    # before the 20 s of runners_idle_s, and nothing was switched
+    for k, live in enumerate(lives):
+        assert looked[k][-1] - looked[k][0] < 15.0, looked[k]
+        assert len(live.runners) == 0 and live.switches == []
+        assert live.hours.answered_at > live.hours.since - 1e-9
+    assert lives[0].budget.holders() == 0
+
