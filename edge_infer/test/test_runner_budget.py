@@ -2,6 +2,7 @@
 """The runners-up's memory: looks take turns within a process's budget and end when answered."""
 
 import gc
+import os
 
 from edge_infer.backends.live.budget import RunnerBudget, STALE_ASKS
 from edge_infer.backends.live.rule import LiveSettings
@@ -99,3 +100,45 @@ def test_two_models_look_in_turn_within_the_budget_and_close_once_answered(sim, 
         assert live.hours.answered_at > live.hours.since - 1e-9
     assert lives[0].budget.holders() == 0
 
+
+ARENAS = r"""
+import ctypes, os, sys, tempfile, threading
+from edge_infer.backends.measure.memory import cap_malloc_arenas
+capped = cap_malloc_arenas(1) if sys.argv[1] == 'cap' else False
+libc = ctypes.CDLL('libc.so.6')
+libc.malloc.restype = ctypes.c_void_p
+libc.fopen.restype = ctypes.c_void_p
+go, done = threading.Barrier(5), threading.Barrier(5)
+def work():
+    go.wait()                   # all allocate at once: glibc would give each its own arena
+    kept = [libc.malloc(4096) for _ in range(200)]
+    done.wait()
+threads = [threading.Thread(target=work) for _ in range(4)]
+for t in threads:
+    t.start()
+go.wait(); done.wait()
+path = os.path.join(tempfile.mkdtemp(), 'info')
+f = libc.fopen(path.encode(), b'w')
+libc.malloc_info(0, ctypes.c_void_p(f)); libc.fclose(ctypes.c_void_p(f))
+print(capped, open(path).read().count('<heap nr='))
+"""
+
+
+def test_the_container_caps_malloc_arenas_unless_the_user_set_them():
+    """Threads that allocate at once share the capped arenas (glibc's malloc_info counts)."""
+    import subprocess
+    import sys
+    from edge_infer.backends.measure.memory import _libc
+    if _libc() is None:
+        pytest.skip('not glibc: malloc arenas are a glibc feature')
+    env = {k: v for k, v in os.environ.items() if k != 'MALLOC_ARENA_MAX'}
+
+    def heaps(arg, **extra):
+        out = subprocess.run([sys.executable, '-c', ARENAS, arg], env={**env, **extra},
+                             capture_output=True, text=True, timeout=60, check=True)
+        capped, n = out.stdout.split()
+        return capped == 'True', int(n)
+    assert heaps('cap') == (True, 1)
+    free = heaps('free')
+    assert not free[0] and free[1] > 1, free
+    assert heaps('cap', MALLOC_ARENA_MAX='3')[0] is False     # the user's choice is kept

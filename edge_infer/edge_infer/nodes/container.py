@@ -57,6 +57,7 @@ from .stopping import leave, StopSignals
 from .telemetry_node import TelemetryNode
 from .. import procs, shm
 from ..backends.manager import shared_manager
+from ..backends.measure.memory import cap_malloc_arenas
 from ..host_budget import apply_budget
 # exit codes the launch file's supervisor reads: not restarted; any other is a crash
 from ..supervise import EXIT_BAD_PARAMETER, EXIT_PARTIAL
@@ -261,6 +262,7 @@ def main(args=None, stop=None) -> int:
     EXIT_PARTIAL; anything else is a crash.
     """
     stop = stop or StopSignals().install()  # before rclpy.init: rclpy's handler chains to it
+    cap_malloc_arenas()     # before the nodes' threads start (each kept what it freed)
     procs.stop_with_parent()            # a killed `ros2 launch` leaves no orphan behind
     dds = procs.use_container_profile()     # also when started by hand
     said = [dds]
