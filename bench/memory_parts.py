@@ -93,15 +93,18 @@ def main() -> int:
         pick = args.backend or (chosen.backend if chosen else 'onnxruntime/cpu/t1')
         model = Model(spec, by_name[pick], paths.data_home() / 'models', verify_checksum=False)
         model.infer(frame)
-        serving.append(model)
+        serving.append((model, spec, path, run, by_name, pick))
         step(f'{name}: serving session on {pick}')
+    # the runners-up after every serving session (opened inside the loop above,
+    # each model's row also counted the runners-up of the model before it)
+    for model, spec, path, run, by_name, pick in serving:
         ranked = sorted((r for r in run.results if r.status == 'ok' and r.backend != pick),
                         key=lambda r: r.p50_ms)
         threads = {n: getattr(b, 'intra_op_threads', None) for n, b in by_name.items()}
         for r in wanted([r.backend for r in ranked], threads, pick, args.runners_up):
             sess = open_session(by_name[r], path, spec.input_spec)
             model.with_session(sess).infer(frame)
-            runners.append((name, r, sess))
+            runners.append((spec.name, r, sess))
     if runners:
         step(f'runners-up kept open: {len(runners)} sessions ('
              + ', '.join(sorted({r for _, r, _ in runners})) + ')')
