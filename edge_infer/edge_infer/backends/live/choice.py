@@ -42,7 +42,7 @@ import time
 from typing import Callable, List, Optional, Tuple
 
 from .background import BackgroundWork
-from .budget import RunnerBudget, rss_mb
+from .budget import rss_mb, RunnerBudget
 from .drift import DriftMonitor, DriftReevaluation
 from .fallback import fall_back
 from .load_watch import Foreign, LoadWatch, Observer

@@ -140,7 +140,7 @@ class LiveSettings:
     runners_up: int = 2
     runners_idle_s: float = 0.0         # close them after this long without a cue (0: never)
     runners_recheck_s: float = 120.0    # ... and open them for a look this often
-    runners_memory_mb: float = 64.0     # the process's open runners-up: looks take turns (0: no cap)
+    runners_memory_mb: float = 64.0     # all open runners-up: looks take turns (0: no cap)
     min_margin: float = 0.04            # the runner-up's time must be under 1 - this
     alpha: float = 0.05                 # sign test: the runner-up faster with p <= alpha
     min_pairs: int = 5                  # fewest pairs for the first look

@@ -318,7 +318,7 @@ class RunnerHours:
         self.since = now
 
     def wait(self, now: float) -> None:
-        """Keep a look wanted while it waits for memory (:mod:`.budget`); it begins when granted."""
+        """Keep a look wanted while it waits its turn for memory (:mod:`.budget`)."""
         self.until = max(self.until, now + 1.0)
 
     def tend(self, now: float, pool: RunnerPool) -> Optional[str]:
