@@ -142,3 +142,20 @@ def test_the_container_caps_malloc_arenas_unless_the_user_set_them():
     free = heaps('free')
     assert not free[0] and free[1] > 1, free
     assert heaps('cap', MALLOC_ARENA_MAX='3')[0] is False     # the user's choice is kept
+
+
+def test_a_drift_with_no_runner_up_to_look_at_is_still_accepted(sim):  # noqa: F811
+    """A look that opens nothing is over at once: the drift level is accepted, not left firing."""
+    t0 = sim.clock.t
+    only = ('fake/a', _noisy(5.0, 0.02, seed=91, load=lambda t: t >= t0 + 5.0, loaded_ms=10.0), 1)
+    settings = LiveSettings(drift_threshold=1.5, runners_idle_s=10.0, runners_recheck_s=120.0)
+    live = sim.make([only], [5.0], settings=settings)
+    lines = []
+    live.log = live.warn = lines.append
+    for _ in range(40):
+        sim.serve(live, 1.0)
+        for t in live._threads:
+            t.join()
+    assert len(live.runners) == 0 and live.switches == []
+    assert live.drift.expected_ms == pytest.approx(10.0, rel=0.1), lines
+    assert any('expected now' in line for line in lines), lines

@@ -223,10 +223,10 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
                       if r.backend != self.run.chosen and r.backend in by_name]
             threads = {n: getattr(b, 'intra_op_threads', None) for n, b in by_name.items()}
             want = wanted(ranked, threads, self.run.chosen, self.settings.runners_up)
-            before = rss_mb()
+            before, whole = rss_mb(), not self.runners     # a whole look's size, not a top-up
             self.runners.open_sessions(want, by_name, self.model_path,
                                        self.model.spec.input_spec, self._cancel, self.log)
-            if self.runners:
+            if self.runners and whole:
                 self._runners_mb = max(1.0, rss_mb() - before)
                 self.budget.measured(self, self._runners_mb)
         except Exception as exc:  # keep serving on the chosen backend
@@ -234,7 +234,7 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
         finally:
             if not self.runners:    # none could open: this look ends, its memory is free
                 self.budget.release(self)
-                self.hours.until = self.clock.monotonic()
+                self.hours.until = self.hours.answered_at = self.clock.monotonic()
             self._opening.release()
 
     def _tend_runners(self, now: float) -> None:
