@@ -132,6 +132,17 @@ class BackendManager:
                     + (f' ({self.thread_budget_why})' if self.thread_budget_why else ''))
         return ''
 
+    def _cached(self, parts: dict) -> Tuple[Optional[dict], bool]:
+        """Return a candidate's cached figures and whether they are provisional.
+
+        The quiet profile first; else the figures taken under load, kept apart.
+        """
+        hit = self.cache.get(entry_key(parts))
+        if hit is not None:
+            return hit, False
+        hit = self.cache.get(entry_key({**parts, 'loaded': True}))
+        return hit, hit is not None
+
     def _versions_key(self, backend: Backend) -> dict:
         return {'board': self.board, 'backend': backend.name, 'options': backend.options(),
                 'versions': backend.versions()}
@@ -228,7 +239,7 @@ class BackendManager:
         screened: List[float] = []      # seconds each fresh candidate took (for the estimate)
         # candidates that will really be measured: not cached, within budget, present
         todo = sum(1 for b in cands if not self.over_budget(b) and not (
-            use_cache and self.cache.get(entry_key(self._profile_parts(spec, sha, floor, b))))
+            use_cache and self._cached(self._profile_parts(spec, sha, floor, b))[0])
             and b.available()[0])
         fresh: Dict[str, Tuple[str, dict]] = {}     # name -> cache key and parts
         open_sessions: Dict[str, object] = {}
@@ -244,14 +255,13 @@ class BackendManager:
                     run.results.append(describe(backend, status='unavailable', reason=over))
                     run.from_cache[backend.name] = False
                     continue
-                hit = self.cache.get(key) if use_cache else None
-                if use_cache and hit is None:   # no quiet profile: a provisional one?
-                    hit = self.cache.get(entry_key({**parts, 'loaded': True}))
-                    if hit is not None:
-                        run.notes.append(f'{backend.name}: cached figures were taken under '
-                                         f'{describe_load(hit.get("conditions", {}))} '
-                                         f'(provisional: no quiet profile yet)')
-                if hit is not None and hit.get('status') in ('ok', 'rejected'):
+                hit, provisional = self._cached(parts) if use_cache else (None, False)
+                if hit is not None and provisional:
+                    run.notes.append(f'{backend.name}: cached figures were taken under '
+                                     f'{describe_load(hit.get("conditions", {}))} '
+                                     f'(provisional: no quiet profile yet)')
+                if hit is not None and (hit.get('status') in ('ok', 'rejected')
+                                        or hit.get('lasting')):
                     res = CandidateResult.from_dict(hit)
                     run.from_cache[backend.name] = True
                 elif not measure:
@@ -316,8 +326,8 @@ class BackendManager:
         for name, (key, parts) in fresh.items():
             res = results[name]
             res.conditions = dict(run.conditions)
-            if persist and res.status in ('ok', 'rejected'):
-                if quiet:
+            if persist and (res.status in ('ok', 'rejected') or res.lasting):
+                if quiet or res.lasting:    # an unsupported operator does not depend on load
                     self.cache.put(key, res.to_dict(), parts)
                 else:       # kept apart: never shadows (or becomes) the quiet profile
                     self.cache.put(entry_key({**parts, 'loaded': True}), res.to_dict(),

@@ -23,6 +23,15 @@ class BackendError(RuntimeError):
     """A backend cannot load or run a model; the message says why."""
 
 
+class UnsupportedModel(BackendError):
+    """The library cannot run this model at all: an operator or a shape it lacks.
+
+    The same file on the same library version fails the same way, so a
+    profile keeps this verdict in its cache instead of loading the library
+    again at every start to learn it.
+    """
+
+
 def first_line(exc: BaseException) -> str:
     """Return the first line of an exception's message (its type when empty)."""
     text = str(exc).strip()

@@ -41,7 +41,7 @@ import numpy as np
 
 from .blas_conv import METHODS
 from .blas_plan import Planner
-from ...core.backend import Backend, BackendError, first_line, Session
+from ...core.backend import Backend, BackendError, first_line, Session, UnsupportedModel
 
 
 class BlasSession(Session):
@@ -56,16 +56,16 @@ class BlasSession(Session):
         planner = Planner(g, method, tune_runs)
         inputs = [i for i in g.input if i.name not in planner.consts]
         if len(inputs) != 1:
-            raise BackendError(f'numpy-blas: model has {len(inputs)} inputs; '
-                               f'edge_infer feeds one image')
+            raise UnsupportedModel(f'numpy-blas: model has {len(inputs)} inputs; '
+                                   f'edge_infer feeds one image')
         inp = inputs[0]
         if inp.type.tensor_type.elem_type != onnx.TensorProto.FLOAT:
-            raise BackendError('numpy-blas: only a float32 input is supported')
+            raise UnsupportedModel('numpy-blas: only a float32 input is supported')
         dims = [d.dim_value for d in inp.type.tensor_type.shape.dim]
         if dims and not dims[0]:
             dims[0] = 1          # symbolic batch: plan for one image
         if not dims or not all(dims):
-            raise BackendError(f'numpy-blas: needs a static input shape, got {dims}')
+            raise UnsupportedModel(f'numpy-blas: needs a static input shape, got {dims}')
         self.input_name = inp.name
         self.input_shape = tuple(dims)
         self.output_names = [o.name for o in g.output]

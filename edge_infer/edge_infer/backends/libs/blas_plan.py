@@ -13,7 +13,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import numpy as np
 
 from .blas_conv import _attrs, _Conv, _explicit_pads, _windows
-from ...core.backend import BackendError
+from ...core.backend import UnsupportedModel
 
 
 def _resize_coords(mode: str, n_out: int, n_in: int, scale: float) -> np.ndarray:
@@ -66,7 +66,7 @@ class Planner:
         op, where = node.op_type, node.name or node.output[0]
         if op not in self.UNARY and op not in self.BINARY and op not in self.VIEWS \
                 and op not in self.OTHER:
-            raise BackendError(f'numpy-blas: unsupported op {op} ({where})')
+            raise UnsupportedModel(f'numpy-blas: unsupported op {op} ({where})')
         a = _attrs(node)
         if op == 'Constant':
             self._constant(node, a, where)
@@ -74,8 +74,8 @@ class Planner:
         names = list(node.input)
         for name in names:
             if name and name not in self.consts and name not in self.shapes:
-                raise BackendError(f'numpy-blas: input {name} of {op} ({where}) is not '
-                                   f'produced before it (graph not sorted)')
+                raise UnsupportedModel(f'numpy-blas: input {name} of {op} ({where}) is not '
+                                       f'produced before it (graph not sorted)')
         folding = all(not n or n in self.consts for n in names)
         fn, out_shapes, owned = getattr(self, '_' + op.lower())(node, a, names, where)
         outs = list(node.output)
@@ -98,8 +98,8 @@ class Planner:
 
     def _const(self, name: str, op: str, where: str, what: str) -> np.ndarray:
         if name not in self.consts:
-            raise BackendError(f'numpy-blas: {op} with a computed {what} not supported '
-                               f'({where})')
+            raise UnsupportedModel(f'numpy-blas: {op} with a computed {what} not supported '
+                                   f'({where})')
         return self.consts[name]
 
     def _opt(self, names: List[str], i: int) -> Optional[str]:
@@ -116,7 +116,7 @@ class Planner:
         elif 'value_int' in a or 'value_ints' in a:
             v = np.array(a.get('value_int', a.get('value_ints')), np.int64)
         else:
-            raise BackendError(f'numpy-blas: Constant {sorted(a)} not supported ({where})')
+            raise UnsupportedModel(f'numpy-blas: Constant {sorted(a)} not supported ({where})')
         self.consts[node.output[0]] = v
 
     def _conv(self, node, a, names, where):
@@ -126,7 +126,7 @@ class Planner:
         b = self._const(b_name, 'Conv', where, 'bias') if b_name else None
         shape = self._shape(x)
         if len(shape) != 4:
-            raise BackendError(f'numpy-blas: only 2-D Conv supported, input {shape} ({where})')
+            raise UnsupportedModel(f'numpy-blas: only 2-D Conv supported, input {shape} ({where})')
         conv = _Conv(w, b, a, shape, where)
         entry = {'node': where, 'op': 'Conv', 'kind': conv.kind, 'shape': conv.describe(),
                  'ms': {}}
@@ -237,7 +237,7 @@ class Planner:
             known = int(np.prod([s for s in target if s != -1]))
             target[target.index(-1)] = int(np.prod(shape)) // max(known, 1)
         if int(np.prod(target)) != int(np.prod(shape)):
-            raise BackendError(f'numpy-blas: Reshape {shape} -> {target} ({where})')
+            raise UnsupportedModel(f'numpy-blas: Reshape {shape} -> {target} ({where})')
         return (lambda x, *_: x.reshape(target)), [target], [self.may_overwrite(names[0])]
 
     def _flatten(self, node, a, names, where):
@@ -263,7 +263,7 @@ class Planner:
             step = -(-shape[axis] // n_out)
             sizes = [min(step, shape[axis] - i * step) for i in range(n_out)]
         if sum(sizes) != shape[axis] or len(sizes) != len(node.output):
-            raise BackendError(f'numpy-blas: Split {sizes} of {shape} axis {axis} ({where})')
+            raise UnsupportedModel(f'numpy-blas: Split {sizes} of {shape} axis {axis} ({where})')
         cuts = np.cumsum([0] + sizes)
         slices = [tuple([slice(None)] * axis + [slice(int(lo), int(hi))])
                   for lo, hi in zip(cuts[:-1], cuts[1:])]
@@ -273,9 +273,9 @@ class Planner:
 
     def _maxpool(self, node, a, names, where):
         if len([o for o in node.output if o]) > 1:
-            raise BackendError(f'numpy-blas: MaxPool with indices not supported ({where})')
+            raise UnsupportedModel(f'numpy-blas: MaxPool with indices not supported ({where})')
         if a.get('ceil_mode', 0):
-            raise BackendError(f'numpy-blas: MaxPool ceil_mode not supported ({where})')
+            raise UnsupportedModel(f'numpy-blas: MaxPool ceil_mode not supported ({where})')
         n, c, h, w = self._shape(names[0])
         kh, kw = a['kernel_shape']
         sh, sw = a.get('strides', [1, 1])
@@ -338,8 +338,8 @@ class Planner:
                                              'align_corners', 'asymmetric') \
                 or a.get('antialias', 0) or 'axes' in a \
                 or a.get('keep_aspect_ratio_policy', 'stretch') != 'stretch':
-            raise BackendError(f'numpy-blas: Resize mode {mode} / {coord} not supported '
-                               f'({where})')
+            raise UnsupportedModel(f'numpy-blas: Resize mode {mode} / {coord} not supported '
+                                   f'({where})')
         shape = self._shape(names[0])
         sizes_n, scales_n = self._opt(names, 3), self._opt(names, 2)
         if sizes_n:
@@ -349,9 +349,9 @@ class Planner:
             scales = [float(s) for s in self._const(scales_n, 'Resize', where, 'scales')]
             sizes = [int(np.floor(d * s)) for d, s in zip(shape, scales)]
         else:
-            raise BackendError(f'numpy-blas: Resize without sizes or scales ({where})')
+            raise UnsupportedModel(f'numpy-blas: Resize without sizes or scales ({where})')
         if len(shape) != 4 or sizes[:2] != list(shape[:2]):
-            raise BackendError(f'numpy-blas: Resize only over H and W of NCHW ({where})')
+            raise UnsupportedModel(f'numpy-blas: Resize only over H and W of NCHW ({where})')
         n, c, h, w = shape
         ho, wo = sizes[2], sizes[3]
 

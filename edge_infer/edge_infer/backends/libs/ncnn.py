@@ -51,16 +51,17 @@ Traps, each handled here:
 
 import os
 import pathlib
+import platform
 import sys
 import threading
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import vulkan as vk
+from . import installed, vulkan as vk
 from .pnnx import (convert, first_run_verdict, INSTALL_PNNX, param_graph, pnnx_binary,
                    pnnx_version)
-from ...core.backend import Backend, BackendError, first_line, Session
+from ...core.backend import Backend, BackendError, first_line, Session, UnsupportedModel
 
 # Before ncnn (and its libgomp) loads; see the module docstring.
 _NCNN_PRELOADED = 'ncnn' in sys.modules
@@ -115,11 +116,36 @@ def omp_wait_policy() -> str:
 
 
 def ncnn_version() -> str:
-    """Return the installed ncnn version ('' when ncnn is not importable)."""
+    """Return the installed ncnn version ('' if none), without loading ncnn (:mod:`.installed`)."""
+    version = installed.dist_version('ncnn')[1]
+    if version:
+        return version
     try:
         return str(_ncnn().__version__)
     except ImportError:
         return ''
+
+
+OPTION_DEFAULTS = ('use_bf16_storage', 'use_packing_layout', 'use_winograd_convolution',
+                   'use_sgemm_convolution', 'use_int8_inference', 'lightmode',
+                   'openmp_blocktime')
+
+
+def option_defaults() -> Dict[str, object]:
+    """Return ncnn's ``Option()`` defaults a profile depends on, kept in ncnn_options.json."""
+    version = ncnn_version()
+    if not version:
+        return {}
+
+    def ask() -> Dict[str, object]:
+        try:
+            opt = _ncnn().Option()
+        except ImportError:
+            return {}
+        return {k: getattr(opt, k, None) for k in OPTION_DEFAULTS}
+    file = _state.get('options_file')
+    key = {'ncnn': version, 'machine': platform.machine()}
+    return dict(installed.kept(file if isinstance(file, pathlib.Path) else None, key, ask) or {})
 
 
 def vulkan_devices() -> List[Tuple[int, str, str]]:
@@ -343,19 +369,14 @@ class NcnnBackend(Backend):
             'use_vulkan_compute': self.vulkan, 'use_fp16_packed': fp16,
             'use_fp16_storage': fp16, 'use_fp16_arithmetic': fp16,
             'pnnx': 'fp16=0 optlevel=2 (weights stored fp32)',
-            'OMP_WAIT_POLICY': omp_wait_policy(),
+            # the policy ncnn starts with; read without loading it (:mod:`.installed`)
+            'OMP_WAIT_POLICY': (omp_wait_policy() if 'ncnn' in sys.modules
+                                else _policy_at_load()),
             'GOMP_SPINCOUNT': os.environ.get('GOMP_SPINCOUNT', ''),
         }
         if self.vulkan:
             out['LP_NUM_THREADS'] = os.environ.get('LP_NUM_THREADS', '')
-        try:
-            opt = _ncnn().Option()
-        except ImportError:
-            return out
-        for key in ('use_bf16_storage', 'use_packing_layout', 'use_winograd_convolution',
-                    'use_sgemm_convolution', 'use_int8_inference', 'lightmode',
-                    'openmp_blocktime'):
-            out[key] = getattr(opt, key, None)
+        out.update(option_defaults())
         return out
 
     def versions(self) -> Dict[str, str]:
@@ -419,14 +440,14 @@ class NcnnBackend(Backend):
         types, blobs = param_graph(files.param)
         unknown = sorted({t for t in types if ncnn.layer_to_index(t) < 0})
         if unknown:
-            raise BackendError(f'{self.name}: ncnn has no layer for {", ".join(unknown)} '
-                               f'(pnnx output for {path.name})')
+            raise UnsupportedModel(f'{self.name}: ncnn has no layer for {", ".join(unknown)} '
+                                   f'(pnnx output for {path.name})')
         wanted = ['in0'] + [f'out{k}' for k in range(len(io.output_names))]
         missing = [b for b in wanted if b not in blobs]
         if missing:
-            raise BackendError(f'{self.name}: the converted {path.name} lacks blobs '
-                               f'{", ".join(missing)} (pnnx names the input in0 and the '
-                               f'{len(io.output_names)} outputs out0..)')
+            raise UnsupportedModel(f'{self.name}: the converted {path.name} lacks blobs '
+                                   f'{", ".join(missing)} (pnnx names the input in0 and the '
+                                   f'{len(io.output_names)} outputs out0..)')
         crashed = first_run_verdict(files, io.input_shape, len(io.output_names))
         if crashed:
             raise BackendError(f'{self.name}: {crashed}')
@@ -464,6 +485,7 @@ def ncnn_candidates(cache_dir: Optional[pathlib.Path] = None, threads: Sequence[
     """
     if cache_dir is not None:
         vk.use_cache(pathlib.Path(cache_dir) / 'vulkan_devices.json')
+        _state['options_file'] = pathlib.Path(cache_dir) / 'ncnn_options.json'
     out = [NcnnBackend('cpu', t, 'fp32', cache_dir, log=log) for t in threads]
     if fp16 and threads:
         out.append(NcnnBackend('cpu', max(threads), 'fp16', cache_dir, log=log))

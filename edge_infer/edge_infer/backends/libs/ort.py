@@ -18,7 +18,13 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
+from . import installed
 from ...core.backend import Backend, BackendError, first_line, Session
+
+# the distributions that install the ``onnxruntime`` module, most specific first
+DISTRIBUTIONS = ('onnxruntime-gpu', 'onnxruntime-openvino', 'onnxruntime-directml',
+                 'onnxruntime-qnn', 'onnxruntime-training', 'onnxruntime')
+_state: Dict[str, Optional[pathlib.Path]] = {}
 
 
 class OrtSession(Session):
@@ -138,24 +144,22 @@ class OrtBackend(Backend):
         return out
 
     def versions(self) -> Dict[str, str]:
-        """Return the onnxruntime version (and build flavour)."""
-        try:
-            import onnxruntime as ort
-        except ImportError:
-            return {}
-        return {'onnxruntime': ort.__version__, 'onnxruntime_device': ort.get_device()}
+        """Return the onnxruntime version and build (distribution), read without importing it."""
+        dist, version = build()
+        return {'onnxruntime': version, 'onnxruntime_build': dist} if dist else {}
 
     def available(self) -> Tuple[bool, str]:
-        """Check that onnxruntime imports and lists the provider."""
-        try:
-            import onnxruntime as ort
-        except ImportError as exc:
-            return False, f'onnxruntime not importable: {exc}'
-        listed = ort.get_available_providers()
+        """Check that onnxruntime is installed and its build lists the provider."""
+        dist, version = build()
+        if not dist:
+            return False, 'onnxruntime not installed (pip install onnxruntime)'
+        listed = listed_providers()
+        if not listed:
+            return False, f'{dist} {version} is installed but does not import'
         if self.provider not in listed:
-            return False, (f'{self.provider} not in this onnxruntime {ort.__version__} build '
+            return False, (f'{self.provider} not in this onnxruntime {version} build '
                            f'(lists {", ".join(listed)})')
-        return True, f'onnxruntime {ort.__version__} lists {self.provider}'
+        return True, f'onnxruntime {version} lists {self.provider}'
 
     def load(self, model_path: pathlib.Path, strict: bool = False,
              input_spec=None) -> Session:
@@ -204,13 +208,31 @@ class OrtCpuBackend(OrtBackend):
         super().__init__('CPUExecutionProvider', intra_op_threads=intra_op_threads)
 
 
+def build() -> Tuple[str, str]:
+    """Return the installed onnxruntime build's distribution and version (('', '') if none)."""
+    return installed.dist_version(*DISTRIBUTIONS)
+
+
 def listed_providers() -> List[str]:
-    """Return the providers the installed onnxruntime build lists ([] if not importable)."""
-    try:
-        import onnxruntime as ort
-    except ImportError:
+    """Return the providers the installed onnxruntime build lists ([] if not importable).
+
+    Asked of onnxruntime once per build: kept in the cache folder
+    (``ort_providers.json``) so that a process ORT does not serve never
+    imports it (:mod:`.installed`).
+    """
+    dist, version = build()
+    if not dist:
         return []
-    return list(ort.get_available_providers())
+    key = {'build': dist, 'version': version,
+           'native': installed.native_stamp('onnxruntime', 'capi/onnxruntime_pybind11_state*')}
+
+    def ask() -> List[str]:
+        try:
+            import onnxruntime as ort
+        except ImportError:
+            return []
+        return list(ort.get_available_providers())
+    return [str(p) for p in installed.kept(_state.get('providers_file'), key, ask) or []]
 
 
 def ort_candidates(thread_options=(1, 2), cache_dir: Optional[str] = None,
@@ -221,6 +243,8 @@ def ort_candidates(thread_options=(1, 2), cache_dir: Optional[str] = None,
     ``include_unlisted``: providers worth naming even when this build lacks
     them, so the report says why they are unavailable.
     """
+    if cache_dir is not None:
+        _state['providers_file'] = pathlib.Path(cache_dir) / 'ort_providers.json'
     listed = listed_providers()
     out: List[OrtBackend] = []
     for threads in thread_options:

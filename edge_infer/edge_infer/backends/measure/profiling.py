@@ -31,7 +31,7 @@ import numpy as np
 from .agreement import agreement
 from .gate import GATE
 from ...core.backend import (Backend, BackendError, first_line, input_kind, open_session,
-                             Session)
+                             Session, UnsupportedModel)
 from ...core.image import Frame
 from ...core.preprocess import INPUT_KINDS, InputSpec, Preprocessor
 from ...core.registry import ModelSpec
@@ -68,6 +68,7 @@ class CandidateResult:
     model_file: str = ''            # the file profiled (a variant's, for fp16/int8)
     conditions: Dict[str, float] = field(default_factory=dict)  # load while measured
     chosen: bool = False
+    lasting: bool = False           # failed as this file on this version always will (kept)
 
     @property
     def pre_ms(self) -> float:
@@ -346,6 +347,9 @@ def screen_candidate(backend: Backend, spec: ModelSpec, model_path: pathlib.Path
     t0 = time.perf_counter()
     try:
         sess = open_session(backend, model_path, spec.input_spec)
+    except UnsupportedModel as exc:
+        res.status, res.reason, res.lasting = 'failed', str(exc), True
+        return res, None
     except BackendError as exc:
         res.status, res.reason = 'failed', str(exc)
         return res, None

@@ -32,6 +32,7 @@ from typing import Callable, Dict, List, Optional, Set, Tuple
 
 import numpy as np
 
+from ..libs.installed import dist_version
 from ...checksums import sha256_file
 from ...core.backend import Backend, BackendError, first_line, Session
 
@@ -370,14 +371,9 @@ class VariantBackend(Backend):
 
     def versions(self) -> Dict[str, str]:
         """Return the base's versions and the converters' (onnx; nncf for int8-nncf)."""
-        import onnx
-        out = {**self.base.versions(), 'onnx': onnx.__version__}
+        out = {**self.base.versions(), 'onnx': dist_version('onnx')[1] or 'not installed'}
         if self.kind == 'int8-nncf':
-            from importlib.metadata import PackageNotFoundError, version
-            try:
-                out['nncf'] = version('nncf')
-            except PackageNotFoundError:
-                out['nncf'] = 'not installed'
+            out['nncf'] = dist_version('nncf')[1] or 'not installed'
         return out
 
     def available(self) -> Tuple[bool, str]:
