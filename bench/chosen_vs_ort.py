@@ -15,10 +15,10 @@ that is one thread per model. Per model and per setting:
 2. the chosen candidate and ``onnxruntime/cpu/t1`` are timed side by side on
    one real frame: ``--rounds`` rounds of ``--runs`` runs each, the order
    alternating between rounds, one warm-up run after each switch;
-3. printed: p50 / p90 / max of each, and the speed-up = ORT t1 p50 / chosen p50;
-   then every int8 candidate's status, profile p50 and accuracy on the judging
-   frames (never the frames its quantizer calibrated or validated on), with how
-   its file was made.
+3. printed: p50 / p90 / max of each, and the speed-up = ORT t1 p50 / chosen
+   p50; then every int8 candidate's status, profile p50 and accuracy (with its
+   95 % interval) on the judging frames (never the frames its quantizer
+   calibrated or validated on), with how its file was made.
 
 The int8 files are made once per run (the first setting; a fresh cache folder
 per run, so nothing from an earlier run is reused) and shared by both
@@ -47,6 +47,11 @@ def stats(ms) -> str:
     """Return 'p50 / p90 / max' of a list of milliseconds."""
     return (f'{statistics.median(ms):.2f} / {float(np.percentile(ms, 90)):.2f} / '
             f'{max(ms):.2f}')
+
+
+def interval(r) -> str:
+    """Return 'accuracy [low-high]': the verdict with its 95 % interval."""
+    return f'{r.accuracy:.3f} [{r.accuracy_low:.2f}-{r.accuracy_high:.2f}]'
 
 
 def main() -> None:
@@ -81,7 +86,7 @@ def main() -> None:
             ratio = statistics.median(ref) / statistics.median(chosen)
             ratios.append((name, setting, ratio))
             res = next(r for r in run.results if r.chosen)
-            print(f'| {name} | {setting} | {backend.name} (accuracy {res.accuracy:.3f}) | '
+            print(f'| {name} | {setting} | {backend.name} (accuracy {interval(res)}) | '
                   f'{stats(chosen)} | {stats(ref)} | {ratio:.2f}x |')
             int8_rows += [(name, setting, r) for r in run.results if r.precision == 'int8']
     print(f'\nload average after: {os.getloadavg()[0]:.2f} (1 min)')
@@ -89,12 +94,13 @@ def main() -> None:
     judged = calibration_frames(int(load_config()['calibration_frames']))[1]
     print(f'\nint8 candidates (accuracy on the judging frames: {judged}; '
           f'floors {floors}):\n')
-    print('| model | setting | candidate | status | profile p50 ms | accuracy | how made |')
+    print('| model | setting | candidate | status | profile p50 ms | accuracy [95 % interval] '
+          '| how made |')
     print('|---|---|---|---|---|---|---|')
     for name, setting, r in int8_rows:
         detail = r.accuracy_detail if r.status == 'ok' else r.reason
         print(f'| {name} | {setting} | {r.backend} | {r.status} | {r.p50_ms:.2f} | '
-              f'{r.accuracy:.3f} | {detail} |')
+              f'{interval(r)} | {detail} |')
     shutil.rmtree(cache, ignore_errors=True)
     print('speed-up of the measured choice over a plain ONNX Runtime node (CPU, 1 thread): '
           + ', '.join(f'{n} {s} {r:.2f}x' for n, s, r in ratios))

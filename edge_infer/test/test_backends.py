@@ -127,7 +127,9 @@ def test_accuracy_guard_rejects_a_backend_with_wrong_outputs(mobilenet):
     bad = profile_candidate(_RolledBackend(), spec, path, ref, budget_s=0.2)
     assert good.status == 'ok' and good.accuracy == 1.0 and good.runs >= 5
     assert bad.status == 'rejected' and bad.accuracy < 0.5
-    assert 'top-1 same on 0/4' in bad.reason
+    assert 'top-1 same on 0/' in bad.reason and '95 % interval 0.00-' in bad.reason
+    assert bad.accuracy_low == 0.0 and 0 < bad.accuracy_high < 1
+    assert good.accuracy_low < 1.0 == good.accuracy_high    # an interval, even at 1.0
     assert select([good, bad])[0] is good
     # even when the wrong one is faster
     bad.p50_ms = good.p50_ms / 10
@@ -372,23 +374,55 @@ def test_freed_profile_memory_goes_back_to_the_os_on_glibc():
     assert release_freed_memory() is glibc
 
 
-def test_classifier_agreement_forgives_only_flips_between_classes_tied_in_the_reference():
-    from edge_infer.backends.measure.agreement import _top1_agreement
+def test_classifier_agreement_counts_clear_frames_and_reports_near_ties_apart():
+    from edge_infer.backends.measure.agreement import _top1, _top1_agreement
     from edge_infer.core.postprocess import Classes
 
     def top(ids, scores):
         return Classes(np.array(ids, np.int64), np.array(scores, np.float32))
     # the street frame seen for real: flagpole 0.128, swing 0.126 in the fp32 reference
     tied = top([557, 794, 880], [0.128, 0.126, 0.111])
+    near = top([733, 868, 880], [0.31, 0.25, 0.1])      # "pole 0.31", "tripod 0.25"
     clear = top([285, 282, 281], [0.708, 0.156, 0.128])
-    acc, detail = _top1_agreement([tied, clear], [top([794, 557], [0.13, 0.12]), clear])
-    assert acc == 1.0 and '+1 flip(s) between classes tied within 0.01' in detail
+    flipped = top([868, 733], [0.3, 0.28])
+    v = _top1([tied, near, clear], [top([794, 557], [0.13, 0.12]), flipped, clear])
+    assert v.value == 1.0 and v.frames == 1
+    assert 'same on 1/1 frames with a clear reference top-1' in v.detail
+    assert 'near ties (reference top-2 within 0.1) apart: same on 0/2' in v.detail
     # a flip away from a clear winner (0.708 vs 0.156) is a loss
     acc, detail = _top1_agreement([tied, clear], [tied, top([282, 285], [0.5, 0.4])])
-    assert acc == 0.5 and 'top-1 same on 1/2 frames' in detail and 'tied' not in detail
-    # a top-1 the reference does not even rank is a loss too
+    assert acc == 0.0 and 'same on 0/1 frames with a clear' in detail
+    # no clear frame at all: every frame counts, a flip within 0.01 excused
+    acc, detail = _top1_agreement([tied, near], [top([794, 557], [0.13, 0.12]), flipped])
+    assert acc == 0.5 and '+1 flip(s) between classes tied within 0.01' in detail
     acc, _ = _top1_agreement([tied], [top([3], [0.2])])
     assert acc == 0.0
+
+
+def test_each_verdict_carries_an_interval_that_narrows_with_more_frames():
+    from edge_infer.backends.measure.agreement import _detection, _top1, wilson
+    from edge_infer.core.postprocess import Classes, Detections
+    assert wilson(6, 6)[0] == pytest.approx(0.61, abs=0.01)     # 6 of 6 proves little
+    assert wilson(24, 24)[0] == pytest.approx(0.862, abs=0.01)
+    low, high = wilson(4, 6)
+    assert low < 4 / 6 < high
+
+    def top(i):
+        return Classes(np.array([i, 999], np.int64), np.array([0.9, 0.05], np.float32))
+    few = _top1([top(1)] * 6, [top(1)] * 5 + [top(2)])
+    many = _top1([top(1)] * 24, [top(1)] * 20 + [top(2)] * 4)
+    assert few.value == many.value == pytest.approx(5 / 6)
+    assert many.high - many.low < few.high - few.low
+    assert '95 % interval' in few.detail and 'over 6 clear frames' in few.detail
+
+    def dets(n):
+        b = np.array([[i * 20, 0, i * 20 + 10, 10] for i in range(n)], np.float32).reshape(-1, 4)
+        return Detections(b, np.full(n, 0.8, np.float32), np.zeros(n, np.int64))
+    ref = [dets(3)] * 10
+    v = _detection(ref, [dets(3)] * 8 + [dets(0)] * 2)
+    assert v.low < v.value < v.high and v.frames == 10
+    assert _detection(ref, ref)[:3] == (1.0, 1.0, 1.0)
+    assert _detection(ref, [dets(3)] * 8 + [dets(0)] * 2) == v     # seeded: the same each time
 
 
 class _SlowSession(Session):
@@ -415,6 +449,22 @@ class _SlowBackend(OrtBackend):
     def load(self, model_path, strict=False, input_spec=None):
         self.session = _SlowSession(super().load(model_path, strict, input_spec), self.delay_s)
         return self.session
+
+
+def test_a_slow_candidate_is_judged_on_fewer_frames_and_its_interval_says_so(mobilenet):
+    spec, path = mobilenet
+    frames, what = calibration_frames(8)
+    ref = Reference(spec, path, frames, what)
+    fast = profile_candidate(OrtBackend(intra_op_threads=1), spec, path, ref, budget_s=0.1,
+                             judge_min_frames=3, judge_s=5.0)
+    slow = _SlowBackend(0.06)
+    res = profile_candidate(slow, spec, path, ref, budget_s=0.1, warmup=1, min_runs=1,
+                            judge_min_frames=3, judge_s=0.1)
+    assert slow.session.calls - 1 - res.runs == 3       # 3 of the 8 frames judged
+    assert 'judged on 3 of 8 frames' in res.accuracy_detail
+    assert 'judged on' not in fast.accuracy_detail
+    assert res.status == fast.status == 'ok'
+    assert res.accuracy_high - res.accuracy_low >= fast.accuracy_high - fast.accuracy_low
 
 
 def test_a_clearly_slower_candidate_is_cut_short_but_still_accuracy_checked(mobilenet):

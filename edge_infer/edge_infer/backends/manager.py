@@ -48,8 +48,9 @@ Log = Callable[[str], None]
 # candidates accepted by an older check are measured again (v2: a detector
 # frame that loses all its objects counts; v3: frames spread over the whole video;
 # v4: a classifier's top-1 flip between classes tied in the reference agrees;
-# v5: judged on the video's second half + photos: int8 calibrates on the first).
-ACCURACY_CHECK_VERSION = 5
+# v5: judged on the video's second half + photos: int8 calibrates on the first;
+# v6: up to 24 frames, a classifier judged on its clear frames, with intervals).
+ACCURACY_CHECK_VERSION = 6
 # What a cached profile's figures cover: the run, with the CPU preprocessing
 # of the candidate's input kind beside it (CandidateResult.frame_ms).
 FIGURES = 'run+preprocess_ms'
@@ -289,7 +290,9 @@ class BackendManager:
                             min_runs=int(cfg['min_runs']), meter=self.meter,
                             min_accuracy=floor,
                             cut_ms=float(cfg['cut_factor']) * best_ms,
-                            cut_runs=int(cfg['cut_runs']))
+                            cut_runs=int(cfg['cut_runs']),
+                            judge_min_frames=int(cfg['judge_min_frames']),
+                            judge_s=float(cfg['judge_s']))
                         screened.append(time.monotonic() - t_cand)
                         add_variant_note(backend, model_path, res)
                         if sess is not None:

@@ -1,8 +1,10 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
 """How far a candidate's decoded results agree with the CPU fp32 reference, per task (0..1).
 
-- classification: share of frames with the same top-1 (a flip between
-  classes the reference itself ties is not a loss);
+- classification: share of the frames whose reference top-1 is clear
+  (ahead of its second by :data:`CLEAR_MARGIN`) that keep it; the near
+  ties are counted apart, in the detail (a flip between classes the
+  reference can hardly tell apart is not an accuracy loss);
 - detection (and instance segmentation): F1 of boxes matched by class and
   IoU >= 0.5, scaled down when every object of a frame is missed;
 - pose: that F1 times the share of the reference's confident keypoints
@@ -11,10 +13,14 @@
 - semantic segmentation: the mean over frames of the IoU of the non-zero
   classes' pixels, class by class (a frame empty in both agrees).
 
-The floors are in config/backends.yaml (``min_accuracy``, per task).
+Each verdict comes with a 95 % interval (:class:`Verdict`): Wilson's score
+interval for the classifier's share, a bootstrap over the frames for the
+others. The floors are in config/backends.yaml (``min_accuracy``, per task)
+and are compared with the point value; the interval says how much the frames
+judged can tell.
 """
 
-from typing import List, Tuple
+from typing import Callable, List, NamedTuple, Sequence, Tuple
 
 import numpy as np
 
@@ -22,34 +28,91 @@ from ...core.postprocess import Classes, Detections
 
 # A classifier's top-1 may flip between classes the fp32 reference itself
 # cannot tell apart: on a street frame MobileNetV2 scored flagpole 0.128 and
-# swing 0.126, and bf16 / fp16 runs (score changes up to 0.016) picked swing.
-# Such a flip is not an accuracy loss; a flip away from a clear winner is.
+# swing 0.126, and bf16 / fp16 runs (score changes up to 0.016) picked swing;
+# an int8 file flipped "pole 0.31" and "tripod 0.25". Such a flip is not an
+# accuracy loss; a flip away from a clear winner is. So only frames whose
+# reference top-1 leads its second by CLEAR_MARGIN are counted; the near ties
+# are reported apart. Where no frame is clear, every frame counts, a flip
+# within TIE_MARGIN excused.
+CLEAR_MARGIN = 0.10
 TIE_MARGIN = 0.01
+Z95 = 1.96
+BOOTSTRAP = 1000
+
+
+class Verdict(NamedTuple):
+    """An agreement (0..1), its 95 % interval, how many frames it rests on, and the detail."""
+
+    value: float
+    low: float
+    high: float
+    frames: int
+    detail: str
+
+
+def wilson(k: int, n: int, z: float = Z95) -> Tuple[float, float]:
+    """Return Wilson's score interval for ``k`` successes in ``n`` trials ((0, 1) if n is 0)."""
+    if n <= 0:
+        return 0.0, 1.0
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, float(centre - half)), min(1.0, float(centre + half))
+
+
+def bootstrap(n: int, value: Callable[[np.ndarray], float]) -> Tuple[float, float]:
+    """Return the 2.5 and 97.5 percentiles of ``value(frame indices)`` over resampled frames.
+
+    Seeded: the same outputs give the same interval.
+    """
+    if n <= 1:
+        v = value(np.arange(n))
+        return v, v
+    rng = np.random.default_rng(0)
+    samples = [value(idx) for idx in rng.integers(0, n, (BOOTSTRAP, n))]
+    return float(np.percentile(samples, 2.5)), float(np.percentile(samples, 97.5))
+
+
+def _interval(low: float, high: float, n: int, what: str = 'frames') -> str:
+    return f'95 % interval {low:.2f}-{high:.2f} over {n} {what}'
+
+
+def _top1(ref: List[Classes], got: List[Classes], clear_margin: float = CLEAR_MARGIN,
+          tie_margin: float = TIE_MARGIN) -> Verdict:
+    """Share of the frames with a clear reference top-1 whose top-1 agrees; near ties apart."""
+    same = np.array([int(g.class_ids[0]) == int(r.class_ids[0]) for r, g in zip(ref, got)])
+    margin = np.array([float(r.scores[0] - r.scores[1]) if len(r) > 1 else 1.0 for r in ref])
+    clear = margin >= clear_margin
+    dmax = max(float(abs(r.scores[0] - g.scores[0])) for r, g in zip(ref, got))
+    ties = ''
+    if clear.any():
+        k, n = int(same[clear].sum()), int(clear.sum())
+        detail = f'top-1 same on {k}/{n} frames with a clear reference top-1'
+        if (~clear).any():
+            ties = (f'; near ties (reference top-2 within {clear_margin:g}) apart: same on '
+                    f'{int(same[~clear].sum())}/{int((~clear).sum())}')
+    else:   # no clear frame: all count, a flip between tied classes excused
+        excused = 0
+        for r, g, s in zip(ref, got, same):
+            hit = np.flatnonzero(r.class_ids == int(g.class_ids[0]))
+            excused += int(not s and hit.size > 0
+                           and float(r.scores[0] - r.scores[hit[0]]) <= tie_margin)
+        k, n = int(same.sum()) + excused, len(ref)
+        detail = f'top-1 same on {int(same.sum())}/{n} frames (no clear reference top-1)'
+        if excused:
+            ties = (f' (+{excused} flip(s) between classes tied within {tie_margin:g} in the '
+                    f'reference)')
+    low, high = wilson(k, n)
+    what = 'clear frames' if clear.any() else 'frames'
+    return Verdict(k / n, low, high, n, f'{detail}{ties}, max top-1 score diff {dmax:.3f}, '
+                                        f'{_interval(low, high, n, what)}')
 
 
 def _top1_agreement(ref: List[Classes], got: List[Classes],
                     tie_margin: float = TIE_MARGIN) -> Tuple[float, str]:
-    """Share of frames whose top-1 agrees with the reference.
-
-    A different top-1 still agrees when the reference's own probability of
-    that class is within ``tie_margin`` of its top-1 (a tie in the reference);
-    such frames are counted in the detail.
-    """
-    same = ties = 0
-    for r, g in zip(ref, got):
-        top = int(g.class_ids[0])
-        if top == int(r.class_ids[0]):
-            same += 1
-            continue
-        hit = np.flatnonzero(r.class_ids == top)
-        if hit.size and float(r.scores[0] - r.scores[hit[0]]) <= tie_margin:
-            ties += 1
-    dmax = max(float(abs(r.scores[0] - g.scores[0])) for r, g in zip(ref, got))
-    detail = f'top-1 same on {same}/{len(ref)} frames'
-    if ties:
-        detail += (f' (+{ties} flip(s) between classes tied within {tie_margin:g} in the '
-                   f'reference)')
-    return (same + ties) / len(ref), detail + f', max top-1 score diff {dmax:.3f}'
+    """Return (agreement, detail) of the top-1 classes (:func:`_top1`)."""
+    v = _top1(ref, got, tie_margin=tie_margin)
+    return v.value, v.detail
 
 
 def _iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -79,7 +142,26 @@ def _pairs(ref: Detections, got: Detections):
             yield int(i), j
 
 
-def _detection_agreement(ref: List[Detections], got: List[Detections]) -> Tuple[float, str]:
+def _box_counts(ref: Sequence[Detections], got: Sequence[Detections]) -> np.ndarray:
+    """Per frame: matched, reference boxes, boxes found, has objects, all of them missed."""
+    rows = []
+    for r, g in zip(ref, got):
+        matched = sum(1 for _ in _pairs(r, g))
+        rows.append((matched, len(r.scores), len(g.scores), len(r.scores) > 0,
+                     len(r.scores) > 0 and matched == 0))
+    return np.array(rows, float).reshape(-1, 5)
+
+
+def _f1(c: np.ndarray) -> float:
+    """Return the box F1 of per-frame counts, scaled by the share of frames not wholly missed."""
+    matched, n_ref, n_got, with_objects, lost = c.sum(axis=0)
+    if n_ref + n_got == 0:
+        return 1.0
+    f1 = 2 * matched / (n_ref + n_got)
+    return float(f1 * (1 - lost / with_objects)) if lost else float(f1)
+
+
+def _detection(ref: List[Detections], got: List[Detections]) -> Verdict:
     """F1 of matches (same class, IoU >= 0.5, greedy by score) over all frames.
 
     A frame whose objects are ALL missed counts beyond its boxes: the F1 is
@@ -87,39 +169,37 @@ def _detection_agreement(ref: List[Detections], got: List[Detections]) -> Tuple[
     int8 NanoDet missed the only person of a photo while its F1 over all
     boxes stayed 0.98).
     """
-    matched = n_ref = n_got = 0
-    frames_with, frames_lost = 0, 0
-    dscore = 0.0
-    for r, g in zip(ref, got):
-        before = matched
-        n_ref += len(r.scores)
-        n_got += len(g.scores)
-        for i, j in _pairs(r, g):
-            matched += 1
-            dscore = max(dscore, float(abs(r.scores[i] - g.scores[j])))
-        if len(r.scores):
-            frames_with += 1
-            frames_lost += matched == before
+    c = _box_counts(ref, got)
+    n = len(c)
+    low, high = bootstrap(n, lambda idx: _f1(c[idx]))
+    matched, n_ref, n_got, with_objects, lost = (int(v) for v in c.sum(axis=0))
     if n_ref + n_got == 0:
-        return 1.0, 'no detections in either (frames without objects)'
-    f1 = 2 * matched / (n_ref + n_got)
-    if frames_lost:
-        f1 *= 1 - frames_lost / frames_with
-    return f1, (f'{matched} of {n_ref} reference boxes matched ({n_got} found), '
-                f'max score diff {dscore:.3f}'
-                + (f', every object missed on {frames_lost} of {frames_with} frames'
-                   if frames_lost else ''))
+        return Verdict(1.0, 1.0, 1.0, n, 'no detections in either (frames without objects)')
+    dscore = max([float(abs(r.scores[i] - g.scores[j]))
+                  for r, g in zip(ref, got) for i, j in _pairs(r, g)] or [0.0])
+    return Verdict(_f1(c), low, high, n,
+                   f'{matched} of {n_ref} reference boxes matched ({n_got} found), '
+                   f'max score diff {dscore:.3f}'
+                   + (f', every object missed on {lost} of {with_objects} frames'
+                      if lost else '') + f', {_interval(low, high, n)}')
+
+
+def _detection_agreement(ref: List[Detections], got: List[Detections]) -> Tuple[float, str]:
+    """Return (agreement, detail) of the boxes (:func:`_detection`)."""
+    v = _detection(ref, got)
+    return v.value, v.detail
 
 
 KEYPOINT_SCORE = 0.3    # a reference keypoint counts when at least this confident
 KEYPOINT_TOLERANCE = 0.05   # of the instance's box size (sqrt of its area)
 
 
-def _pose_agreement(ref, got) -> Tuple[float, str]:
+def _pose(ref, got) -> Verdict:
     """Return the detection F1 of the instances times the PCK of their confident keypoints."""
-    f1, detail = _detection_agreement(ref, got)
-    near = total = 0
+    c = _box_counts(ref, got)
+    points = []
     for r, g in zip(ref, got):
+        near = total = 0
         for i, j in _pairs(r, g):
             x1, y1, x2, y2 = r.boxes[i]
             tol = KEYPOINT_TOLERANCE * max(1.0, float(np.sqrt(max(0, x2 - x1) * max(0, y2 - y1))))
@@ -127,11 +207,22 @@ def _pose_agreement(ref, got) -> Tuple[float, str]:
             d = np.hypot(*(r.keypoints[i, sure, :2] - g.keypoints[j, sure, :2]).T)
             near += int((d <= tol).sum())
             total += int(sure.sum())
-    pck = near / total if total else 1.0
-    return f1 * pck, f'{detail}; keypoints within 5 % of the box: {near}/{total}'
+        points.append((near, total))
+    pk = np.array(points, float).reshape(-1, 2)
+
+    def value(idx: np.ndarray) -> float:
+        near, total = pk[idx].sum(axis=0)
+        return _f1(c[idx]) * (near / total if total else 1.0)
+    n = len(c)
+    low, high = bootstrap(n, value)
+    boxes = _detection(ref, got).detail.rsplit(', 95 % interval', 1)[0]
+    near, total = (int(v) for v in pk.sum(axis=0))
+    return Verdict(value(np.arange(n)), low, high, n,
+                   f'{boxes}; keypoints within 5 % of the box: {near}/{total}, '
+                   f'{_interval(low, high, n)}')
 
 
-def _mask_agreement(ref, got) -> Tuple[float, str]:
+def _mask(ref, got) -> Verdict:
     """Mean over frames of the class-by-class IoU of the non-zero mask pixels."""
     ious = []
     for r, g in zip(ref, got):
@@ -146,15 +237,30 @@ def _mask_agreement(ref, got) -> Tuple[float, str]:
             inter += int((a & b).sum())
             union += int((a | b).sum())
         ious.append(inter / union if union else 1.0)
-    return float(np.mean(ious)), f'mask IoU: mean {np.mean(ious):.3f}, min {min(ious):.3f}'
+    arr = np.array(ious)
+    low, high = bootstrap(len(arr), lambda idx: float(arr[idx].mean()))
+    return Verdict(float(arr.mean()), low, high, len(arr),
+                   f'mask IoU: mean {arr.mean():.3f}, min {arr.min():.3f}, '
+                   f'{_interval(low, high, len(arr))}')
+
+
+def judge(spec, ref: list, got: list) -> Verdict:
+    """Return the agreement of ``got`` with ``ref`` for ``spec``'s task, with its interval.
+
+    ``got`` may be shorter than ``ref`` (a slow candidate judged on fewer
+    frames): it is compared with the reference's first ``len(got)``.
+    """
+    ref = list(ref)[:len(got)]
+    if spec.task == 'classification':
+        return _top1(ref, got)
+    if spec.task == 'pose':
+        return _pose(ref, got)
+    if spec.task == 'segmentation' and not isinstance(ref[0], Detections):
+        return _mask(ref, got)
+    return _detection(ref, got)
 
 
 def agreement(spec, ref: list, got: list) -> Tuple[float, str]:
     """Return (agreement 0..1, detail) of ``got`` vs ``ref`` for ``spec``'s task."""
-    if spec.task == 'classification':
-        return _top1_agreement(ref, got)
-    if spec.task == 'pose':
-        return _pose_agreement(ref, got)
-    if spec.task == 'segmentation' and not isinstance(ref[0], Detections):
-        return _mask_agreement(ref, got)
-    return _detection_agreement(ref, got)
+    v = judge(spec, ref, got)
+    return v.value, v.detail

@@ -4,14 +4,16 @@
 - :func:`probe_backend`: a backend is *available* only when a small probe
   model (conv, relu, pooling, gemm) loads on it, runs, and matches the
   ONNX Runtime CPU result; the reason is kept either way.
-- :func:`calibration_frames`: real frames (the bundled video and photos)
-  for accuracy checks; synthetic ones, said so, when the footage is absent.
+- :func:`calibration_frames` (:mod:`.frames`): real frames (the bundled
+  video and photos) for accuracy checks; synthetic ones, said so, when the
+  footage is absent.
 - :class:`Reference`: the model's outputs on those frames with ONNX Runtime
   on the CPU (fp32), decoded; the model's inputs of each input kind, and
   what preparing them costs on the CPU (``preprocess_ms``): a candidate's
   frame cost is that plus its run (:attr:`CandidateResult.frame_ms`); the
   decode is the same for every candidate and left out.
-- :func:`screen_candidate`: load, accuracy against the reference, warm up,
+- :func:`screen_candidate`: load, accuracy against the reference (with its
+  95 % interval: :mod:`.agreement`), warm up,
   timed runs within a time budget (median, p90 and max), energy per
   inference from the power meter when one is given. A candidate whose median
   after ``cut_runs`` runs exceeds ``cut_ms`` (a multiple of the best so far)
@@ -28,7 +30,9 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .agreement import agreement
+from .agreement import judge, Verdict
+from .frames import (calibration_frames, CALIBRATION_SPAN, JUDGE_SPAN,  # noqa: F401 (kept here)
+                     video_frames)
 from .gate import GATE
 from ...core.backend import (Backend, BackendError, first_line, input_kind, open_session,
                              Session, UnsupportedModel)
@@ -65,6 +69,8 @@ class CandidateResult:
     energy_source: str = ''
     accuracy: float = float('nan')  # agreement with the CPU fp32 reference, 0..1
     accuracy_detail: str = ''
+    accuracy_low: float = float('nan')     # the agreement's 95 % interval (agreement.Verdict)
+    accuracy_high: float = float('nan')
     model_file: str = ''            # the file profiled (a variant's, for fp16/int8)
     conditions: Dict[str, float] = field(default_factory=dict)  # load while measured
     chosen: bool = False
@@ -178,78 +184,8 @@ def probe_backend(backend: Backend, cache_dir: pathlib.Path) -> Tuple[bool, str]
     return True, f'{why}; probe ran in {ms:.1f} ms, max |diff| vs ORT CPU {err:.1e}'
 
 
-# ---------------------------------------------------------------- frames, reference
-# The bundled video in two halves: the accuracy check judges on the second half
-# (and the photos); int8 quantizers calibrate on the first (quantize.py), so a
-# variant is never judged on a frame it was calibrated on, nor on its neighbours.
-JUDGE_SPAN = (0.5, 1.0)
-CALIBRATION_SPAN = (0.0, 0.5)
-
-
-def video_frames(n: int, span: Tuple[float, float] = JUDGE_SPAN, phase: float = 0.0,
-                 log: Optional[Log] = None) -> List[Frame]:
-    """Return ``n`` frames of the bundled video, spread evenly over ``span`` (shares of it).
-
-    ``phase`` in [0, 1) shifts the positions by that share of the step. An
-    absent or unreadable video gives no frames (said to ``log``).
-    """
-    from ... import paths
-    frames: List[Frame] = []
-    videos = sorted((paths.data_home() / 'cache').glob('*.avi'))
-    if not videos or n <= 0:
-        return frames
-    try:
-        import cv2
-        cap = cv2.VideoCapture(str(videos[0]))
-        total = int(cap.get(cv2.CAP_PROP_FRAME_COUNT)) or 100
-        lo, hi = int(span[0] * total), int(span[1] * total)
-        for k in range(n):
-            cap.set(cv2.CAP_PROP_POS_FRAMES, lo + int((k + phase) * (hi - lo) / n))
-            ok, img = cap.read()
-            if ok:
-                frames.append(Frame(img, 'bgr'))
-        cap.release()
-    except Exception as exc:  # unreadable footage: the caller falls back
-        if log:
-            log(f'calibration footage unreadable: {first_line(exc)}')
-    return frames
-
-
-def calibration_frames(n: int = 6, log: Optional[Log] = None, phase: float = 0.0,
-                       photos: Optional[bool] = None,
-                       span: Tuple[float, float] = JUDGE_SPAN) -> Tuple[List[Frame], str]:
-    """Return (frames, what they are): the frames candidates are judged on.
-
-    Video frames spread evenly over the second half of the bundled video
-    (``span``), then the photos (at most half of ``n``; by default only at
-    ``phase`` 0). The first half is left to int8 calibration
-    (:data:`CALIBRATION_SPAN`), so accuracy is judged on frames no quantizer saw.
-    Falls back to seeded random frames when the footage is not there (a robot
-    that skipped ``edge_infer prepare``) and says so.
-    """
-    from ... import paths
-    pics: List[pathlib.Path] = []
-    if phase == 0 if photos is None else photos:
-        pics = sorted((paths.data_home() / 'cache').glob('photos/*.png'))[:n // 2]
-    frames = video_frames(max(1, n - len(pics)), span, phase, log)
-    try:
-        import cv2
-        for p in pics[:max(0, n - len(frames))]:
-            img = cv2.imread(str(p))
-            if img is not None:
-                frames.append(Frame(img, 'bgr'))
-    except Exception as exc:  # unreadable photos: synthetic frames below
-        if log:
-            log(f'calibration photos unreadable: {first_line(exc)}')
-    if frames:
-        part = {JUDGE_SPAN: 'second half', CALIBRATION_SPAN: 'first half'}.get(
-            (span[0], span[1]), f'{span[0]:g}-{span[1]:g}')
-        return frames[:n], (f'{len(frames[:n])} real frames (vtest.avi {part}'
-                            f'{" + photos" if pics else ""})')
-    rng = np.random.default_rng(3 + int(phase * 1000))
-    frames = [Frame(rng.integers(0, 256, (480, 640, 3), dtype=np.uint8), 'bgr')
-              for _ in range(n)]
-    return frames, f'{n} synthetic random frames (footage not found; run edge_infer prepare)'
+# ---------------------------------------------------------------------- reference
+TIMED_FRAMES = 6    # the frames whose preprocessing is timed again after the first round
 
 
 class Reference:
@@ -272,7 +208,7 @@ class Reference:
         times: Dict[str, List[float]] = {k: [] for k in INPUT_KINDS}
         for r in range(rounds if self.frames else 0):
             for k in (INPUT_KINDS if r % 2 == 0 else INPUT_KINDS[::-1]):
-                for f in self.frames:
+                for f in (self.frames if r == 0 else self.frames[:TIMED_FRAMES]):
                     t = time.perf_counter()
                     tensor, tf = pres[k](f)
                     times[k].append((time.perf_counter() - t) * 1e3)
@@ -298,9 +234,14 @@ class Reference:
         """Return {input kind: the first frame's input}: what timed runs feed."""
         return {k: v[0][0] for k, v in self._inputs.items() if v}
 
+    def judge(self, outputs) -> Verdict:
+        """Return the agreement of decoded outputs (the first frames') with its interval."""
+        return judge(self.spec, self.outputs, outputs)
+
     def agreement(self, outputs) -> Tuple[float, str]:
         """Return (agreement 0..1, detail) of decoded candidate outputs vs the reference."""
-        return agreement(self.spec, self.outputs, outputs)
+        v = self.judge(outputs)
+        return v.value, v.detail
 
 
 # ---------------------------------------------------------------------- profiling
@@ -335,9 +276,13 @@ def screen_candidate(backend: Backend, spec: ModelSpec, model_path: pathlib.Path
                      reference: Reference, budget_s: float = 1.5, warmup: int = 2,
                      min_runs: int = 5, max_runs: int = 200, meter=None,
                      min_accuracy: float = 0.9, cut_ms: float = float('inf'),
-                     cut_runs: int = 3) -> Tuple[CandidateResult, Optional[object]]:
+                     cut_runs: int = 3, judge_min_frames: int = 6,
+                     judge_s: float = 1.0) -> Tuple[CandidateResult, Optional[object]]:
     """Load, check accuracy, time within the budget; return (result, open session or None).
 
+    The accuracy check runs every reference frame, but a candidate still
+    at it after ``judge_s`` stops once it has run ``judge_min_frames`` (a
+    software Vulkan device takes seconds a frame): its interval says so.
     The session stays open (for :func:`interleave`) unless the candidate
     failed; the caller closes it.
     """
@@ -358,9 +303,17 @@ def screen_candidate(backend: Backend, spec: ModelSpec, model_path: pathlib.Path
         return res, None
     res.load_ms = (time.perf_counter() - t0) * 1e3
     try:
-        decoded = [reference.decoder([np.array(o, copy=True) for o in sess.run(x)], tf)
-                   for x, tf in inputs]
-        res.accuracy, res.accuracy_detail = reference.agreement(decoded)
+        decoded: List[object] = []
+        t_judge = time.perf_counter()
+        for x, tf in inputs:   # all the frames, or the first judge_min_frames of a slow one
+            if len(decoded) >= judge_min_frames and time.perf_counter() - t_judge > judge_s:
+                break
+            decoded.append(reference.decoder([np.array(o, copy=True) for o in sess.run(x)], tf))
+        v = reference.judge(decoded)
+        res.accuracy, res.accuracy_low, res.accuracy_high = v.value, v.low, v.high
+        res.accuracy_detail = v.detail + (
+            f'; judged on {len(decoded)} of {len(inputs)} frames (slower than {judge_s:g} s)'
+            if len(decoded) < len(inputs) else '')
         x = inputs[0][0]
         times: List[float] = []
         deadline = time.perf_counter() + budget_s
