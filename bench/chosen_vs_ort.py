@@ -68,6 +68,7 @@ def main() -> None:
     print('|---|---|---|---|---|---|')
     ratios = []
     int8_rows = []
+    notes = []
     cache = pathlib.Path(tempfile.mkdtemp(prefix='edge_infer_bench_'))
     for name in args.models:
         spec = reg[name]
@@ -89,6 +90,12 @@ def main() -> None:
             print(f'| {name} | {setting} | {backend.name} (accuracy {interval(res)}) | '
                   f'{stats(chosen)} | {stats(ref)} | {ratio:.2f}x |')
             int8_rows += [(name, setting, r) for r in run.results if r.precision == 'int8']
+            ranked = sorted((r for r in run.results if r.status == 'ok'), key=lambda r: r.frame_ms)
+            notes.append(f'- {name}, {setting}: frame cost (profile p50 + preprocessing) of the '
+                         'fastest accepted: ' + ', '.join(
+                             f'{r.backend} {r.frame_ms:.2f} ms' for r in ranked[:4])
+                         + (f'; {run.ranking.describe()}' if run.ranking else ''))
+    print('\n' + '\n'.join(notes))
     print(f'\nload average after: {os.getloadavg()[0]:.2f} (1 min)')
     floors = load_config()['min_accuracy']
     judged = calibration_frames(int(load_config()['calibration_frames']))[1]

@@ -43,8 +43,8 @@ def test_the_prior_is_each_candidates_distance_from_the_best_on_other_models(tmp
 
 
 class _Cand:
-    def __init__(self, name, variant=False, ok=True):
-        self.name, self._ok = name, ok
+    def __init__(self, name, variant=False, ok=True, precision='fp32'):
+        self.name, self._ok, self.precision = name, ok, precision
         self.base = object() if variant else None
 
     def available(self):
@@ -77,6 +77,23 @@ def test_the_settle_set_is_the_likely_winners_and_what_the_prior_does_not_know(t
     # the likely winners (within 1.5x elsewhere), best first, and the unknown library
     assert settle_set(mgr, spec, cands) == ['ov/t1', 'ov/t1+pre', 'new/lib']
     assert settle_set(mgr, spec, cands, limit=1) == ['ov/t1', 'new/lib']
+
+
+def test_likely_winners_all_at_a_reduced_precision_settle_beside_the_best_fp32(tmp_path):
+    spec = load_registry(paths.config_dir() / 'models.yaml')['movenet_lightning']
+    cache = ProfileCache(tmp_path / 'c.json')
+    cands = [_Cand('ov/t1/bf16', precision='bf16'), _Cand('ov/t1/bf16+pre', precision='bf16'),
+             _Cand('ov/t1'), _Cand('ort/t1')]
+    mgr = _Mgr(cache, cands)
+    for model in ('nanodet', 'mobilenet_v2'):     # bf16 wins elsewhere by 2x
+        for name, ms in zip(('ov/t1/bf16', 'ov/t1/bf16+pre', 'ov/t1', 'ort/t1'),
+                            (2.1, 2.0, 4.0, 5.0)):
+            _put(cache, model, name, ms)
+    # this model's accuracy check may reject bf16: the likeliest fp32 one settles too
+    assert settle_set(mgr, spec, cands) == ['ov/t1/bf16+pre', 'ov/t1/bf16', 'ov/t1']
+    # an fp32 one among the likely winners: nothing added
+    assert settle_set(mgr, spec, cands, factor=2.5, limit=3) == [
+        'ov/t1/bf16+pre', 'ov/t1/bf16', 'ov/t1']
 
 
 def test_a_completion_waits_until_no_model_settles():

@@ -69,7 +69,12 @@ def settle_set(manager, spec: ModelSpec, candidates: Sequence, factor: float = S
     completion; so do candidates over the thread budget or unavailable (they
     would not be measured anyway). Without a prior every other candidate
     settles; with one, the likely winners, best first, and every candidate
-    the prior does not know (a library new on this board).
+    the prior does not know (a library new on this board). Where the likely
+    winners all run at a reduced precision, the likeliest full-precision
+    (fp32) candidate settles too: a model's own accuracy check may reject
+    them all (MoveNet's bf16, 0.60 < 0.9 here), and the settle would then
+    wait for every other candidate (a cold start's pose node: 24.6 s, not
+    about 7).
     """
     names = [b.name for b in candidates
              if getattr(b, 'base', None) is None and not manager.over_budget(b)
@@ -80,6 +85,11 @@ def settle_set(manager, spec: ModelSpec, candidates: Sequence, factor: float = S
     unknown = [n for n in names if n not in prior]
     likely = sorted((n for n in names if n in prior and prior[n] <= factor),
                     key=lambda n: prior[n])[:max(1, limit)]
+    precision = {b.name: getattr(b, 'precision', 'fp32') for b in candidates}
+    if all(precision[n] != 'fp32' for n in likely):
+        full = sorted((n for n in names if n in prior and precision[n] == 'fp32'),
+                      key=lambda n: prior[n])
+        likely += full[:1]
     return likely + unknown
 
 
