@@ -21,10 +21,10 @@ import pytest
 BOARD = {'cpu': 'test'}
 
 
-def _put(cache, model, backend, ms, status='ok', board=BOARD):
+def _put(cache, model, backend, ms, status='ok', board=BOARD, lasting=False):
     parts = {'kind': 'profile', 'model': model, 'backend': backend, 'board': board}
     cache.put(f'{model}/{backend}', {'backend': backend, 'status': status, 'p50_ms': ms,
-                                     'preprocess_ms': 0.0}, parts)
+                                     'preprocess_ms': 0.0, 'lasting': lasting}, parts)
 
 
 def test_the_prior_is_each_candidates_distance_from_the_best_on_other_models(tmp_path):
@@ -33,13 +33,18 @@ def test_the_prior_is_each_candidates_distance_from_the_best_on_other_models(tmp
     _put(cache, 'a', 'slow', 8.0)
     _put(cache, 'b', 'fast', 3.0)
     _put(cache, 'b', 'slow', 3.0 * 2.0)
-    _put(cache, 'b', 'bad', 1.0, status='rejected')     # accuracy is the model's own
     _put(cache, 'c', 'slow', 1.0, board={'cpu': 'other'})   # another board says nothing
     _put(cache, 'me', 'slow', 1.0)                       # nor the model itself
+    _put(cache, 'b', 'broken', float('nan'), status='failed')
     prior = board_prior(cache, BOARD, 'me')
     assert prior['fast'] == pytest.approx(1.0)
     assert prior['slow'] == pytest.approx((4.0 * 2.0) ** 0.5)     # geometric mean
-    assert 'bad' not in prior
+    assert 'broken' not in prior
+    # rejected by b's own accuracy check: its speed still tells (b's best is now 1.5 ms)
+    _put(cache, 'b', 'reduced', 1.5, status='rejected')
+    prior = board_prior(cache, BOARD, 'me')
+    assert prior['reduced'] == pytest.approx(1.0)
+    assert prior['fast'] == pytest.approx((1.0 * 2.0) ** 0.5)
 
 
 class _Cand:
@@ -94,6 +99,16 @@ def test_likely_winners_all_at_a_reduced_precision_settle_beside_the_best_fp32(t
     # an fp32 one among the likely winners: nothing added
     assert settle_set(mgr, spec, cands, factor=2.5, limit=3) == [
         'ov/t1/bf16+pre', 'ov/t1/bf16', 'ov/t1']
+
+
+def test_a_library_new_here_settles_unless_it_could_not_run_another_model(tmp_path):
+    spec = load_registry(paths.config_dir() / 'models.yaml')['nanodet']
+    cache = ProfileCache(tmp_path / 'c.json')
+    cands = [_Cand('ov/t1'), _Cand('ncnn/vulkan'), _Cand('new/lib')]
+    mgr = _Mgr(cache, cands)
+    _put(cache, 'movenet_lightning', 'ov/t1', 2.0)
+    _put(cache, 'movenet_lightning', 'ncnn/vulkan', float('nan'), status='failed', lasting=True)
+    assert settle_set(mgr, spec, cands) == ['ov/t1', 'new/lib']     # ncnn: the completion
 
 
 def test_a_completion_waits_until_no_model_settles():

@@ -171,17 +171,20 @@ def _detection(ref: List[Detections], got: List[Detections]) -> Verdict:
     """
     c = _box_counts(ref, got)
     n = len(c)
-    low, high = bootstrap(n, lambda idx: _f1(c[idx]))
-    matched, n_ref, n_got, with_objects, lost = (int(v) for v in c.sum(axis=0))
-    if n_ref + n_got == 0:
+    if not c[:, 1:3].sum():
         return Verdict(1.0, 1.0, 1.0, n, 'no detections in either (frames without objects)')
+    low, high = bootstrap(n, lambda idx: _f1(c[idx]))
+    return Verdict(_f1(c), low, high, n, f'{_box_detail(ref, got, c)}, {_interval(low, high, n)}')
+
+
+def _box_detail(ref: Sequence[Detections], got: Sequence[Detections], c: np.ndarray) -> str:
+    """Say how many boxes matched, the largest score change, the frames that lost all."""
+    matched, n_ref, n_got, with_objects, lost = (int(v) for v in c.sum(axis=0))
     dscore = max([float(abs(r.scores[i] - g.scores[j]))
                   for r, g in zip(ref, got) for i, j in _pairs(r, g)] or [0.0])
-    return Verdict(_f1(c), low, high, n,
-                   f'{matched} of {n_ref} reference boxes matched ({n_got} found), '
-                   f'max score diff {dscore:.3f}'
-                   + (f', every object missed on {lost} of {with_objects} frames'
-                      if lost else '') + f', {_interval(low, high, n)}')
+    return (f'{matched} of {n_ref} reference boxes matched ({n_got} found), '
+            f'max score diff {dscore:.3f}'
+            + (f', every object missed on {lost} of {with_objects} frames' if lost else ''))
 
 
 def _detection_agreement(ref: List[Detections], got: List[Detections]) -> Tuple[float, str]:
@@ -215,10 +218,9 @@ def _pose(ref, got) -> Verdict:
         return _f1(c[idx]) * (near / total if total else 1.0)
     n = len(c)
     low, high = bootstrap(n, value)
-    boxes = _detection(ref, got).detail.rsplit(', 95 % interval', 1)[0]
     near, total = (int(v) for v in pk.sum(axis=0))
     return Verdict(value(np.arange(n)), low, high, n,
-                   f'{boxes}; keypoints within 5 % of the box: {near}/{total}, '
+                   f'{_box_detail(ref, got, c)}; keypoints within 5 % of the box: {near}/{total}, '
                    f'{_interval(low, high, n)}')
 
 

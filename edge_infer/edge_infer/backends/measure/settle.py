@@ -39,16 +39,16 @@ SETTLE_MAX = 4          # at most this many candidates settle a model that has a
 def board_prior(cache, board: dict, model: str) -> Dict[str, float]:
     """Return candidate -> how far it was from the best on this board's other models.
 
-    For each other model with measured ('ok') candidates in the cache: the
-    candidate's frame time / that model's best; the geometric mean over those
-    models. A candidate never measured elsewhere is absent.
+    For each other model with timed candidates in the cache: the candidate's
+    frame time / that model's fastest; the geometric mean over those models.
+    A candidate rejected there by that model's accuracy check counts too: its
+    speed is the board's, its accuracy that model's own (MoveNet rejects the
+    bf16 that wins for the other models). A candidate never timed elsewhere
+    is absent.
     """
     per_model: Dict[str, Dict[str, float]] = {}
-    for parts, value in cache.entries():
-        if parts.get('kind') != 'profile' or parts.get('board') != board or \
-                parts.get('model') == model or parts.get('loaded'):
-            continue
-        if value.get('status') != 'ok':
+    for parts, value in _elsewhere(cache, board, model):
+        if value.get('status') not in ('ok', 'rejected'):
             continue
         ms = CandidateResult.from_dict(value).frame_ms
         if math.isfinite(ms) and ms > 0:
@@ -61,6 +61,14 @@ def board_prior(cache, board: dict, model: str) -> Dict[str, float]:
     return {n: math.exp(sum(math.log(r) for r in rs) / len(rs)) for n, rs in ratios.items()}
 
 
+def _elsewhere(cache, board: dict, model: str):
+    """Yield (parts, value) of the quiet profiles of this board's other models."""
+    for parts, value in cache.entries():
+        if parts.get('kind') == 'profile' and parts.get('board') == board and \
+                parts.get('model') != model and not parts.get('loaded'):
+            yield parts, value
+
+
 def settle_set(manager, spec: ModelSpec, candidates: Sequence, factor: float = SETTLE_FACTOR,
                limit: int = SETTLE_MAX) -> List[str]:
     """Return which of ``candidates`` (the model's) to measure before the choice settles.
@@ -69,7 +77,10 @@ def settle_set(manager, spec: ModelSpec, candidates: Sequence, factor: float = S
     completion; so do candidates over the thread budget or unavailable (they
     would not be measured anyway). Without a prior every other candidate
     settles; with one, the likely winners, best first, and every candidate
-    the prior does not know (a library new on this board). Where the likely
+    the prior does not know (a library new on this board), but not one that
+    could not run another model at all (``lasting``: ncnn lacking MoveNet's
+    GatherND; its Vulkan candidates take seconds a frame on lavapipe): it
+    waits for the completion. Where the likely
     winners all run at a reduced precision, the likeliest full-precision
     (fp32) candidate settles too: a model's own accuracy check may reject
     them all (MoveNet's bf16, 0.60 < 0.9 here), and the settle would then
@@ -82,7 +93,9 @@ def settle_set(manager, spec: ModelSpec, candidates: Sequence, factor: float = S
     prior = board_prior(manager.cache, manager.board, spec.name)
     if not any(n in prior for n in names):
         return names
-    unknown = [n for n in names if n not in prior]
+    failed = {parts.get('backend') for parts, value in
+              _elsewhere(manager.cache, manager.board, spec.name) if value.get('lasting')}
+    unknown = [n for n in names if n not in prior and n not in failed]
     likely = sorted((n for n in names if n in prior and prior[n] <= factor),
                     key=lambda n: prior[n])[:max(1, limit)]
     precision = {b.name: getattr(b, 'precision', 'fp32') for b in candidates}
