@@ -142,13 +142,16 @@ def _pairs(ref: Detections, got: Detections):
             yield int(i), j
 
 
-def _box_counts(ref: Sequence[Detections], got: Sequence[Detections]) -> np.ndarray:
+def _matches(ref: Sequence[Detections], got: Sequence[Detections]) -> List[List[Tuple[int, int]]]:
+    """Return each frame's matched (reference, candidate) pairs: matched once per verdict."""
+    return [list(_pairs(r, g)) for r, g in zip(ref, got)]
+
+
+def _box_counts(ref: Sequence[Detections], got: Sequence[Detections],
+                pairs: List[List[Tuple[int, int]]]) -> np.ndarray:
     """Per frame: matched, reference boxes, boxes found, has objects, all of them missed."""
-    rows = []
-    for r, g in zip(ref, got):
-        matched = sum(1 for _ in _pairs(r, g))
-        rows.append((matched, len(r.scores), len(g.scores), len(r.scores) > 0,
-                     len(r.scores) > 0 and matched == 0))
+    rows = [(len(p), len(r.scores), len(g.scores), len(r.scores) > 0,
+             len(r.scores) > 0 and not p) for r, g, p in zip(ref, got, pairs)]
     return np.array(rows, float).reshape(-1, 5)
 
 
@@ -169,19 +172,22 @@ def _detection(ref: List[Detections], got: List[Detections]) -> Verdict:
     int8 NanoDet missed the only person of a photo while its F1 over all
     boxes stayed 0.98).
     """
-    c = _box_counts(ref, got)
+    pairs = _matches(ref, got)
+    c = _box_counts(ref, got, pairs)
     n = len(c)
     if not c[:, 1:3].sum():
         return Verdict(1.0, 1.0, 1.0, n, 'no detections in either (frames without objects)')
     low, high = bootstrap(n, lambda idx: _f1(c[idx]))
-    return Verdict(_f1(c), low, high, n, f'{_box_detail(ref, got, c)}, {_interval(low, high, n)}')
+    return Verdict(_f1(c), low, high, n,
+                   f'{_box_detail(ref, got, pairs, c)}, {_interval(low, high, n)}')
 
 
-def _box_detail(ref: Sequence[Detections], got: Sequence[Detections], c: np.ndarray) -> str:
+def _box_detail(ref: Sequence[Detections], got: Sequence[Detections],
+                pairs: List[List[Tuple[int, int]]], c: np.ndarray) -> str:
     """Say how many boxes matched, the largest score change, the frames that lost all."""
     matched, n_ref, n_got, with_objects, lost = (int(v) for v in c.sum(axis=0))
     dscore = max([float(abs(r.scores[i] - g.scores[j]))
-                  for r, g in zip(ref, got) for i, j in _pairs(r, g)] or [0.0])
+                  for r, g, p in zip(ref, got, pairs) for i, j in p] or [0.0])
     return (f'{matched} of {n_ref} reference boxes matched ({n_got} found), '
             f'max score diff {dscore:.3f}'
             + (f', every object missed on {lost} of {with_objects} frames' if lost else ''))
@@ -199,11 +205,12 @@ KEYPOINT_TOLERANCE = 0.05   # of the instance's box size (sqrt of its area)
 
 def _pose(ref, got) -> Verdict:
     """Return the detection F1 of the instances times the PCK of their confident keypoints."""
-    c = _box_counts(ref, got)
+    pairs = _matches(ref, got)
+    c = _box_counts(ref, got, pairs)
     points = []
-    for r, g in zip(ref, got):
+    for r, g, p in zip(ref, got, pairs):
         near = total = 0
-        for i, j in _pairs(r, g):
+        for i, j in p:
             x1, y1, x2, y2 = r.boxes[i]
             tol = KEYPOINT_TOLERANCE * max(1.0, float(np.sqrt(max(0, x2 - x1) * max(0, y2 - y1))))
             sure = r.keypoints[i, :, 2] >= KEYPOINT_SCORE
@@ -220,7 +227,8 @@ def _pose(ref, got) -> Verdict:
     low, high = bootstrap(n, value)
     near, total = (int(v) for v in pk.sum(axis=0))
     return Verdict(value(np.arange(n)), low, high, n,
-                   f'{_box_detail(ref, got, c)}; keypoints within 5 % of the box: {near}/{total}, '
+                   f'{_box_detail(ref, got, pairs, c)}; keypoints within 5 % of the box: '
+                   f'{near}/{total}, '
                    f'{_interval(low, high, n)}')
 
 
