@@ -302,12 +302,36 @@ def test_an_accepted_level_stops_the_alarm_and_follows_the_latency_down():
     t += 10
     for k in range(1, 40):               # the load goes: the expectation comes down with it
         mon.add(11.0, now=t + 0.1 * k)
-    assert mon.expected_ms == 11.0
+    assert mon.expected_ms == 10.0       # clearly back (11 < sqrt(1.5) x 10): the measured one
     t += 4
     hits = [mon.add(20.0, now=t + 0.1 * k) for k in range(1, 20)]
     assert any(hits)                     # so the same load fires again when it returns
     mon.rebase(12.0)                     # a switch: the new choice's own figure
     assert mon.expected_ms == mon.floor_ms == 12.0
+
+
+def test_a_level_straddling_the_threshold_is_one_episode_and_one_accept():
+    # the pose model in the warm container: 4.0 ms alone, 5.7-6.9 ms beside the
+    # other three models (threshold 6.0); each window's median on either side
+    mon = DriftMonitor(expected_ms=4.0, threshold=1.5, window_s=5.0, min_samples=10,
+                       cooldown_s=30.0)
+    t, fired, accepted = 0.0, 0, 0
+    for k in range(6000):                # 10 minutes at 10 Hz; the level alternates every 8 s
+        t += 0.1                         # (without hysteresis: 19 episodes, 0 accepts)
+        level = 6.5 if (k // 80) % 2 else 5.7
+        if mon.add(level, now=t):
+            fired += 1
+            if not mon.new_episode:      # what LiveChoice does once a look kept the choice
+                mon.accept(mon.last_median_ms)
+                accepted += 1
+    assert mon.episodes == 1 and accepted == 1 and fired == 2
+    assert 5.7 <= mon.expected_ms <= 6.5
+    for k in range(1, 100):              # the other models stop: clearly back
+        mon.add(4.1, now=t + 0.1 * k)
+    assert mon.expected_ms == 4.0 and not mon.in_episode
+    t += 10
+    hits = [mon.add(6.5, now=t + 0.1 * k) for k in range(1, 60)]
+    assert sum(hits) == 1 and mon.new_episode and mon.episodes == 2   # they start again
 
 
 def test_results_round_trip_and_edp():

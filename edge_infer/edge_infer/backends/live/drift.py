@@ -10,15 +10,20 @@ fires it stays quiet for ``cooldown_s`` (the re-evaluation runs meanwhile),
 and :meth:`rebase` sets the new expectation.
 
 An *episode* is a stretch of drift: it begins at a firing when none is under
-way and ends when a covered window's median is back under the threshold or
-the expectation is rebased by a switch. While the latency
+way and ends when a covered window's median is clearly back, under
+sqrt(``threshold``) x the expectation, or the expectation is rebased by a
+switch. A median between the two neither fires nor ends it (hysteresis: a
+level that straddles the threshold would otherwise start an episode, and a
+look at the runners-up, every cooldown). While the latency
 stays high without a switch the monitor fires again after each cooldown
 (the callers look again), but only the episode's first firing has
 ``new_episode`` set: the callers log their line once per episode, not once
 every cooldown. Where the runners-up were open through that cooldown and
 none won, the next firing makes the level the expectation (:meth:`accept`):
 a load that stays, such as the process's own other models, would otherwise
-keep them open for good. The expectation follows the latency back down.
+keep them open for good. The expectation follows the latency back down,
+never under sqrt(``threshold``) x the median, and to the measured figure
+once the median is clearly back at it.
 
 :class:`DriftReevaluation` is what :class:`.choice.LiveChoice` does when it
 fires and online re-selection is off (or no runner-up is open): every working
@@ -27,6 +32,7 @@ board's profile), the best one swapped in between two frames.
 """
 
 from collections import deque
+import math
 import statistics
 import threading
 import time
@@ -78,9 +84,19 @@ class DriftMonitor:
             self._quiet_until = now + self.cooldown_s
             self._samples.clear()
             return True
-        self.in_episode = False     # back under the threshold: the episode is over
+        # hysteresis: a latency around the threshold (the process's own models on
+        # two cores: 6.0-6.9 ms against 4.0 x 1.5) neither ends an episode nor
+        # lowers an accepted level; only a median under ``release`` x the
+        # expectation does (the load went), so it cannot start episode after episode
+        release = math.sqrt(self.threshold)
+        if self.last_median_ms < release * self.expected_ms:
+            self.in_episode = False     # clearly back under the threshold: the episode is over
         if self.expected_ms > self.floor_ms:    # an accepted level follows the latency down
-            self.expected_ms = max(self.floor_ms, min(self.expected_ms, self.last_median_ms))
+            if self.last_median_ms < release * self.floor_ms:
+                self.expected_ms = self.floor_ms    # the load went
+            else:
+                self.expected_ms = max(self.floor_ms, min(
+                    self.expected_ms, release * self.last_median_ms))
         return False
 
     def accept(self, level_ms: float) -> None:
