@@ -44,6 +44,8 @@ DEFAULTS = {
                      'segmentation': 0.9},
     'exclude': [],
     'start_order': ['onnxruntime/cpu/t2', 'onnxruntime/cpu/t1'],
+    'measure_apart': True,
+    'measure_apart_idle_s': 5.0,
 }
 
 

@@ -80,6 +80,13 @@ class BackendManager:
         self._cancel = None         # the running profile's cancel event (int8 quantizers)
         self.settle_queue = SettleQueue()   # models settling first, completions after
         self.runner_budget = RunnerBudget()     # the models' looks at runners-up take turns
+        self.apart = None           # a MeasuringChild: measurements run there (measure_apart)
+        self.own_pids: Tuple[int, ...] = ()     # in a measuring child: the serving process
+
+    def measure_apart(self) -> None:
+        """Measure in a child process from now on (:mod:`.measure.apart`; the nodes do)."""
+        from .measure.apart import MeasuringChild
+        self.apart = self.apart or MeasuringChild(self, self.config['measure_apart_idle_s'])
 
     def cap_threads(self, threads: int, why: str = '') -> None:
         """Cap the threads one model may use (0 = no cap): the container sets it.
@@ -224,6 +231,12 @@ class BackendManager:
         elapsed_s, left_s) before each measurement; by default one log line.
         """
         model_path = pathlib.Path(model_path)
+        if measure and self.apart is not None and (
+                not use_cache or self._to_measure(spec, model_path, min_accuracy, only)):
+            return self.apart.profile(
+                spec, model_path, cancel=cancel, progress=progress, use_cache=use_cache,
+                min_accuracy=min_accuracy, budget_s=budget_s,
+                only=list(only) if only else None, persist=persist, others=others)
         sha = sha256_file(model_path)
         floor = self.min_accuracy(spec, min_accuracy)
         cfg = self.config
@@ -235,7 +248,7 @@ class BackendManager:
             cands = [b for b in cands if b.name in set(only)]
         t_start = time.monotonic()
         self._cancel = cancel
-        probe = LoadProbe().start()
+        probe = LoadProbe(also=self.own_pids).start()
         best_ms = float('inf')     # fastest accepted p50 so far: slower ones are cut short
         screened: List[float] = []      # seconds each fresh candidate took (for the estimate)
         # candidates that will really be measured: not cached, within budget, present
@@ -353,6 +366,22 @@ class BackendManager:
                                         reason=others if ok else why))
         return run
 
+    def _to_measure(self, spec: ModelSpec, model_path: pathlib.Path, min_accuracy: float,
+                    only: Optional[Sequence[str]]) -> bool:
+        """Return True when a profile would measure something (``available()``: uncached only)."""
+        sha = sha256_file(model_path)
+        floor = self.min_accuracy(spec, min_accuracy)
+        for b in self.candidates(spec, model_path):
+            if (only and b.name not in set(only)) or self.over_budget(b):
+                continue
+            hit, _ = self._cached(self._profile_parts(spec, sha, floor, b))
+            if hit is not None and (hit.get('status') in ('ok', 'rejected')
+                                    or hit.get('lasting')):
+                continue
+            if b.available()[0]:
+                return True
+        return False
+
     def _profile_parts(self, spec: ModelSpec, sha: str, floor: float, backend) -> dict:
         """Return what keys a profile entry: model file, check, board, backend, versions."""
         return {'kind': 'profile', 'model': spec.name, 'model_sha256': sha,
@@ -461,6 +490,8 @@ def shared_manager(cache_dir: Optional[pathlib.Path] = None, meter=None,
         mgr = _shared.get(str(cache_dir))
         if mgr is None:
             mgr = BackendManager(cache_dir, config=load_config(), log=log, meter=meter)
+            if mgr.config['measure_apart']:
+                mgr.measure_apart()     # the serving process keeps only what it serves
             _shared[str(cache_dir)] = mgr
         elif meter is not None and mgr.meter is None:
             mgr.meter = meter

@@ -9,9 +9,13 @@ a new onnxruntime re-profiles the ORT candidates, a new model file only that
 model. Probe entries use the same key without the model.
 
 One JSON file, written atomically; a corrupt file is set aside (renamed
-``.corrupt``) and rebuilt, never trusted.
+``.corrupt``) and rebuilt, never trusted. Several processes may write it (a
+measuring child, :mod:`.apart`, beside its serving process; two containers
+on one board): a write takes a lock file and merges into what is on disk,
+and :meth:`ProfileCache.refresh` reads it again once another process wrote.
 """
 
+import contextlib
 import glob
 import hashlib
 import json
@@ -72,10 +76,41 @@ class ProfileCache:
         self._lock = threading.Lock()
         self._log = log
         self._data: Optional[Dict[str, dict]] = None
+        self._seen: Optional[tuple] = None      # the file's stat when last read or written
+
+    def _stat(self) -> Optional[tuple]:
+        try:
+            st = self.path.stat()
+        except OSError:
+            return None
+        return st.st_ino, st.st_mtime_ns, st.st_size
+
+    def refresh(self) -> None:
+        """Read the file again where another process wrote it since."""
+        with self._lock:
+            if self._data is not None and self._stat() != self._seen:
+                self._data = None
+
+    @contextlib.contextmanager
+    def _file_lock(self):
+        """Hold the cache's lock file (writers of other processes wait)."""
+        try:
+            import fcntl
+        except ImportError:     # not POSIX: one process per cache
+            yield
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path.with_name(self.path.name + '.lock'), 'a') as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(f, fcntl.LOCK_UN)
 
     def _load(self) -> Dict[str, dict]:
         if self._data is None:
             self._data = {}
+            self._seen = self._stat()
             if self.path.is_file():
                 try:
                     data = json.loads(self.path.read_text())
@@ -97,7 +132,9 @@ class ProfileCache:
 
     def put(self, key: str, value: dict, parts: Optional[dict] = None) -> None:
         """Store ``value`` under ``key`` (with the key's parts, for people reading the file)."""
-        with self._lock:
+        with self._lock, self._file_lock():
+            if self._data is not None and self._stat() != self._seen:
+                self._data = None       # another process wrote: merge into its entries
             data = self._load()
             data[key] = {'value': value, 'parts': parts or {}, 'stored': time.time()}
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -105,6 +142,7 @@ class ProfileCache:
             tmp.write_text(json.dumps({'format': FORMAT, 'entries': data}, indent=1,
                                       default=str))
             tmp.replace(self.path)
+            self._seen = self._stat()
 
     def entries(self) -> List[Tuple[dict, dict]]:
         """Return every entry as (its key's parts, its value)."""

@@ -30,6 +30,7 @@ class ComputeGate:
         self._exclusive = False
         self._waiting = 0
         self._limit = 0         # most shared holders at once (0 = no limit)
+        self._forward = None    # a measuring child's: the serving process holds it
 
     @property
     def limit(self) -> int:
@@ -64,9 +65,21 @@ class ComputeGate:
                 if not self._shared or self._limit:
                     self._cond.notify_all()
 
+    def forward(self, hold) -> None:
+        """Take every exclusive hold with ``hold()`` (a context manager) instead.
+
+        In a measuring child (:mod:`.apart`): the frames it must keep apart
+        from run in the serving process, whose gate ``hold`` takes.
+        """
+        self._forward = hold
+
     @contextlib.contextmanager
     def exclusive(self):
         """Hold the gate alone (one timed run of a candidate)."""
+        if self._forward is not None:
+            with self._forward():
+                yield
+            return
         with self._cond:
             self._waiting += 1
             try:

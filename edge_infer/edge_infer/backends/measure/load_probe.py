@@ -23,7 +23,7 @@ figures to stand for the board (``quiet_foreign_cores``, config/backends.yaml).
 
 import os
 import time
-from typing import Dict, Optional, Tuple
+from typing import Dict, Optional, Sequence, Tuple
 
 
 def _busy_total() -> Tuple[float, float]:
@@ -36,16 +36,26 @@ def _busy_total() -> Tuple[float, float]:
     return total - idle, total
 
 
-def _own() -> float:
+def _own(also: Sequence[int] = ()) -> float:
     """Return this process's CPU time in jiffies (user + system, all threads).
 
     Its reaped children's time counts too (cutime + cstime): the int8
     quantizer and ncnn's first run are our own work in a child process, and
-    a profile that made an int8 file was otherwise never "quiet".
+    a profile that made an int8 file was otherwise never "quiet". So does
+    the time of the processes ``also`` names (a measuring child's serving
+    process, :mod:`.apart`); one that is gone counts nothing.
     """
-    with open('/proc/self/stat') as f:
-        fields = f.read().rsplit(')', 1)[1].split()
-    return sum(float(v) for v in fields[11:15])
+    total = 0.0
+    for pid in ('self', *also):
+        try:
+            with open(f'/proc/{pid}/stat') as f:
+                fields = f.read().rsplit(')', 1)[1].split()
+        except OSError:
+            if pid == 'self':
+                raise
+            continue
+        total += sum(float(v) for v in fields[11:15])
+    return total
 
 
 def _psi() -> Optional[float]:
@@ -63,15 +73,17 @@ def _psi() -> Optional[float]:
 class LoadProbe:
     """Measures the foreign CPU load between :meth:`start` and :meth:`stop`."""
 
-    def __init__(self):
+    def __init__(self, also: Sequence[int] = ()):
+        """``also``: processes whose CPU time counts as this one's own (see ``_own``)."""
         self.cores = os.cpu_count() or 1
+        self.also = tuple(also)
         self._start: Optional[Tuple[float, float, float, float]] = None
 
     def start(self) -> 'LoadProbe':
         """Mark the start of the window."""
         try:
             busy, total = _busy_total()
-            self._start = (busy, total, _own(), time.monotonic())
+            self._start = (busy, total, _own(self.also), time.monotonic())
         except (OSError, ValueError, IndexError):
             self._start = None
         return self
@@ -81,7 +93,7 @@ class LoadProbe:
         if self._start is None:
             return {}
         try:
-            busy, total, own = *_busy_total(), _own()
+            busy, total, own = *_busy_total(), _own(self.also)
         except (OSError, ValueError, IndexError):
             return {}
         b0, t0, o0, w0 = self._start
