@@ -9,8 +9,9 @@ Starts the perception container with config/perception.yaml's default graph
 ``edge_infer bringup`` does, with the demo bag played in a loop from the
 same moment (a camera that is already publishing), and samples every 0.5 s:
 
-- the container's RSS (psutil), and its child processes' (the int8
-  quantizer, a profile worker) apart;
+- the container's RSS (psutil), and its child processes' (the measuring
+  child, the int8 quantizer under it) apart, and the two together at the
+  same sample (``total_peak_mb``: what the board must hold);
 - from its log: when each node's measured choice came (``profile done in``
   or a choice read from the cache), and every backend switch after it.
 
@@ -174,6 +175,8 @@ def run_graph(label: str, cache: pathlib.Path, folder: pathlib.Path, *, steady_s
     window = max(1e-9, end - steady_from)
     row = {'run': label, 'peak_mb': max((s[1] for s in samples), default=float('nan')),
            'children_peak_mb': max((s[2] for s in samples), default=float('nan')),
+           # the board's: the container and its children at the same sample
+           'total_peak_mb': max((s[1] + s[2] for s in samples), default=float('nan')),
            'steady_median_mb': statistics.median(steady) if steady else float('nan'),
            'steady_max_mb': max(steady) if steady else float('nan'),
            'settled_s': max(done.values()) if len(done) == len(MODELS) else float('nan'),
@@ -291,8 +294,8 @@ def main() -> int:
             rows += [run_plain('ort'), run_plain('openvino')]
     finally:
         load1 = os.getloadavg()
-    cols = ['run', 'peak_mb', 'children_peak_mb', 'steady_median_mb', 'steady_max_mb',
-            'anon_mb', 'file_mb', 'shmem_mb', 'settled_s'] + [f'{n}_settled_s' for n in MODELS] + [
+    cols = ['run', 'peak_mb', 'children_peak_mb', 'total_peak_mb', 'steady_median_mb',
+            'steady_max_mb', 'anon_mb', 'file_mb', 'shmem_mb', 'settled_s'] + [f'{n}_settled_s' for n in MODELS] + [
             'switches_steady', 'steady_window_s', 'switches_per_model_per_10min', 'stop_s',
             'exit_code']
     lines = [f'# Footprint of the default graph ({benchlib.machine_slug()})', '',

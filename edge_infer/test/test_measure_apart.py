@@ -146,6 +146,39 @@ def test_a_child_that_dies_is_one_clear_error(tmp_path, mobilenet):
         pass
 
 
+CRASHING = """
+import os, pathlib, sys
+from edge_infer import paths
+from edge_infer.backends.manager import BackendManager
+from edge_infer.core.registry import load_registry
+spec = load_registry(paths.config_dir() / 'models.yaml')['mobilenet_v2']
+config = dict(ort_threads=[1], ort_providers_always_listed=[], opencv_targets=['cpu'],
+              blas=False, variants=[], openvino_threads=[], ncnn_threads=[],
+              ncnn_vulkan=False, torch_precisions=[], quiet_foreign_cores=99.0,
+              calibration_frames=2, budget_s=5.0, min_rounds=200)
+def log(line):
+    if 'side by side' in line:      # the child is timing: this process dies now
+        print(mgr.apart._proc.pid, flush=True)
+        os._exit(3)
+mgr = BackendManager(pathlib.Path(sys.argv[1]), config=config, log=log)
+mgr.measure_apart()
+mgr.choose(spec, pathlib.Path(sys.argv[2]))
+"""
+
+
+@pytest.mark.slow
+def test_the_child_leaves_when_the_serving_process_dies(tmp_path, mobilenet):
+    spec, path = mobilenet
+    out = subprocess.run([sys.executable, '-c', CRASHING, str(tmp_path), str(path)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 3, out.stderr[-2000:]
+    child = int(out.stdout.split()[-1])
+    deadline = time.monotonic() + 5
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(child)
+
+
 def test_the_load_probe_counts_the_serving_process_as_its_own():
     spin = subprocess.Popen(
         [sys.executable, '-S', '-c', 'import sys, time\nprint(1, flush=True)\nt = time.time()\n'

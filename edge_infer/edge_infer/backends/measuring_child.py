@@ -13,6 +13,7 @@ import contextlib
 from multiprocessing.connection import Connection
 import os
 import pathlib
+import signal
 import sys
 import threading
 import time
@@ -69,8 +70,11 @@ class _Meter:
 
 
 def _watch_parent(parent: int) -> None:
+    """Leave, with what this process started (an int8 quantizer), once the parent is gone."""
     while os.getppid() == parent:
         time.sleep(0.5)
+    if os.getpgid(0) == os.getpid():    # our own group (MeasuringChild starts us so)
+        os.killpg(os.getpid(), signal.SIGKILL)
     os._exit(0)     # the serving process is gone: nobody reads our run
 
 
