@@ -295,7 +295,8 @@ def main() -> int:
     finally:
         load1 = os.getloadavg()
     cols = ['run', 'peak_mb', 'children_peak_mb', 'total_peak_mb', 'steady_median_mb',
-            'steady_max_mb', 'anon_mb', 'file_mb', 'shmem_mb', 'settled_s'] + [f'{n}_settled_s' for n in MODELS] + [
+            'steady_max_mb', 'anon_mb', 'file_mb', 'shmem_mb', 'settled_s'] + [
+            f'{n}_settled_s' for n in MODELS] + [
             'switches_steady', 'steady_window_s', 'switches_per_model_per_10min', 'stop_s',
             'exit_code']
     lines = [f'# Footprint of the default graph ({benchlib.machine_slug()})', '',

@@ -7,6 +7,7 @@ and malformed frames are rejected while the node keeps serving.
 """
 
 import math
+import re
 import time
 
 import cv2
@@ -376,7 +377,9 @@ def test_configure_fails_cleanly_on_bad_model_file_and_bad_parameter(
     assert lc.get_state('/classifier') == 'unconfigured'
     assert proc.poll() is None
     log = (tmp_path / 'perception.yaml.log').read_text()
-    assert 'cannot load nanodet.onnx' in log and 'Protobuf parsing failed' in log
+    # the provisional backend's library says why: OpenVINO where installed, else ONNX Runtime
+    assert re.search(r"cannot load nanodet\.onnx: (Model can't be parsed|.*Protobuf parsing "
+                     r'failed)', log), log[-2000:]
     assert "parameter 'transport' is 'carrier_pigeon'" in log
 
 

@@ -5,7 +5,7 @@ import sys
 
 from edge_infer import paths
 from edge_infer.backends.libs.openvino import (native_precision, openvino_candidates,
-                                               OpenVinoBackend)
+                                               OpenVinoBackend, reason as ov_reason)
 from edge_infer.backends.libs.ort import OrtBackend
 from edge_infer.backends.manager import BackendManager
 from edge_infer.backends.measure.profiling import calibration_frames, probe_backend, Reference
@@ -136,13 +136,22 @@ def test_cores_are_not_pinned_and_threads_are_what_was_asked(real_inputs):
             s.close()
 
 
-def test_probe_and_bad_files_and_a_missing_library(tmp_path, monkeypatch):
+def test_probe_and_bad_files_and_a_missing_library(tmp_path, monkeypatch, capfd):
     ok, why = probe_backend(OpenVinoBackend(1, 'fp32'), tmp_path)
     assert ok and 'max |diff| vs ORT CPU' in why
     bad = tmp_path / 'garbage.onnx'
     bad.write_bytes(b'not a model at all')
-    with pytest.raises(BackendError, match=r'openvino/cpu/t1: cannot load garbage.onnx'):
+    capfd.readouterr()
+    # the line that says what is wrong, not the source files OpenVINO names first; and no
+    # other frontend's complaint (TensorFlow's "GraphDef" lines) about a file given as ONNX
+    with pytest.raises(BackendError, match=r'^openvino/cpu/t1: cannot load garbage.onnx: '
+                                           r"Model can't be parsed$"):
         OpenVinoBackend(1, 'fp32').load(bad)
+    assert 'GraphDef' not in capfd.readouterr().err
+    err = RuntimeError('Exception from src/inference/src/cpp/core.cpp:132:\n'
+                       "Check 'x' failed at src/frontends/onnx/y.cpp:5:\n"
+                       'FrontEnd API failed with GeneralFailure:\nthe reason\n')
+    assert ov_reason(err) == 'the reason' and ov_reason(RuntimeError('')) == 'RuntimeError'
     with pytest.raises(BackendError, match='not found'):
         OpenVinoBackend(1, 'fp32').load(tmp_path / 'missing.onnx')
     monkeypatch.setitem(sys.modules, 'openvino', None)      # as if not installed

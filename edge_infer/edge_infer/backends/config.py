@@ -43,7 +43,7 @@ DEFAULTS = {
     'min_accuracy': {'classification': 0.99, 'detection': 0.9, 'pose': 0.9,
                      'segmentation': 0.9},
     'exclude': [],
-    'start_order': ['onnxruntime/cpu/t2', 'onnxruntime/cpu/t1'],
+    'start_order': ['openvino/cpu/t1', 'onnxruntime/cpu/t2', 'onnxruntime/cpu/t1'],
     'measure_apart': True,
     'measure_apart_idle_s': 5.0,
 }

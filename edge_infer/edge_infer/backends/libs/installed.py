@@ -8,6 +8,10 @@ cache already says OpenVINO serves every model. So versions come from the
 package metadata (``importlib.metadata``), and what only an import can tell
 (ONNX Runtime's provider list) is kept in the cache folder under a key made
 of the distribution, its version and its native library's size and time.
+Where the library is not imported here yet, that import happens in a
+throwaway interpreter (:func:`asked_apart`): a first start, whose
+candidates are measured in a child process, leaves none of them in the
+serving process either.
 """
 
 from importlib import metadata
@@ -15,6 +19,8 @@ import importlib.util
 import json
 import os
 import pathlib
+import subprocess
+import sys
 import threading
 from typing import Any, Callable, Dict, Optional, Tuple
 
@@ -84,6 +90,24 @@ def kept(cache_file: Optional[pathlib.Path], key: dict, compute: Callable[[], An
     with _lock:
         _memo[tag] = json.dumps(value)
     return value
+
+
+def asked_apart(module: str, code: str, *args: str, timeout: float = 60.0) -> Any:
+    """Return the JSON that ``code`` prints last, run in a throwaway interpreter.
+
+    For what only importing ``module`` can tell, asked by a process that
+    does not import it; None where ``module`` is imported here already or
+    the interpreter failed (the caller then imports it itself).
+    """
+    if module in sys.modules:
+        return None
+    try:
+        out = subprocess.run([sys.executable, '-c', code, *args], capture_output=True,
+                             text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        return json.loads(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 \
+            else None
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return None
 
 
 def forget() -> None:

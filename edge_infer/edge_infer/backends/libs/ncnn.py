@@ -38,15 +38,11 @@ Traps, each handled here:
   16 bytes: with an input whose H x W is not a multiple of 4 the Vulkan
   upload reads garbage (measured on lavapipe: errors of 18 to 7e33; the CPU
   path copes). Such inputs are copied into an aligned Mat allocated once.
-- Outputs: ``np.asarray(mat)`` is a view (no copy) that holds the Mat's
-  reference. With this ncnn (1.0.20261020, CPU) each run's output Mats are
-  fresh allocations, and a held view stayed intact across later runs and
-  after the net was deleted; but ncnn gives a net a local pool allocator
-  for blobs (``use_local_pool_allocator``, which warns "pool allocator
-  destroyed too early" when a net dies with Mats out), so this module does
-  not hand out views: outputs are copied into arrays allocated once per
-  session (1.8 MB for NanoDet, well under 1 % of a run) and the Mats are
-  released before ``run`` returns.
+- Outputs: ``np.asarray(mat)`` is a view holding the Mat. With ncnn
+  1.0.20261020 (CPU) a held view stayed intact, but a net's local pool
+  allocator warns "pool allocator destroyed too early" when a net dies
+  with Mats out: outputs are copied into arrays allocated once per session
+  (1.8 MB for NanoDet, < 1 % of a run), the Mats released in ``run``.
 """
 
 import os
@@ -138,6 +134,12 @@ def option_defaults() -> Dict[str, object]:
         return {}
 
     def ask() -> Dict[str, object]:
+        got = installed.asked_apart(
+            'ncnn', 'import json, sys, ncnn; o = ncnn.Option(); '
+            'print(json.dumps({k: getattr(o, k, None) for k in sys.argv[1:]}))',
+            *OPTION_DEFAULTS)
+        if isinstance(got, dict):
+            return got
         try:
             opt = _ncnn().Option()
         except ImportError:

@@ -238,12 +238,12 @@ class OpenVinoBackend(Backend):
         if self.graph_preprocessing and input_spec is None:
             raise BackendError(f"{self.name}: needs the model's input spec (mean, std, layout)")
         try:
-            model = os.fspath(path)
+            model = _read(core, path)
             if self.graph_preprocessing:
-                model = _with_graph_preprocessing(core.read_model(model), input_spec)
+                model = _with_graph_preprocessing(model, input_spec)
             compiled = core.compile_model(model, self.ov_device, self.config())
         except Exception as exc:  # OpenVINO raises RuntimeError for bad files and devices
-            raise BackendError(f'{self.name}: cannot load {path.name}: {first_line(exc)}') \
+            raise BackendError(f'{self.name}: cannot load {path.name}: {reason(exc)}') \
                 from None
         got = precision_name(compiled.get_property('INFERENCE_PRECISION_HINT'))
         if got != self.precision:
@@ -253,6 +253,31 @@ class OpenVinoBackend(Backend):
         if self.graph_preprocessing:
             session.input_kind, session._dtype = 'u8', np.dtype(np.uint8)
         return session
+
+
+def _read(core, path: pathlib.Path):
+    """Return the model read by the ONNX frontend alone (``core.read_model`` else).
+
+    ``core.read_model`` tries every frontend on a file ONNX cannot parse:
+    TensorFlow's then prints "Error parsing text-format tensorflow.GraphDef"
+    lines on stderr, about a file the user gave as ONNX.
+    """
+    if path.suffix.lower() != '.onnx':
+        return core.read_model(os.fspath(path))
+    from openvino.frontend import FrontEndManager
+    onnx = FrontEndManager().load_by_framework('onnx')
+    return onnx.convert(onnx.load(os.fspath(path)))
+
+
+def reason(exc: BaseException) -> str:
+    """Return the line of an OpenVINO error that says what is wrong.
+
+    Its first lines only name source files ("Exception from src/...",
+    "Check '...' failed at ...", "FrontEnd API failed with GeneralFailure:").
+    """
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    said = [ln for ln in lines if not ln.startswith(('Exception from ', 'Check ', 'FrontEnd API'))]
+    return (said or lines or [type(exc).__name__])[0]
 
 
 def _with_graph_preprocessing(model, spec):

@@ -25,6 +25,8 @@ import tempfile
 import threading
 from typing import Callable, Dict, List, Optional, Tuple
 
+from . import installed
+
 Device = Tuple[int, str, str]       # (index, full name, short name)
 
 # "[0 llvmpipe (LLVM ...)]  queueC=0..." : what ncnn prints per device on fd 2
@@ -144,9 +146,16 @@ def _known(get_ncnn: Callable[[], object], version: str) -> Dict[str, object]:
                 return saved
         except (OSError, ValueError, AttributeError):
             pass
-    known: Dict[str, object] = {'key': key, 'devices': _ask_ncnn(get_ncnn), 'default': None}
+    apart = installed.asked_apart('ncnn', ASK_APART)
+    if isinstance(apart, dict):     # ncnn, its Vulkan driver and LLVM stay out of this process
+        known = {'key': key, 'devices': apart.get('devices', []),
+                 'default': apart.get('default')}
+        with _lock:
+            _state['probe_output'] = str(apart.get('printed', ''))
+    else:
+        known = {'key': key, 'devices': _ask_ncnn(get_ncnn), 'default': None}
     found: List[list] = known['devices']    # type: ignore[assignment]
-    if found:
+    if found and known['default'] is None:
         try:
             known['default'] = int(get_ncnn().get_default_gpu_index())     # type: ignore
         except Exception:  # an ncnn without it: the first device
@@ -163,6 +172,16 @@ def _known(get_ncnn: Callable[[], object], version: str) -> Dict[str, object]:
     with _lock:
         _state['known'] = known
     return known
+
+
+# The device list asked in a throwaway interpreter (installed.asked_apart)
+ASK_APART = (
+    'import json, ncnn\n'
+    'from edge_infer.backends.libs import vulkan\n'
+    'found = vulkan._ask_ncnn(lambda: ncnn)\n'
+    'default = int(ncnn.get_default_gpu_index()) if found else None\n'
+    'print(json.dumps({"devices": found, "default": default,\n'
+    '                  "printed": vulkan.probe_output()}))')
 
 
 def _ask_ncnn(get_ncnn: Callable[[], object]) -> List[list]:

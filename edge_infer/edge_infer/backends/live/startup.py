@@ -8,9 +8,10 @@ whose profile is incomplete starts on a **provisional** backend at once:
 - the cache's choice among the candidates it already has figures for (a
   board that gained a library keeps its old choice meanwhile), else
 - the first available candidate of ``start_order`` (config/backends.yaml)
-  within the thread budget: ONNX Runtime on the CPU, the reference every
-  candidate's accuracy is judged against (exact by definition), which loads
-  in about 0.1 s.
+  within the thread budget: OpenVINO's fp32 CPU session where OpenVINO is
+  installed (0.1-0.17 s per model; the library most boards here serve
+  with, so a first start imports no other into the serving process), else
+  ONNX Runtime on the CPU (0.01-0.03 s).
 
 The profile then runs in the background (:class:`.choice.LiveChoice`) and the
 measured choice takes over between two frames, with one log line and a
