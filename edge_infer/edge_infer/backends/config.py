@@ -2,11 +2,11 @@
 """The backend manager's settings: defaults, and config/backends.yaml over them."""
 
 import pathlib
-from typing import Optional
+from typing import Any, Dict, Optional
 
 import yaml
 
-DEFAULTS = {
+DEFAULTS: Dict[str, Any] = {
     'ort_threads': [1, 2],
     'ort_providers_always_listed': ['CUDAExecutionProvider', 'TensorrtExecutionProvider',
                                     'OpenVINOExecutionProvider'],

@@ -26,7 +26,7 @@ import os
 import pathlib
 import threading
 import time
-from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from .config import DEFAULTS, load_config
 from .live.budget import RunnerBudget
@@ -39,7 +39,7 @@ from .measure.selection import OBJECTIVES, select
 from .measure.settle import SettleQueue
 from .precision.variants import add_variant_note
 from ..checksums import sha256_file
-from ..core.backend import Backend, BackendError
+from ..core.backend import Backend, BackendError, Session
 from ..core.registry import ModelSpec
 
 Log = Callable[[str], None]
@@ -67,7 +67,7 @@ class BackendManager:
                  log: Log = print, meter=None, root: str = '/'):
         from .. import paths
         self.cache_dir = pathlib.Path(cache_dir) if cache_dir else paths.data_home() / 'cache'
-        self.config = dict(DEFAULTS)
+        self.config: Dict[str, Any] = dict(DEFAULTS)
         self.config.update(config or {})
         self.log = log
         self.meter = meter
@@ -80,7 +80,7 @@ class BackendManager:
         self._cancel = None         # the running profile's cancel event (int8 quantizers)
         self.settle_queue = SettleQueue()   # models settling first, completions after
         self.runner_budget = RunnerBudget()     # the models' looks at runners-up take turns
-        self.apart = None           # a MeasuringChild: measurements run there (measure_apart)
+        self.apart: Optional[Any] = None    # a MeasuringChild: measurements run there
         self.own_pids: Tuple[int, ...] = ()     # in a measuring child: the serving process
 
     def measure_apart(self) -> None:
@@ -256,7 +256,7 @@ class BackendManager:
             use_cache and self._cached(self._profile_parts(spec, sha, floor, b))[0])
             and b.available()[0])
         fresh: Dict[str, Tuple[str, dict]] = {}     # name -> cache key and parts
-        open_sessions: Dict[str, object] = {}
+        open_sessions: Dict[str, Session] = {}
         results: Dict[str, CandidateResult] = {}
         try:
             for i, backend in enumerate(cands, 1):
@@ -322,7 +322,8 @@ class BackendManager:
                     release_freed_memory(collect=False)     # closed: no cycle to collect
             # what is still open are the leaders (kept against the final best)
             leaders = sorted(open_sessions, key=lambda n: results[n].frame_ms)
-            if len(leaders) >= 2 and not (cancel is not None and cancel.is_set()):
+            if len(leaders) >= 2 and reference is not None and not (
+                    cancel is not None and cancel.is_set()):
                 budget = float(budget_s or cfg['budget_s']) * len(leaders)
                 self._progress(progress, spec.name, len(cands), len(cands), ', '.join(leaders),
                                'side by side in interleaved rounds', time.monotonic() - t_start,

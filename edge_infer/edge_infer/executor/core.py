@@ -244,7 +244,7 @@ class SharedExecutor:
             env = {m['input']: x}
             for i, opts in enumerate(per_seg):
                 times: List[List[float]] = [[] for _ in opts]
-                out = None
+                out: Dict[str, np.ndarray] = {}
                 for _ in range(runs):
                     for k, r in enumerate(opts):
                         t = time.perf_counter()
@@ -286,6 +286,8 @@ class SharedExecutor:
 
     def _done(self, job: Job, outputs: Optional[Dict[str, np.ndarray]]) -> None:
         frame = job.frame
+        if frame is None:       # a foreign job: nothing waits for it
+            return
         m = self.models[frame.model]
         frame.trace.append((job.seg, job.device, (job.t_start - job.t_queued) * 1e3,
                             (job.t_end - job.t_start) * 1e3))
@@ -317,11 +319,12 @@ class SharedExecutor:
             raise ExecutorError('every device has failed')
         accel = next((n for n, d in live.items() if d.role == 'accelerator'), None)
         cpu = next((n for n, d in live.items() if d.role == 'cpu'), None)
+        first = accel or cpu or next(iter(live))
         if self.policy == 'accelerator-only':
-            return accel or cpu
+            return first
         if self.policy == 'by-layer-type':
             want = accel if m['segments'][seg].kind == 'conv' else cpu
-            return want or accel or cpu
+            return want or first
         # cost-model: where would it finish first (backlog + its measured cost +
         # the hand-over when the previous segment ran elsewhere)?
         return min(live, key=lambda n: live[n].backlog_ms() + m['cost'][n][seg] + (
@@ -339,12 +342,15 @@ class SharedExecutor:
                 job.fn()
                 dev.busy_s += time.perf_counter() - job.t_start
                 continue
+            frame = job.frame
+            if frame is None:
+                continue
             try:
                 if dev.failed is not None:
                     raise ExecutorError(f'device {dev.name} failed earlier')
-                runner = self.models[job.frame.model]['runners'][dev.name][job.seg]
+                runner = self.models[frame.model]['runners'][dev.name][job.seg]
                 before = runner.copied
-                out = runner.run(job.frame.env, job.frame.slot)
+                out = runner.run(frame.env, frame.slot)
                 self.bytes_copied += runner.copied - before
             except Exception as exc:  # the device failed: move the job, mark the device
                 job.t_end = time.perf_counter()
@@ -353,9 +359,9 @@ class SharedExecutor:
                     self.log(f'WARNING executor: device {dev.name} failed ({dev.failed}); '
                              f'its jobs move to the other devices')
                 try:
-                    self._release(job.frame, job.seg)
+                    self._release(frame, job.seg)
                 except ExecutorError as exc2:
-                    job.frame.error = str(exc2)
+                    frame.error = str(exc2)
                     self._done(job, None)
                 self._drain(dev)
                 continue

@@ -277,7 +277,7 @@ def screen_candidate(backend: Backend, spec: ModelSpec, model_path: pathlib.Path
                      min_runs: int = 5, max_runs: int = 200, meter=None,
                      min_accuracy: float = 0.9, cut_ms: float = float('inf'),
                      cut_runs: int = 3, judge_min_frames: int = 6,
-                     judge_s: float = 1.0) -> Tuple[CandidateResult, Optional[object]]:
+                     judge_s: float = 1.0) -> Tuple[CandidateResult, Optional[Session]]:
     """Load, check accuracy, time within the budget; return (result, open session or None).
 
     The accuracy check runs every reference frame, but a candidate still
