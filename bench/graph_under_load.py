@@ -2,7 +2,7 @@
 """The default graph's four models in one process under a changing foreign load: regret.
 
     ./run.sh exec python bench/graph_under_load.py [--phase-s 20] [--candidates 3]
-        [--models nanodet,mobilenet_v2,movenet_lightning,selfie] [--out DIR]
+        [--fps 0] [--models nanodet,mobilenet_v2,movenet_lightning,selfie] [--out DIR]
 
 What ``bench/selection_under_load.py`` does for one model, for the four
 models of ``config/perception.yaml`` at once, as the container runs them:
@@ -22,8 +22,9 @@ Each model's thread runs its frames through its runtime and its best
 frame as the runtime would give it; each frame's preprocessing and
 inference compared, as the profile ranks them: a ``+pre`` candidate's
 inference includes its preprocessing), in an order
-shuffled per frame, flat out: the four threads and the pinned sessions are
-each other's load, the load of a busy board. A load generator in another
+shuffled per frame, flat out or at ``--fps`` frames a second per model (as
+a camera gives them): the four threads and the pinned sessions are each
+other's load. A load generator in another
 process (``selection_under_load.Load``) takes 0 %, 50 % and 100 % of a core
 per phase; in the last phase the load appears and then goes. Per model and
 phase: the time-weighted regret (the runtime's total time over the best
@@ -75,17 +76,28 @@ def run_frame(live, pinned, frame, row, order) -> None:
 
 
 def serve_until(models: dict, frames, stop, phase_of, rows: dict, load: Load,
-                t0_of) -> None:
+                t0_of, fps: float = 0.0) -> None:
     """Serve every model on its own thread until ``stop()``; rows per model.
 
     ``phase_of()``: the phase now (None: the start, not recorded);
-    ``t0_of()``: when it began.
+    ``t0_of()``: when it began; ``fps``: each model's frame rate, as a
+    camera gives it (0: flat out). A model late for its next frame runs it
+    at once and does not catch up (the node keeps the newest frame).
     """
+    period = 1.0 / fps if fps > 0 else 0.0
+
     def one(name):
         m = models[name]
         order = random.Random(name)
         k = 0
+        due = time.monotonic()
         while not stop():
+            if period:
+                now = time.monotonic()
+                if now < due:
+                    time.sleep(min(due - now, 0.05))    # the camera's clock
+                    continue
+                due = max(due + period, now)
             phase = phase_of()
             row = {'phase': phase, 't': time.monotonic() - t0_of(), 'load': load.share}
             if m['pinned']:
@@ -110,6 +122,8 @@ def main() -> None:
     ap.add_argument('--phase-s', type=float, default=20.0)
     ap.add_argument('--candidates', type=int, default=3)
     ap.add_argument('--settle-timeout', type=float, default=300.0)
+    ap.add_argument('--fps', type=float, default=0.0,
+                    help="each model's frame rate in the phases, as a camera's (0: flat out)")
     ap.add_argument('--out', type=pathlib.Path, default=None)
     args = ap.parse_args()
     registry = load_registry(paths.config_dir() / 'models.yaml')
@@ -181,7 +195,7 @@ def main() -> None:
                 with lock:
                     return stop()
             serve_until(models, frames, locked_stop, lambda: state['phase'], rows, load,
-                        lambda: state['t0'])
+                        lambda: state['t0'], args.fps)
             print(f'phase {phase}: ' + ', '.join(
                 f"{n} {sum(1 for r in rows[n] if r['phase'] == phase)}" for n in names)
                 + ' frames')
