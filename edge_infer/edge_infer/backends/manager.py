@@ -231,12 +231,6 @@ class BackendManager:
         elapsed_s, left_s) before each measurement; by default one log line.
         """
         model_path = pathlib.Path(model_path)
-        if measure and self.apart is not None and (
-                not use_cache or self._to_measure(spec, model_path, min_accuracy, only)):
-            return self.apart.profile(
-                spec, model_path, cancel=cancel, progress=progress, use_cache=use_cache,
-                min_accuracy=min_accuracy, budget_s=budget_s,
-                only=list(only) if only else None, persist=persist, others=others)
         sha = sha256_file(model_path)
         floor = self.min_accuracy(spec, min_accuracy)
         cfg = self.config
@@ -246,15 +240,19 @@ class BackendManager:
         left_out = [b for b in cands if only and b.name not in set(only)] if others else []
         if only:
             cands = [b for b in cands if b.name in set(only)]
+        if measure and self.apart is not None and any(
+                self._to_measure(b, spec, sha, floor, use_cache) for b in cands):
+            return self.apart.profile(
+                spec, model_path, cancel=cancel, progress=progress, use_cache=use_cache,
+                min_accuracy=min_accuracy, budget_s=budget_s,
+                only=list(only) if only else None, persist=persist, others=others)
         t_start = time.monotonic()
         self._cancel = cancel
         probe = LoadProbe(also=self.own_pids).start()
         best_ms = float('inf')     # fastest accepted p50 so far: slower ones are cut short
         screened: List[float] = []      # seconds each fresh candidate took (for the estimate)
         # candidates that will really be measured: not cached, within budget, present
-        todo = sum(1 for b in cands if not self.over_budget(b) and not (
-            use_cache and self._cached(self._profile_parts(spec, sha, floor, b))[0])
-            and b.available()[0])
+        todo = sum(self._to_measure(b, spec, sha, floor, use_cache) for b in cands)
         fresh: Dict[str, Tuple[str, dict]] = {}     # name -> cache key and parts
         open_sessions: Dict[str, Session] = {}
         results: Dict[str, CandidateResult] = {}
@@ -274,8 +272,7 @@ class BackendManager:
                     run.notes.append(f'{backend.name}: cached figures were taken under '
                                      f'{describe_load(hit.get("conditions", {}))} '
                                      f'(provisional: no quiet profile yet)')
-                if hit is not None and (hit.get('status') in ('ok', 'rejected')
-                                        or hit.get('lasting')):
+                if hit is not None and _usable(hit):
                     res = CandidateResult.from_dict(hit)
                     run.from_cache[backend.name] = True
                 elif not measure:
@@ -367,21 +364,18 @@ class BackendManager:
                                         reason=others if ok else why))
         return run
 
-    def _to_measure(self, spec: ModelSpec, model_path: pathlib.Path, min_accuracy: float,
-                    only: Optional[Sequence[str]]) -> bool:
-        """Return True when a profile would measure something (``available()``: uncached only)."""
-        sha = sha256_file(model_path)
-        floor = self.min_accuracy(spec, min_accuracy)
-        for b in self.candidates(spec, model_path):
-            if (only and b.name not in set(only)) or self.over_budget(b):
-                continue
-            hit, _ = self._cached(self._profile_parts(spec, sha, floor, b))
-            if hit is not None and (hit.get('status') in ('ok', 'rejected')
-                                    or hit.get('lasting')):
-                continue
-            if b.available()[0]:
-                return True
-        return False
+    def _to_measure(self, b: Backend, spec: ModelSpec, sha: str, floor: float,
+                    use_cache: bool) -> bool:
+        """Return True when a profile would measure ``b``.
+
+        Within the thread budget, without usable cached figures, and available:
+        asked last, so ``available()`` runs only for the uncached ones.
+        """
+        if self.over_budget(b):
+            return False
+        if use_cache and _usable(self._cached(self._profile_parts(spec, sha, floor, b))[0]):
+            return False
+        return b.available()[0]
 
     def _profile_parts(self, spec: ModelSpec, sha: str, floor: float, backend) -> dict:
         """Return what keys a profile entry: model file, check, board, backend, versions."""
@@ -477,6 +471,12 @@ def default_cache_dir() -> pathlib.Path:
     """Return the cache directory ($EDGE_INFER_HOME/cache)."""
     from .. import paths
     return pathlib.Path(os.environ.get('EDGE_INFER_CACHE', paths.data_home() / 'cache'))
+
+
+def _usable(hit: Optional[dict]) -> bool:
+    """Return True for cached figures a profile reuses: measured ones and lasting failures."""
+    return hit is not None and (hit.get('status') in ('ok', 'rejected')
+                                or bool(hit.get('lasting')))
 
 
 _shared: Dict[str, BackendManager] = {}

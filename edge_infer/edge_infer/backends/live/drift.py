@@ -54,6 +54,7 @@ class DriftMonitor:
         self.expected_ms = float(expected_ms)
         self.floor_ms = self.expected_ms    # what the choice was measured at (see accept)
         self.threshold = float(threshold)
+        self.release = math.sqrt(self.threshold)    # clearly back: under this x (hysteresis)
         self.window_s = float(window_s)
         self.min_samples = int(min_samples)
         self.cooldown_s = float(cooldown_s)
@@ -88,7 +89,7 @@ class DriftMonitor:
         # two cores: 6.0-6.9 ms against 4.0 x 1.5) neither ends an episode nor
         # lowers an accepted level; only a median under ``release`` x the
         # expectation does (the load went), so it cannot start episode after episode
-        release = math.sqrt(self.threshold)
+        release = self.release
         if self.last_median_ms < release * self.expected_ms:
             self.in_episode = False     # clearly back under the threshold: the episode is over
         if self.expected_ms > self.floor_ms:    # an accepted level follows the latency down
