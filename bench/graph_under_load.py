@@ -52,7 +52,7 @@ from edge_infer.backends.measure.profiling import calibration_frames
 from edge_infer.core.model import Model
 from edge_infer.core.registry import load_registry
 from edge_infer.testing.observer import RecordingObserver
-from selection_under_load import analyse, Load, timeline
+from selection_under_load import analyse, Load, settle_text, timeline
 
 GRAPH = 'nanodet,mobilenet_v2,movenet_lightning,selfie'     # config/perception.yaml's four
 CORES_PER_MODEL = 1     # the container's thread budget: four models on two cores
@@ -211,15 +211,13 @@ def main() -> None:
         table = analyse(rows[n], {'after': None}, m['pinned'],
                         [(ph, at) for ph, _, _, at in phases])
         for r in table:
-            settle = '; '.join(
-                f'at {at:.0f} s -> {b}: ' + (f'{s:.1f} s' if s is not None else 'NOT settled')
-                for at, b, s in r['settle']) or '-'
             print(f"| {n} | {r['phase']} | {r['frames']} | {r['regret']:.3f} | "
                   f"{r['choice']:.3f} | {r['best_pinned']} | {r['ms_p50']:.2f} | "
-                  f"{r['best_p50']:.2f} | {r['used']} | {r['served']} | {settle} |")
-        worst[n] = max(r['regret'] for r in table)
+                  f"{r['best_p50']:.2f} | {r['used']} | {r['served']} | "
+                  f"{settle_text(r['settle'])} |")
         slow = [s for r in table for _, _, s in r['settle']]
-        worst[n] = (worst[n], max((s for s in slow if s is not None), default=0.0),
+        worst[n] = (max(r['regret'] for r in table),
+                    max((s for s in slow if s is not None), default=0.0),
                     sum(s is None for s in slow))
     print()
     for n, m in models.items():

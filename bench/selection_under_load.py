@@ -222,16 +222,27 @@ def analyse(rows, runtimes, pinned, phases):
                          r[name + ':backend'])
             # the same frames' time of the pinned session of the backend the runtime was
             # on: its choices without what happened to its own runs (a stall, a probe)
-            chose = sum(r[r[name + ':backend']] for r in data if r[name + ':backend'] in r)
+            # (over the frames where that backend was pinned: a backend the runtime
+            # moved to that was not pinned has no such session)
+            on = [r for r in data if r[name + ':backend'] in r]
+            chose = sum(r[r[name + ':backend']] for r in on) / max(
+                1e-9, sum(r[best] for r in on)) if on else float('nan')
             med = statistics.median(r[name] for r in data)
             out.append({'phase': phase, 'runtime': name, 'frames': len(data),
                         'regret': total / totals[best], 'best_pinned': best,
-                        'choice': chose / totals[best],
+                        'choice': chose,
                         'stalls': sum(1 for r in data if r[name] > 10 * med),
                         'used': ', '.join(used), 'settle': settle, 'served': served,
                         'ms_p50': med,
                         'best_p50': statistics.median(r[best] for r in data)})
     return out
+
+
+def settle_text(settle) -> str:
+    """Return an analysed row's settle times: 'at T s -> best: S s' per load change."""
+    return '; '.join(f'at {at:.0f} s -> {b}: ' + (f'{s:.1f} s' if s is not None else
+                                                  'NOT settled')
+                     for at, b, s in settle) or '-'
 
 
 def _short(name: str) -> str:
@@ -359,9 +370,7 @@ def main() -> None:
           'settled after a load change |')
     print('|---|---|---|---|---|---|---|---|---|---|---|---|')
     for r in table:
-        settle = '; '.join(
-            f'at {at:.0f} s -> {b}: ' + (f'{s:.1f} s' if s is not None else 'NOT settled')
-            for at, b, s in r['settle']) or '-'
+        settle = settle_text(r['settle'])
         print(f"| {r['phase']} | {r['runtime']} | {r['frames']} | {r['regret']:.3f} | "
               f"{r['choice']:.3f} | {r['stalls']} | "
               f"{r['best_pinned']} | {r['ms_p50']:.2f} | {r['best_p50']:.2f} | {r['used']} | "

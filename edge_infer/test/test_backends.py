@@ -24,6 +24,7 @@ from edge_infer.backends.measure.profiling import (calibration_frames, Candidate
 from edge_infer.backends.measure.selection import select
 from edge_infer.core.backend import BackendError, Session
 from edge_infer.core.registry import load_registry
+from edge_infer.testing.config import fast_cpu
 import numpy as np
 import onnx
 import pytest
@@ -191,13 +192,7 @@ def test_constraints_are_respected_and_explained():
 
 # ------------------------------------------------------------------------ cache
 def _small_manager(cache_dir, **cfg):
-    config = {'ort_threads': [1], 'ort_providers_always_listed': [],
-              'opencv_targets': ['cpu'], 'blas': False, 'variants': [], 'budget_s': 0.1,
-              'warmup': 1, 'min_runs': 3, 'calibration_frames': 2, 'openvino_threads': [],
-              'ncnn_threads': [], 'ncnn_vulkan': False,
-              'torch_precisions': [], 'quiet_foreign_cores': 99.0}
-    config.update(cfg)
-    return BackendManager(cache_dir, config=config, log=lambda s: None)
+    return BackendManager(cache_dir, config=fast_cpu(**cfg), log=lambda s: None)
 
 
 def test_cache_hit_miss_and_invalidation_of_only_what_changed(tmp_path, mobilenet,

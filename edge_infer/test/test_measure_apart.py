@@ -21,6 +21,7 @@ from edge_infer.backends.measure.load_probe import LoadProbe
 from edge_infer.backends.measure.profiling import calibration_frames
 from edge_infer.core.backend import BackendError
 from edge_infer.core.registry import load_registry
+from edge_infer.testing.config import fast_cpu
 import pytest
 
 
@@ -31,14 +32,8 @@ def mobilenet(data_home):
 
 
 def _manager(cache_dir, **cfg):
-    config = {'ort_threads': [1], 'ort_providers_always_listed': [],
-              'opencv_targets': ['cpu'], 'blas': False, 'variants': [], 'budget_s': 0.1,
-              'warmup': 1, 'min_runs': 3, 'calibration_frames': 2, 'openvino_threads': [],
-              'ncnn_threads': [], 'ncnn_vulkan': False,
-              'torch_precisions': [], 'quiet_foreign_cores': 99.0}
-    config.update(cfg)
     lines = []
-    mgr = BackendManager(cache_dir, config=config, log=lines.append)
+    mgr = BackendManager(cache_dir, config=fast_cpu(**cfg), log=lines.append)
     mgr.measure_apart()
     return mgr, lines
 
@@ -88,11 +83,8 @@ def test_a_child_measures_holds_our_gate_and_a_warm_start_needs_none(
     assert not _alive(pid)
 
 
-@pytest.mark.slow
-def test_a_cancel_kills_the_child_at_once_and_a_resume_measures_again(tmp_path, mobilenet):
-    spec, path = mobilenet
-    mgr, lines = _manager(tmp_path, budget_s=5.0, min_rounds=200)   # long side-by-side rounds
-    cancel = threading.Event()
+def _choosing_in_rounds(mgr, lines, spec, path, cancel=None):
+    """Start ``mgr.choose`` in a thread; return it and its error box once the child is timing."""
     box = {}
 
     def run():
@@ -105,6 +97,15 @@ def test_a_cancel_kills_the_child_at_once_and_a_resume_measures_again(tmp_path, 
     deadline = time.monotonic() + 60
     while not any('side by side' in s for s in lines) and time.monotonic() < deadline:
         time.sleep(0.05)        # the child is in the middle of its rounds
+    return t, box
+
+
+@pytest.mark.slow
+def test_a_cancel_kills_the_child_at_once_and_a_resume_measures_again(tmp_path, mobilenet):
+    spec, path = mobilenet
+    mgr, lines = _manager(tmp_path, budget_s=5.0, min_rounds=200)   # long side-by-side rounds
+    cancel = threading.Event()
+    t, box = _choosing_in_rounds(mgr, lines, spec, path, cancel)
     pid = mgr.apart._proc.pid
     t0 = time.monotonic()
     cancel.set()
@@ -126,18 +127,7 @@ def test_a_cancel_kills_the_child_at_once_and_a_resume_measures_again(tmp_path, 
 def test_a_child_that_dies_is_one_clear_error(tmp_path, mobilenet):
     spec, path = mobilenet
     mgr, lines = _manager(tmp_path, budget_s=5.0, min_rounds=200)
-    box = {}
-
-    def run():
-        try:
-            mgr.choose(spec, path)
-        except BackendError as exc:
-            box['error'] = str(exc)
-    t = threading.Thread(target=run)
-    t.start()
-    deadline = time.monotonic() + 60
-    while not any('side by side' in s for s in lines) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    t, box = _choosing_in_rounds(mgr, lines, spec, path)
     os.kill(mgr.apart._proc.pid, 9)     # the OOM killer, say
     t.join(10)
     assert not t.is_alive()

@@ -14,6 +14,7 @@ from edge_infer.backends.manager import BackendManager
 from edge_infer.backends.measure.gate import ComputeGate
 from edge_infer.backends.measure.profiling import calibration_frames
 from edge_infer.core.registry import load_registry
+from edge_infer.testing.config import fast_cpu
 import pytest
 
 
@@ -29,13 +30,8 @@ def frames():
 
 
 def _manager(cache_dir, **cfg):
-    config = {'ort_threads': [1, 2], 'ort_providers_always_listed': [],
-              'opencv_targets': ['cpu'], 'blas': False, 'variants': [], 'budget_s': 0.1,
-              'warmup': 1, 'min_runs': 3, 'calibration_frames': 2, 'openvino_threads': [],
-              'ncnn_threads': [], 'ncnn_vulkan': False,
-              'torch_precisions': [], 'quiet_foreign_cores': 99.0}
-    config.update(cfg)
-    return BackendManager(cache_dir, config=config, log=lambda s: None)
+    return BackendManager(cache_dir, config=fast_cpu(**{'ort_threads': [1, 2], **cfg}),
+                          log=lambda s: None)
 
 
 def _live(manager, spec, path, reports, **settings):

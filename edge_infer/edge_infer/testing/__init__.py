@@ -5,5 +5,6 @@
 :class:`edge_infer.backends.live.LiveChoice` without inference;
 :mod:`.observer`: a LiveChoice observer that records what it is told;
 :mod:`.load`: foreign load on a shared-executor device; :mod:`.schedule`:
-the executor's policies simulated; :mod:`.reliability`: an overload soak.
+the executor's policies simulated; :mod:`.reliability`: an overload soak;
+:mod:`.config`: a backend manager configuration with few, fast candidates.
 """
