@@ -15,6 +15,8 @@ import threading
 import cv2
 from edge_infer import paths
 from edge_infer.backends.live.choice import LiveChoice, LiveSettings
+from edge_infer.backends.live.drift import Reevaluated
+from edge_infer.backends.live.metered import MeteredChoice
 from edge_infer.backends.live.pacing import Pacing
 from edge_infer.backends.live.rule import dwell_margin, paired_verdict, sign_test_p
 from edge_infer.backends.measure.profiling import calibration_frames, CandidateResult, ProfileRun
@@ -138,7 +140,7 @@ def sim(data_home):
         return served
 
     sim = type('Sim', (), {})()
-    sim.clock, sim.make, sim.serve = clock, make, serve
+    sim.clock, sim.make, sim.serve, sim.frames = clock, make, serve, frames
     yield sim
     for live in opened:
         live.close()
@@ -370,17 +372,48 @@ def test_a_fallback_takes_the_open_runner_up_session_without_loading(sim):
     assert [s['trigger'] for s in live.switches] == ['fallback']
 
 
+def test_a_metered_frame_marks_each_run_and_returns_the_record_of_the_one_that_answered(sim):
+    # the node asks MeteredChoice for a result: a fallback runs the frame twice, each run
+    # is marked on the meter, and the record that rides with the result is the second's
+    bad = ('fake/bad', _noisy(4.0, 0.02, seed=14), 2)
+    good = ('fake/good', _noisy(5.0, 0.02, seed=15), 1)
+    live = sim.make([bad, good], [4.0, 5.0])
+    live.manager.__class__ = _SelectingManager
+    live.model.session.__class__ = _FailingSession
+    marks, records = [], []
+
+    class Meter:
+        def begin(self, name):
+            marks.append(('begin', name))
+            return len(marks)
+
+        def end(self, token, callback):
+            marks.append(('end', token))
+            callback(token)
+
+    def record():
+        records.append(type('Record', (), {'deliver': lambda self, token: None})())
+        return records[-1]
+    result, rec = MeteredChoice(live, Meter(), record).infer(sim.frames[0])
+    assert result.backend == 'fake/good' and live.switches[0]['trigger'] == 'fallback'
+    assert [m[0] for m in marks] == ['begin', 'end', 'begin', 'end']
+    assert len(records) == 2 and rec is records[1]
+    result, rec = MeteredChoice(live).infer(sim.frames[0])     # no meter: no record
+    assert result.backend == 'fake/good' and rec is None and len(marks) == 4
+
+
 def test_a_reevaluation_that_keeps_the_choice_is_applied_between_frames(sim):
     a = ('fake/a', _noisy(5.0, 0.02, seed=16), 2)
     live = sim.make([a], [5.0], settings=LiveSettings(drift_threshold=1.5, duty=0))
     kept = ProfileRun(model=live.spec.name, chosen='fake/a', why='re-measured')
     kept.results = [CandidateResult('fake/a', status='ok', p50_ms=7.0, p90_ms=7.0,
                                     p99_ms=7.0, runs=20, accuracy=1.0)]
-    live._pending_keep = (kept, 7.0)    # what _reevaluate leaves for the frame thread
+    # what a re-evaluation that kept the choice leaves for the frame thread
+    live.reevaluation.pending = Reevaluated(kept, 'fake/a', 're-measured', 7.0)
     assert live.run is not kept and live.drift.expected_ms == pytest.approx(5.0)
     sim.serve(live, 0.06)
     assert live.run is kept and live.drift.expected_ms == pytest.approx(7.0)
-    assert live._pending_keep is None
+    assert live.reevaluation.pending is None
 
 
 def test_an_observer_can_wait_for_a_reevaluation_without_cancelling_it(sim):
@@ -402,11 +435,11 @@ def test_an_observer_can_wait_for_a_reevaluation_without_cancelling_it(sim):
     live.manager.select = lambda results, *args: (results[0], 're-measured')
     observer = live.observer
     assert observer.wait_reevaluation() is False    # none running: returns at once
-    live._start_reevaluation()
+    live.reevaluation.start(live.drift)
     threading.Timer(0.2, release.set).start()
     assert observer.wait_reevaluation() is True
     assert done == [False] and observer.reevaluations == 1   # ran to its end, not cancelled
-    assert live._pending_keep is not None           # its result waits for the next frame
+    assert live.reevaluation.pending is not None    # its result waits for the next frame
     sim.serve(live, 0.06)
     assert live.drift.expected_ms == pytest.approx(7.0)
 
@@ -492,7 +525,7 @@ def test_no_extra_run_follows_a_served_frame(sim):
                     settings=LiveSettings(drift_threshold=0, duty=0.5))   # the bound aside
     frame = calibration_frames(1)[0][0]
     _run(live, sim, 1.0, frame=frame)   # the chosen one's reference frames
-    live._serve_next = 'fake/close'
+    live.sampling.serve_next = 'fake/close'
     assert live.infer(frame).backend == 'fake/close'
     live._drop_runner('fake/close')     # left: the far one, due now and eager
     live.pacing.next_eager = live.pacing.next_probe = 0.0

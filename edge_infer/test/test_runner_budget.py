@@ -61,7 +61,7 @@ def _two_models(sim, budget_mb):  # noqa: F811
                  (f'fake/{k}b', _noisy(6.5, 0.03, seed=70 + k), 1),
                  (f'fake/{k}c', _noisy(8.0, 0.03, seed=80 + k), 1)]
         lives.append(sim.make(cands, [5.0, 6.5, 8.0], settings=settings))
-    lives[1].budget = lives[0].budget       # one process: one manager's budget
+    lives[1].looks.budget = lives[0].looks.budget   # one process: one manager's budget
     return lives
 
 
@@ -89,7 +89,7 @@ def test_two_models_look_in_turn_within_the_budget_and_close_once_answered(sim, 
     if budget_mb:
         assert not both, 'never both open at once'
         assert looked[1][0] > looked[0][-1], 'the second waited for the first'
-        assert lives[0].budget.denials > 0
+        assert lives[0].looks.budget.denials > 0
     else:
         assert both, 'no cap: both looked at once'
     # each look ended once answered (5+ pairs slower than the chosen one), well
@@ -98,7 +98,7 @@ def test_two_models_look_in_turn_within_the_budget_and_close_once_answered(sim, 
         assert looked[k][-1] - looked[k][0] < 15.0, looked[k]
         assert len(live.runners) == 0 and live.switches == []
         assert live.hours.answered_at > live.hours.since - 1e-9
-    assert lives[0].budget.holders() == 0
+    assert lives[0].looks.budget.holders() == 0
 
 
 ARENAS = r"""

@@ -32,12 +32,13 @@ from rclpy.subscription import Subscription
 from sensor_msgs.msg import CompressedImage, Image
 
 from .base import ManagedNode, shared_log
-from .energy_follow import energy_msg, EnergyFollow, Pending
+from .energy_follow import energy_msg, EnergyFollow
 from .perception_params import PARAMETERS, TRANSPORTS
 from .perception_status import PerceptionStatus
 from .tasks import instance_decoder, make_task, Task
 from .. import paths
 from ..backends.live.choice import LiveChoice, LiveSettings
+from ..backends.live.metered import MeteredChoice
 from ..backends.manager import shared_manager
 from ..backends.measure.memory import release_freed_memory
 from ..core.backend import BackendError
@@ -78,6 +79,7 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
         self._meter = None
         self._manager = None
         self._live: Optional[LiveChoice] = None     # the run-time choice (backends/live/choice.py)
+        self._choice: Optional[MeteredChoice] = None    # what each frame asks for its result
         self._report_pub = None
         self._executor = None
         self._debug_pub = None
@@ -218,6 +220,7 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
         self._live = LiveChoice(
             self._manager, spec, path, models_dir, overrides=overrides, settings=settings,
             log=log.info, warn=log.warning, report=self._publish_report, scope=self.acting)
+        self._choice = MeteredChoice(self._live, self._meter, self._energy.pending)
         if policy:
             self._executor = shared_executor.acquire(policy, log=shared_log)
             with self.acting():
@@ -316,7 +319,7 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
             self._report_pub = None
         if self._live is not None:
             self._live.close(timeout=BACKGROUND_WAIT_S)     # cancelled: ends by itself
-            self._live = None
+            self._live = self._choice = None
             release_freed_memory()      # the sessions' heap back to the OS (cleanup's RSS)
         if self._executor is not None:
             self._executor = None
@@ -404,17 +407,10 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
         (sec, nanosec, frame_id), frame = self._parse(raw)
         t1 = time.perf_counter()
         t_decode = (t1 - t0) * 1e3
-        live, task, meter = self._live, self._task, self._meter
-        assert live is not None and task is not None    # frames are processed once configured
-        latest: List[Optional[Pending]] = [None]        # the last run's (a retry runs again)
-
-        def around():       # marks one model run on the meter (again if the frame is retried)
-            latest[0] = p = self._energy.pending()
-            token = meter.begin(self._model.spec.name)
-            return lambda: meter.end(token, callback=p.deliver)
+        choice, task, meter = self._choice, self._task, self._meter
+        assert choice is not None and task is not None  # frames are processed once configured
         # between frames the run-time choice may switch backend or fall back
-        result = live.infer(frame, around_run=around if meter is not None else None)
-        pending = latest[0]
+        result, pending = choice.infer(frame)
         t2 = time.perf_counter()
         out = self._to_msg(frame, result, t_decode)
         session = self._model.session
@@ -438,7 +434,7 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
         t4 = time.perf_counter()
         task.publish(out, result)
         t5 = time.perf_counter()
-        if pending is not None:     # the separate energy record: after the result
+        if pending is not None and meter is not None:   # the energy record: after the result
             self._energy.follows(out, pending, max(0.25, 3.0 / meter.rate_hz))
         self.stats.count('processed')
         self.stats.add_latency((t5 - t0) * 1e3, {
@@ -450,7 +446,7 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
             'build_msg': (t3 - t2) * 1e3, 'energy': (t4 - t3) * 1e3,
             'publish': (t5 - t4) * 1e3})
         self._debug_image(frame, result, out)      # after the result: never delays it
-        live.after_frame()      # maybe time a runner-up on this frame (bounded duty)
+        choice.after_frame()    # maybe time a runner-up on this frame (bounded duty)
 
     def diagnostic_status(self):
         """Return this node's status for /diagnostics (records overdue counted first)."""

@@ -39,28 +39,30 @@ import math
 import pathlib
 import threading
 import time
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, List, Optional
 
 from .background import BackgroundWork
-from .budget import rss_mb, RunnerBudget
-from .drift import DriftMonitor, DriftReevaluation
-from .fallback import fall_back
+from .budget import RunnerBudget
+from .context import ChoiceContext, Log
+from .drift import DriftMonitor, Reevaluated, Reevaluation
+from .fallback import next_best
 from .load_watch import Foreign, LoadWatch, Observer
-from .pacing import expected_ratio, Pacing, pre_delta, SERVE
-from .rule import dwell_margin, LiveSettings, two_looks
-from .runners_up import OPENINGS, RunnerHours, RunnerPool, wanted
-from .startup import ProvisionalStart
+from .looks import RunnerLooks
+from .pacing import Pacing
+from .rule import LiveSettings, Verdict
+from .runners_up import OPENINGS, RunnerHours, RunnerPool
+from .sampling import RunnerSampling
+from .startup import BackgroundProfile, provisional
 from ..measure.gate import GATE
 from ..measure.profiling import CandidateResult, ProfileRun
 from ..measure.selection import latency_at, stalls
-from ...core.backend import first_line, input_kind
+from ...core.image import ImageError
 from ...core.model import Model, Result
+from ...core.postprocess import OutputError
 from ...core.registry import ModelSpec
 
-Log = Callable[[str], None]
 
-
-class LiveChoice(ProvisionalStart, DriftReevaluation):
+class LiveChoice:
     """One model's backend at run time: chosen, watched, switched between frames."""
 
     def __init__(self, manager, spec: ModelSpec, model_path: pathlib.Path,
@@ -94,39 +96,31 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
         self.model: Optional[Model] = None
         self.run: Optional[ProfileRun] = None
         self.fixed = False                  # forced / executor: never switched by measurement
-        self.provisional = False            # serving while the profile runs in the background
-        self.settled_s = float('nan')       # how long that profile took
         self._frame_lock = threading.Lock()     # held by a frame; a settled profile waits
-        self._served = threading.Event()        # a first frame was served
         self._can_fall_back = True          # False for a fixed executor backend
         self.drift: Optional[DriftMonitor] = None
         self.switches: List[dict] = []      # every switch: time, from, to, trigger, evidence
-        self.shadow_runs = 0                # runner-up samples (served frames among them)
-        self.served_frames = 0
         self._failed: set = set()
-        self._pending: Optional[Model] = None     # set by a background re-evaluation
-        self._pending_why: Tuple[str, str] = ('', '')
-        self._pending_run: Optional[ProfileRun] = None
-        self._pending_keep = None     # (run, p50): a re-evaluation kept the choice
         self.runners = RunnerPool(self.settings)
         self.hours = RunnerHours(self.settings)
-        # the process's runner-up memory is shared by its models' looks (one manager)
-        self.budget: RunnerBudget = getattr(manager, 'runner_budget', None) or RunnerBudget()
-        self._runners_mb: Optional[float] = None    # what opening them added (last look)
         self._drift_look = float('-inf')    # a drift alarm's look began then
-        self._opening = threading.Lock()    # one thread opens runners-up at a time
-        self._watching = False              # online re-selection runs (see _watch)
         self.pacing = Pacing(self.settings)
         self.load_watch = LoadWatch(self.settings, foreign_load, observer)
-        self._serve_next: Optional[str] = None     # the runner-up that runs the next frame
         self._cancel = threading.Event()
         self.background = BackgroundWork()
-        self._reevaluating = threading.Lock()
-        self._resuming = threading.Lock()       # the profile thread's end vs a resume
-        self._profiling = False                 # a background profile thread runs
-        self._completion_due = False            # settled on the likely ones; the rest to come
-        self._candidate_count = 0
-        self._settle_only: Optional[List[str]] = None     # what the settle phase measured
+        # log and warn are read at each line: a caller may route them elsewhere later
+        self.ctx = ctx = ChoiceContext(
+            manager, spec, self.model_path, self.settings, lambda line: self.log(line),
+            lambda line: self.warn(line), clock, self._cancel, self._open_model, self._spawn)
+        # the parts: the profile behind a provisional start, the drift re-evaluation
+        self.startup = BackgroundProfile(ctx, lambda: self.backend_name, self._handover)
+        # the process's runner-up memory is shared by its models' looks (one manager)
+        self.sampling = RunnerSampling(ctx, self.runners, self.pacing,
+                                       lambda: (self.model, self.run), self._promote,
+                                       self._drop_runner, self.switches, observer)
+        self.looks = RunnerLooks(ctx, self.runners, self.hours, getattr(
+            manager, 'runner_budget', None) or RunnerBudget())
+        self.reevaluation = Reevaluation(ctx, lambda: (self.run, self._failed), observer)
 
     # ------------------------------------------------------------------- start
     def start(self, force: str = '', use_cache: bool = True, backend=None,
@@ -140,14 +134,21 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
         """
         st = self.settings
         if backend is None and not force and use_cache and st.provisional:
-            run = self._start_provisional()
-            if run is not None:
+            pick = provisional(self.manager, self.spec, self.model_path, st)
+            if pick is not None:
+                backend, run = pick
+                self.model = self._open_model(backend)
+                self.run = run
+                self.report(run, 'provisional')
+                self.startup.begin()
                 return run
         if backend is None:
             backend, run = self.manager.choose(
                 self.spec, self.model_path, objective=st.objective,
                 max_latency_ms=st.max_latency_ms, min_accuracy=st.min_accuracy, force=force,
                 use_cache=use_cache, latency_percentile=st.latency_percentile)
+        if run is None:
+            raise ValueError('LiveChoice.start(backend=...) needs the run that chose it')
         self.fixed = bool(force)
         self.model = self._open_model(backend)
         self.run = run
@@ -158,7 +159,7 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
     def _watch(self) -> None:
         """Start keeping the measured choice right: the drift monitor, the runners-up."""
         st = self.settings
-        chosen = self._result(self.run.chosen)
+        chosen = self._result(self.run.chosen if self.run else None)
         if st.drift_threshold and not self.fixed and chosen is not None:
             self.drift = DriftMonitor(chosen.p50_ms, st.drift_threshold, st.drift_window_s)
         # the switch rule compares time: for the energy / edp objectives it would
@@ -166,7 +167,7 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
         if st.duty > 0 and st.objective == 'latency' and not self.fixed and \
                 self.manager is not None:
             self.load_watch.start()
-            self._watching = True
+            self.looks.watching = True
             self.hours.cue(self.clock.monotonic())      # a fresh choice: look for a while
             if not self.hours.lazy:     # always open; else the first frame opens them
                 self._spawn(self._open_runners, 'runners')      # within the memory budget
@@ -179,6 +180,21 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
         self.run = run
         self.report(run, 'configure')
         return run
+
+    @property
+    def provisional(self) -> bool:
+        """Return True while a provisional backend serves (the profile runs behind it)."""
+        return self.startup.provisional
+
+    @property
+    def settled_s(self) -> float:
+        """Return how long the profile behind a provisional start took to settle (nan: none)."""
+        return self.startup.settled_s
+
+    def resume(self) -> None:
+        """Go on with a background profile that a cancel stopped before it was complete."""
+        if self.model is not None:
+            self.startup.resume()
 
     @property
     def backend_name(self) -> str:
@@ -208,54 +224,27 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
         pct = int(self.settings.latency_percentile or
                   self.manager.config.get('latency_percentile', 50))
         guard = float(self.manager.config.get('tail_guard', 0) or 0)
-        ok = [r for r in self.run.results if r.status == 'ok' and not r.cut_short and
+        results = self.run.results if self.run else []
+        ok = [r for r in results if r.status == 'ok' and not r.cut_short and
               r.backend not in self._failed and math.isfinite(r.p50_ms) and
               not (guard and stalls(r, guard))]    # a staller could win 10 calm pairs
         return sorted(ok, key=lambda r: latency_at(r, pct))
 
     def _open_runners(self) -> None:
         """Open the best runners-up (background: the first frames do not wait for them)."""
-        if not self._opening.acquire(blocking=False):
-            return      # another thread opens them
-        try:
-            by_name = {b.name: b for b in self.manager.candidates(self.spec, self.model_path)}
-            ranked = [r.backend for r in self._ranked()
-                      if r.backend != self.run.chosen and r.backend in by_name]
-            threads = {n: getattr(b, 'intra_op_threads', None) for n, b in by_name.items()}
-            want = wanted(ranked, threads, self.run.chosen, self.settings.runners_up)
-            before, whole = rss_mb(), not self.runners     # a whole look's size, not a top-up
-            self.runners.open_sessions(want, by_name, self.model_path,
-                                       self.model.spec.input_spec, self._cancel, self.log)
-            if self.runners and whole:
-                self._runners_mb = max(1.0, rss_mb() - before)
-                self.budget.measured(self, self._runners_mb)
-        except Exception as exc:  # keep serving on the chosen backend
-            self.log(f'online re-selection off: {type(exc).__name__}: {exc}')
-        finally:
-            if not self.runners:    # none could open: this look ends, its memory is free
-                self.budget.release(self)
-                self.hours.until = self.hours.answered_at = self.clock.monotonic()
-            self._opening.release()
+        run, model = self.run, self.model
+        if run is not None and run.chosen and model is not None:
+            self.looks.open_look([r.backend for r in self._ranked()], run.chosen,
+                                 model.spec.input_spec)
 
     def _tend_runners(self, now: float) -> None:
         """Open the runners-up when due, close them when idle (frame thread: none in use)."""
-        if not self._watching or self._opening.locked():
-            return
-        todo = self.hours.tend(now, self.runners)
+        todo = self.looks.tend(now)
         if todo == 'open':
-            if not self.budget.acquire(self, self._runners_mb, self.settings.runners_memory_mb):
-                self.hours.wait(now)    # another model's look holds the memory: in turn
-                return
-            self.hours.cue(now)     # the look begins now: its pairs count from here
             self.pacing.cue(now)
             self._spawn(self._open_runners, 'runners')
         elif todo == 'close':
-            self.runners.close()
-            self.budget.release(self)
-            self._serve_next = None
-            from ..measure.memory import release_freed_memory
-            # closed, so nothing for the collector: a gc pass would hold every frame's GIL
-            self._spawn(lambda: release_freed_memory(collect=False), 'trim')
+            self.sampling.serve_next = None
 
     # ------------------------------------------------------------------ frames
     def infer(self, frame, around_run=None) -> Result:
@@ -266,56 +255,29 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
         """
         with self._frame_lock, GATE.shared():
             result = self._infer(frame, around_run)
-        self._served.set()
+        self.startup.first_served.set()
         return result
 
     def _infer(self, frame, around_run) -> Result:
-        if self._pending is not None:
-            self._swap_pending()
-        if self._pending_keep is not None:      # a re-evaluation kept the choice
-            (run, p50), self._pending_keep = self._pending_keep, None
-            self.run = run
-            self.drift.rebase(p50, ends_episode=False)     # no switch: the same episode
-            self.report(run, 'drift')
-        name, self._serve_next = self._serve_next, None
+        done = self.reevaluation.take()
+        if done is not None:
+            self._reevaluated(done)
+        name, self.sampling.serve_next = self.sampling.serve_next, None
         if name is not None:
-            result = self._serve(name, frame, around_run)
+            result = self.sampling.serve(name, frame, around_run)
             if result is not None:
                 return result
         self.pacing.frames_since_served += 1
+        if self.model is None:
+            raise RuntimeError(f'{self.spec.name}: no model open (not started, or closed)')
         try:
             result = self.model.infer(frame, around_run=around_run)
         except Exception as exc:
-            from ...core.image import ImageError
-            from ...core.postprocess import OutputError
             if isinstance(exc, (ImageError, OutputError)) or not self._fall_back(exc):
                 raise
+            assert self.model is not None      # _fall_back opened the next best one
             result = self.model.infer(frame, around_run=around_run)
         self._observe(result.inference_ms, result.preprocess_ms)
-        return result
-
-    def _serve(self, name: str, frame, around_run) -> Optional[Result]:
-        """Run the frame on runner-up ``name`` (its result goes out); None: it could not."""
-        if not self.pacing.reference_full():
-            return None
-        model = self.runners.model(name, self.model)
-        if model is None:
-            return None
-        now = self.clock.monotonic()
-        try:
-            result = model.infer(frame, around_run=around_run)
-        except Exception as exc:
-            from ...core.image import ImageError
-            if isinstance(exc, ImageError):
-                raise       # the frame's fault, not the backend's
-            self.log(f'runner-up {name} failed ({first_line(exc)}): no longer watched')
-            self._drop_runner(name)
-            return None     # the chosen one runs the frame: none is lost
-        self.pacing.frames_since_served = 0
-        self.served_frames += 1
-        # the frame's own cost, preprocessing included: a +pre candidate's input differs,
-        # and under load the CPU preprocessing is no longer what the profile said
-        self.pacing.served(name, now, result.preprocess_ms + result.inference_ms)
         return result
 
     def _observe(self, ms: float, pre_ms: float = 0.0) -> None:
@@ -324,16 +286,14 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
         why = self.load_watch.latency(now, ms)
         if why is not None:     # a cue to look, not proof: pairs are kept
             self._alert(now, why)
-        looking = bool(self.runners) or (self._watching and self.hours.lazy)
+        looking = bool(self.runners) or (self.looks.watching and self.hours.lazy)
         if looking and self.load_watch.due(now):
             change = self.load_watch.poll(now)
             if change is not None:
                 self._alert(now, *change)
         if self.drift is not None and self.drift.add(ms, now):
             self._drift_fired(now, looking)
-        for name, t, ref, runner_ms in self.pacing.judged():     # served frames, now judged
-            if self.run is not None and name in self.runners:
-                self._sampled(name, t, ref, runner_ms, max(0.0, runner_ms - ref), served=True)
+        self.sampling.judge_served()
         self._tend_runners(now)
 
     def _alert(self, now: float, why: str, since: Optional[float] = None) -> None:
@@ -347,73 +307,29 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
 
     def after_frame(self) -> bool:
         """Time one runner-up on the last frame's input when the duty allows; True if it did."""
-        # after a served frame no chosen run is there to pair with
-        if self.fixed or not self.runners or self.model is None or \
-                not self.pacing.may_pair() or getattr(self.model, 'last_input', None) is None:
-            return False
-        now = self.clock.monotonic()
-        picked = self.runners.pick(now)
-        if picked is None:
-            return False
-        name, ratio = picked
-        if not self.pacing.due(now, ratio, len(self.runners.pairs(name))):
-            return False
-        how = self.pacing.allows(now, self._expected_ratio(name))
-        if how is None:
-            return False
-        self.runners.rotation += 1
-        if how == SERVE:
-            self._serve_next = name     # the next frame runs on it
-            return False
-        sess = self.runners.get(name)
-        try:
-            x = self.model.input_for(input_kind(sess))
-            with GATE.shared():
-                t = self.clock.perf_counter()
-                sess.run(x)
-                ms = (self.clock.perf_counter() - t) * 1e3 + self._pre_delta(name)
-        except Exception as exc:  # a runner-up that fails is dropped, not fatal
-            self.log(f'runner-up {name} failed ({first_line(exc)}): no longer watched')
-            self._drop_runner(name)
-            return False
-        self._sampled(name, now, self.pacing.last_ms, ms, ms)
-        return True
+        return not self.fixed and self.sampling.after_frame()
 
-    def _expected_ratio(self, name: str) -> float:
-        """Return runner-up ``name``'s time / the chosen one's: as last seen, else profiled."""
-        return expected_ratio(self.runners.ratio(name), self._result(self.run.chosen),
-                              self._result(name))
+    @property
+    def shadow_runs(self) -> int:
+        """Return how many runner-up samples were taken (served frames among them)."""
+        return self.sampling.shadow_runs
 
-    def _pre_delta(self, name: str) -> float:
-        """Return runner-up ``name``'s CPU preprocessing minus the chosen one's (profiled)."""
-        return pre_delta(self._result(self.run.chosen), self._result(name))
-
-    def _sampled(self, name: str, now: float, chosen_ms: float, ms: float, cost: float,
-                 served: bool = False) -> None:
-        """Record one sample of runner-up ``name`` (``cost``: the compute it added), judge."""
-        if name not in self.runners:
-            return
-        self.shadow_runs += 1
-        self.pacing.spent(name, now, cost, chosen_ms, served, len(self.runners))
-        self.runners.record(name, now, chosen_ms, ms)
-        if self.observer is not None:
-            self.observer.paired(now, self.run.chosen, name, chosen_ms, ms)
-        self._consider(name, now)
+    @property
+    def served_frames(self) -> int:
+        """Return how many frames a runner-up served."""
+        return self.sampling.served_frames
 
     def _drop_runner(self, name: str) -> None:
         self.runners.drop(name)
         self.pacing.forget(name)
 
-    def _consider(self, name: str, now: float) -> None:
-        """Switch to runner-up ``name`` when two looks at its pairs pass (:func:`two_looks`)."""
-        decided = two_looks(self.runners, name, now, self.settings, self.run.chosen,
-                            dwell_margin(self.settings, self.switches, name, now), self.log)
-        if decided is None:
-            return
-        v, evidence = decided
-        # the runner-up's open session takes over; the old choice is now watched as one
+    def _promote(self, name: str, v: Verdict, evidence: str) -> None:
+        """Switch to runner-up ``name``: its open session takes over (two looks passed)."""
+        assert self.run is not None and self.run.chosen and self.model is not None
+        # the old choice is now watched as a runner-up
         old, old_model = self.run.chosen, self.model
-        sess = self.runners.promote(name, old, old_model.session, v.time_ratio, now)
+        sess = self.runners.promote(name, old, old_model.session, v.time_ratio,
+                                    self.clock.monotonic())
         self.model = old_model.with_session(sess)
         self._switched(old, name, 'online', evidence, expected_ms=v.runner_ms)
 
@@ -421,6 +337,7 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
                   expected_ms: Optional[float] = None) -> None:
         """Record a switch; ``expected_ms``: the new backend's latency as just measured."""
         run = self.run
+        assert run is not None      # a switch replaces a choice
         for r in run.results:
             r.chosen = r.backend == new
         run.chosen, run.why = new, f'{trigger}: {evidence}'
@@ -428,7 +345,7 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
         self.runners.new_choice()
         self.load_watch.new_choice()
         self.pacing.new_choice()
-        self._serve_next = None
+        self.sampling.serve_next = None
         res = self._result(new)
         if self.drift is not None:     # expect what the new backend was measured at
             self.drift.rebase(expected_ms if expected_ms is not None else
@@ -442,15 +359,110 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
             self.warn(f'switching backend {old} -> {new} ({trigger}): {evidence}')
         self.report(run, trigger)
 
+    def _handover(self, new: Optional[Model], run: ProfileRun, took: float, phase: str,
+                  rest: str, settled: Callable[[], bool]) -> bool:
+        """Take a background profile's choice between two frames (:mod:`.startup`)."""
+        with self._frame_lock:      # between two frames
+            if self._cancel.is_set() or self.model is None:
+                if new is not None:
+                    new.close()
+                return False
+            old = self.model.backend_name
+            first = settled()
+            self.run = run
+            if new is not None:
+                previous, self.model = self.model, new
+                previous.close()
+                self.runners.drop(new.backend_name)     # it serves now: no runner-up twice
+            if new is None and not first:   # a completion that kept the choice
+                measured = sum(1 for r in run.results if r.status != 'unavailable' and
+                               not run.from_cache.get(r.backend, True))
+                self.log(f'profile completed in {took:.1f} s ({measured} more candidate(s) '
+                         f'measured): keeping {old}')
+                self.report(run, 'profiled')    # the whole table now
+                return True
+            self.pacing.new_choice()    # the provisional one's frames say nothing of it
+            self.load_watch.new_choice()
+            self.runners.new_choice()
+            self.switches.append({'t': self.clock.monotonic(), 'from': old, 'to': run.chosen,
+                                  'trigger': 'profiled', 'evidence': run.why})
+            self.log(f'profile {phase} in {took:.1f} s: '
+                     + (f'switching backend {old} -> {run.chosen}' if new is not None else
+                        f'keeping {old}') + f' (profiled){rest if first else ""}')
+            self.report(run, 'profiled')
+            if first:
+                self._watch()
+            else:
+                res = self._result(run.chosen)
+                if self.drift is not None and res is not None:
+                    self.drift.rebase(res.p50_ms)
+                if self.runners or not self.hours.lazy:
+                    self._spawn(self._open_runners, 'runners')
+                else:   # a look at the new ranking, opened by a frame within the budget
+                    self.hours.cue(self.clock.monotonic())
+        return True
+
+    def _drift_fired(self, now: float, looking: bool) -> None:
+        """Act on a firing: time the open runners-up on real frames, or re-measure all."""
+        d = self.drift
+        assert d is not None
+        if not (looking and self.settings.duty > 0):
+            self.reevaluation.start(d)
+        elif d.new_episode:
+            # online re-selection is on: compare the runners-up on the next real
+            # frames (paired, same load) rather than re-profile every candidate
+            # in the background, which competes with the frames for the cores
+            self.log(f'latency drift: median {d.last_median_ms:.1f} ms vs '
+                     f'{d.expected_ms:.1f} ms profiled; timing the runners-up on the '
+                     f'next frames')
+            self._alert(now, 'latency drift', since=now - d.window_s)
+            self._drift_look = now
+        elif self.hours.lazy and self.hours.answered_at < self._drift_look:
+            return      # the look has not been answered yet (waiting for memory, or timing)
+        else:   # a cooldown of looks kept the choice: this load is the level now
+            d.accept(d.last_median_ms)
+            self.log(f'latency {d.expected_ms:.1f} ms under this load: the runners-up '
+                     f'were timed beside {self.backend_name} and none won; expected now')
+
+    def _reevaluated(self, done: Reevaluated) -> None:
+        """Apply a background re-evaluation (frame thread): switch, or keep and rebase."""
+        if done.model is None:      # the choice stays: expect what it was just measured at
+            self.run = done.run
+            if self.drift is not None:
+                self.drift.rebase(done.p50_ms, ends_episode=False)     # the same episode
+            self.report(done.run, 'drift')
+            return
+        old_name, old = done.run.chosen or '', self.model
+        self.model, self.run = done.model, done.run
+        if old is not None:
+            old.close()
+        self._drop_runner(done.backend)
+        self._switched(old_name, done.backend, 'drift', done.why)
+
     def _fall_back(self, exc: Exception) -> bool:
         """Replace a backend that raised by the next best measured one; False if none left."""
-        return fall_back(self, exc)
+        failed = self.run.chosen if self.run and self.run.chosen else self.backend_name
+        self._failed.add(failed)
+        if self.run is None or not self._can_fall_back or self.model is None:
+            return False
+        self._drop_runner(failed)
+        got = next_best(self.ctx, self.run, self._failed, self.runners, self.model, exc)
+        if got is None:
+            return False
+        name, new, evidence = got
+        old, self.model = self.model, new
+        try:
+            old.close()
+        except Exception:  # the failed session may not close cleanly either
+            pass
+        self._switched(failed, name, 'fallback', evidence)
+        return True
 
     # ------------------------------------------------------------------ close
     def cancel(self) -> None:
         """Stop background work at its next check (re-evaluation between candidates)."""
         self._cancel.set()
-        self._served.set()      # a profile waiting for the first frame stops waiting
+        self.startup.first_served.set()     # a profile waiting for the first frame stops
 
     def join(self, timeout: float = 30.0) -> List[str]:
         """Cancel background work, wait up to ``timeout`` s in all; return what still runs.
@@ -466,12 +478,11 @@ class LiveChoice(ProvisionalStart, DriftReevaluation):
         Returns the background threads still running (see :meth:`join`).
         """
         left = self.join(timeout)
-        self.runners.close()
-        self.budget.forget(self)
-        for model in (self.model, self._pending):
-            if model is not None:
-                model.close()
-        self.model = self._pending = None
+        self.looks.close()
+        self.reevaluation.close()
+        if self.model is not None:
+            self.model.close()
+        self.model = None
         return left
 
     def overhead(self, since_start: bool = False) -> float:

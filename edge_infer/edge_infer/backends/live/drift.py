@@ -25,18 +25,24 @@ keep them open for good. The expectation follows the latency back down,
 never under sqrt(``threshold``) x the median, and to the measured figure
 once the median is clearly back at it.
 
-:class:`DriftReevaluation` is what :class:`.choice.LiveChoice` does when it
+:class:`Reevaluation` is what :class:`.choice.LiveChoice` does when it
 fires and online re-selection is off (or no runner-up is open): every working
 candidate measured again in a background thread (never written to the
-board's profile), the best one swapped in between two frames.
+board's profile); the chooser takes the outcome (:meth:`Reevaluation.take`)
+and swaps the best one in between two frames.
 """
 
 from collections import deque
+from dataclasses import dataclass
 import math
 import statistics
 import threading
 import time
-from typing import Optional
+from typing import Callable, Optional, Set, Tuple
+
+from .context import ChoiceContext
+from ..measure.profiling import ProfileRun
+from ...core.model import Model
 
 
 _REEVALUATION = threading.Lock()    # one at a time: two models measuring at once meet
@@ -123,89 +129,88 @@ class DriftMonitor:
         self.in_episode = self.in_episode and not ends_episode
 
 
-class DriftReevaluation:
-    """The background re-evaluation of :class:`.choice.LiveChoice` (its methods, on its state)."""
+@dataclass
+class Reevaluated:
+    """A re-evaluation's outcome, waiting for the frame thread."""
 
-    def _drift_fired(self, now: float, looking: bool) -> None:
-        """Act on a firing: time the open runners-up on real frames, or re-measure all."""
-        d = self.drift
-        if not (looking and self.settings.duty > 0):
-            self._start_reevaluation()
-        elif d.new_episode:
-            # online re-selection is on: compare the runners-up on the next real
-            # frames (paired, same load) rather than re-profile every candidate
-            # in the background, which competes with the frames for the cores
-            self.log(f'latency drift: median {d.last_median_ms:.1f} ms vs '
-                     f'{d.expected_ms:.1f} ms profiled; timing the runners-up on the '
-                     f'next frames')
-            self._alert(now, 'latency drift', since=now - d.window_s)
-            self._drift_look = now
-        elif self.hours.lazy and self.hours.answered_at < self._drift_look:
-            return      # the look has not been answered yet (waiting for memory, or timing)
-        else:   # a cooldown of looks kept the choice: this load is the level now
-            d.accept(d.last_median_ms)
-            self.log(f'latency {d.expected_ms:.1f} ms under this load: the runners-up '
-                     f'were timed beside {self.backend_name} and none won; expected now')
+    run: ProfileRun     # every candidate's figures; ``chosen`` still names the serving one
+    backend: str        # the best one now
+    why: str
+    p50_ms: float       # its median latency, as just measured
+    model: Optional[Model] = None   # ``backend`` opened: a switch; None: the choice stays
 
-    def _start_reevaluation(self) -> None:
-        if not self._reevaluating.acquire(blocking=False):
+
+class Reevaluation:
+    """Every working candidate measured again in the background: a part of the live choice.
+
+    ``current`` returns the serving run and the backends that failed.
+    ``observer`` (optional) is told when one starts and ends.
+    """
+
+    def __init__(self, ctx: ChoiceContext,
+                 current: Callable[[], Tuple[Optional[ProfileRun], Set[str]]], observer=None):
+        self.ctx = ctx
+        self._current = current
+        self._observer = observer
+        self._running = threading.Lock()
+        self.pending: Optional[Reevaluated] = None
+
+    def start(self, drift: DriftMonitor) -> None:
+        """Re-evaluate in the background (unless one runs); one line per drift episode."""
+        if not self._running.acquire(blocking=False):
             return
-        d = self.drift
-        if d.new_episode:   # once per episode (a repeat within it re-evaluates quietly)
-            self.warn(f'latency drift: median {d.last_median_ms:.1f} ms over {d.window_s:g} s '
-                      f'vs {d.expected_ms:.1f} ms profiled '
-                      f'(x{d.last_median_ms / d.expected_ms:.2f}); re-evaluating backends in '
-                      f'the background')
-        self._cancel.clear()
-        if self.observer is not None:
-            self.observer.reevaluation_started()
-        self._spawn(self._reevaluate, 'reeval')
+        if drift.new_episode:   # once per episode (a repeat within it re-evaluates quietly)
+            self.ctx.warn(f'latency drift: median {drift.last_median_ms:.1f} ms over '
+                          f'{drift.window_s:g} s vs {drift.expected_ms:.1f} ms profiled '
+                          f'(x{drift.last_median_ms / drift.expected_ms:.2f}); '
+                          f're-evaluating backends in the background')
+        self.ctx.cancel.clear()
+        if self._observer is not None:
+            self._observer.reevaluation_started()
+        self.ctx.spawn(self._reevaluate, 'reeval')
+
+    def take(self) -> Optional[Reevaluated]:
+        """Return the outcome waiting for the frame thread, once; None: none."""
+        done, self.pending = self.pending, None
+        return done
+
+    def close(self) -> None:
+        """Close a model opened for a switch that no frame took."""
+        done = self.take()
+        if done is not None and done.model is not None:
+            done.model.close()
 
     def _reevaluate(self) -> None:
+        ctx = self.ctx
         try:
-            with _REEVALUATION:
-                names = [r.backend for r in self.run.results
-                         if r.status == 'ok' and r.backend not in self._failed]
-                run = self.manager.profile(self.spec, self.model_path, use_cache=False,
-                                           min_accuracy=self.settings.min_accuracy,
-                                           only=names, cancel=self._cancel, persist=False)
-            if self._cancel.is_set():
+            current, failed = self._current()
+            if current is None:
                 return
-            chosen, why = self.manager.select(run.results, self.spec, self.settings.objective,
-                                              self.settings.max_latency_ms,
-                                              self.settings.min_accuracy,
-                                              self.settings.latency_percentile)
+            with _REEVALUATION:
+                names = [r.backend for r in current.results
+                         if r.status == 'ok' and r.backend not in failed]
+                run = ctx.manager.profile(ctx.spec, ctx.model_path, use_cache=False,
+                                          min_accuracy=ctx.settings.min_accuracy,
+                                          only=names, cancel=ctx.cancel, persist=False)
+            if ctx.cancel.is_set():
+                return
+            chosen, why = ctx.select(run.results)
             if chosen is None:
-                self.log(f're-evaluation found no usable backend: {why}')
+                ctx.log(f're-evaluation found no usable backend: {why}')
                 return
             # keep the figures of candidates the re-run could not measure
             measured = {r.backend for r in run.results}
-            run.results += [r for r in self.run.results if r.backend not in measured]
+            run.results += [r for r in current.results if r.backend not in measured]
             for r in run.results:
                 r.chosen = r is chosen
-            old = self.run.chosen
-            run.chosen, run.why = old, why
-            if chosen.backend != old:
-                backend = {b.name: b for b in self.manager.candidates(
-                    self.spec, self.model_path)}[chosen.backend]
-                self._pending_why = (chosen.backend, why)
-                self._pending_run = run
-                self._pending = self._open_model(backend)
-            else:   # applied between frames: drift.add() runs on the frame thread
-                self._pending_keep = (run, chosen.p50_ms)
+            run.chosen, run.why = current.chosen, why
+            done = Reevaluated(run, chosen.backend, why, chosen.p50_ms)
+            if chosen.backend != current.chosen:
+                done.model = ctx.open_model(ctx.backend(chosen.backend))
+            self.pending = done     # applied between frames: drift.add() runs on the frame thread
         except Exception as exc:  # keep serving on the current backend
-            self.log(f're-evaluation failed: {type(exc).__name__}: {exc}')
+            ctx.log(f're-evaluation failed: {type(exc).__name__}: {exc}')
         finally:
-            self._reevaluating.release()
-            if self.observer is not None:
-                self.observer.reevaluation_done()
-
-    def _swap_pending(self) -> None:
-        new, self._pending = self._pending, None
-        name, why = self._pending_why
-        old_name = self.run.chosen
-        old, self.model = self.model, new
-        self.run = self._pending_run
-        old.close()
-        self._drop_runner(name)
-        self._switched(old_name, name, 'drift', why)
+            self._running.release()
+            if self._observer is not None:
+                self._observer.reevaluation_done()

@@ -5,37 +5,30 @@ The frame is then run again on it (:meth:`.choice.LiveChoice.infer`): no
 frame is lost. An open runner-up takes over without a load.
 """
 
+from typing import Optional, Set, Tuple
+
+from .context import ChoiceContext
+from .runners_up import RunnerPool
+from ..measure.profiling import ProfileRun
 from ...core.backend import first_line
+from ...core.model import Model
 
 
-def fall_back(live, exc: Exception) -> bool:
-    """Replace a backend that raised by the next best measured one; False if none left."""
-    failed = live.run.chosen if live.run else live.backend_name
-    live._failed.add(failed)
-    if live.run is None or not live._can_fall_back:
-        return False
-    live._drop_runner(failed)
-    left = [r for r in live.run.results if r.backend not in live._failed]
-    chosen, why = live.manager.select(left, live.spec, live.settings.objective,
-                                      live.settings.max_latency_ms,
-                                      live.settings.min_accuracy,
-                                      live.settings.latency_percentile)
+def next_best(ctx: ChoiceContext, run: ProfileRun, failed: Set[str], pool: RunnerPool,
+              model: Model, exc: Exception) -> Optional[Tuple[str, Model, str]]:
+    """Return (backend, a model serving on it, evidence) after ``model`` raised ``exc``.
+
+    None when no candidate outside ``failed`` is usable (said in one line).
+    An open runner-up in ``pool`` takes over without a load.
+    """
+    left = [r for r in run.results if r.backend not in failed]
+    chosen, why = ctx.select(left)
+    name = run.chosen or model.backend_name
     first = f'{type(exc).__name__}: {first_line(exc)}'
     if chosen is None:
-        live.warn(f'backend {failed} failed ({first}) and no other candidate is usable: '
-                  f'{why}')
-        return False
-    sess = live.runners.take(chosen.backend)  # open as a runner-up: no load on this frame
-    if sess is not None:
-        new = live.model.with_session(sess)
-    else:
-        backend = {b.name: b for b in live.manager.candidates(
-            live.spec, live.model_path)}[chosen.backend]
-        new = live._open_model(backend)
-    old, live.model = live.model, new
-    try:
-        old.close()
-    except Exception:  # the failed session may not close cleanly either
-        pass
-    live._switched(failed, chosen.backend, 'fallback', f'backend {failed} failed ({first})')
-    return True
+        ctx.warn(f'backend {name} failed ({first}) and no other candidate is usable: {why}')
+        return None
+    sess = pool.take(chosen.backend)  # open as a runner-up: no load on this frame
+    new = model.with_session(sess) if sess is not None else \
+        ctx.open_model(ctx.backend(chosen.backend))
+    return chosen.backend, new, f'backend {name} failed ({first})'

@@ -13,7 +13,7 @@ whose profile is incomplete starts on a **provisional** backend at once:
   with, so a first start imports no other into the serving process), else
   ONNX Runtime on the CPU (0.01-0.03 s).
 
-The profile then runs in the background (:class:`.choice.LiveChoice`) and the
+The profile then runs in the background (:class:`BackgroundProfile`) and the
 measured choice takes over between two frames, with one log line and a
 ``BackendReport`` (trigger ``profiled``); every result names the backend
 that ran it, so a subscriber sees the switch.
@@ -23,11 +23,19 @@ describe a busy board and be cached as the board's profile), nor the other
 way round: :data:`.gate.GATE` keeps them apart.
 """
 
-from typing import Optional, Tuple
+import threading
+from typing import Callable, List, Optional, Tuple
 
+from .context import ChoiceContext
 from ..measure.profiling import describe, ProfileRun
 from ..measure.settle import settle_set
 from ...core.backend import first_line
+from ...core.model import Model
+
+# (new model or None: kept, the run, seconds it took, phase, the settle-set note,
+# settled: called between two frames, returns True for the first hand-over) -> True
+# when handed over; False: cancelled or closed meanwhile (``new`` is closed then)
+Handover = Callable[[Optional[Model], ProfileRun, float, str, str, Callable[[], bool]], bool]
 
 
 def provisional(manager, spec, model_path, settings) -> Optional[Tuple[object, ProfileRun]]:
@@ -65,23 +73,34 @@ def provisional(manager, spec, model_path, settings) -> Optional[Tuple[object, P
     return by_name[name], run
 
 
-class ProvisionalStart:
-    """The provisional start of :class:`.choice.LiveChoice` (its methods, on its state)."""
+class BackgroundProfile:
+    """The profile that runs behind a provisional backend: a part of :class:`.choice.LiveChoice`.
 
-    def _start_provisional(self) -> Optional[ProfileRun]:
-        """Open a provisional backend and start the background profile; None: not needed."""
-        pick = provisional(self.manager, self.spec, self.model_path, self.settings)
-        if pick is None:
-            return None
-        backend, run = pick
-        self.model = self._open_model(backend)
-        self.run, self.provisional = run, True
-        self.report(run, 'provisional')
-        self.manager.settle_queue.enter(self, self.spec.name)
+    It measures in a background thread and hands each result over through
+    ``handover`` (the chooser switches between two frames); ``serving`` names
+    the backend serving now.
+    """
+
+    def __init__(self, ctx: ChoiceContext, serving: Callable[[], str], handover: Handover):
+        self.ctx = ctx
+        self._serving = serving
+        self._handover = handover
+        self.provisional = False            # serving while the profile runs
+        self.settled_s = float('nan')       # how long the settle phase took
+        self.first_served = threading.Event()   # a first frame was served
+        self.profiling = False              # a background profile thread runs
+        self.completion_due = False         # settled on the likely ones; the rest to come
+        self._resuming = threading.Lock()   # the profile thread's end vs a resume
+        self._candidate_count = 0
+        self._settle_only: Optional[List[str]] = None     # what the settle phase measured
+
+    def begin(self) -> None:
+        """Start the background profile: a provisional backend serves now."""
+        self.provisional = True
+        self.ctx.manager.settle_queue.enter(self, self.ctx.spec.name)
         with self._resuming:
-            self._profiling = True
-            self._spawn(self._profile_behind, 'profile')
-        return run
+            self.profiling = True
+            self.ctx.spawn(self._behind, 'profile')
 
     def resume(self) -> None:
         """Go on with a background profile that a cancel stopped before it was complete.
@@ -91,135 +110,103 @@ class ProvisionalStart:
         the cancel lifted and profiles on (what it measured is cached);
         otherwise a new one starts.
         """
-        if not (self.provisional or self._completion_due) or self.model is None:
+        if not (self.provisional or self.completion_due):
             return
         with self._resuming:
-            self._cancel.clear()
-            self._served.clear()
-            if not self._profiling:
+            self.ctx.cancel.clear()
+            self.first_served.clear()
+            if not self.profiling:
                 if self.provisional:
-                    self.manager.settle_queue.enter(self, self.spec.name)
-                self._profiling = True
-                self._spawn(self._profile_behind, 'profile')
+                    self.ctx.manager.settle_queue.enter(self, self.ctx.spec.name)
+                self.profiling = True
+                self.ctx.spawn(self._behind, 'profile')
 
-    def _profile_behind(self) -> None:
+    def _behind(self) -> None:
         """Profile while the provisional backend serves, again if resumed while ending."""
         try:
             while True:
                 done = self._profile_once()
                 with self._resuming:
-                    if done or self._cancel.is_set():
-                        self._profiling = False
+                    if done or self.ctx.cancel.is_set():
+                        self.profiling = False
                         return
         finally:
-            self.manager.settle_queue.leave(self)
+            self.ctx.manager.settle_queue.leave(self)
 
     def _profile_once(self) -> bool:
         """Settle, then complete the profile (:mod:`..measure.settle`); False: cancelled."""
-        st = self.settings
+        manager = self.ctx.manager
         # the first frame first: started at once, the profile's model loads and ncnn
         # conversions took the cores the camera driver, DDS discovery and the first
         # inference needed (first detection 3.6-4.1 s after `ros2 launch` instead of
         # 2.4 s on this VM)
-        self._served.wait(st.profile_after_s)
+        self.first_served.wait(self.ctx.settings.profile_after_s)
         if self.provisional:
-            step = self._measure(self._likely if st.settle_first else None, 'done')
+            step = self._measure(self._likely() if self.ctx.settings.settle_first else None,
+                                 'done')
             if step is not True:
                 return step is None
-            self.manager.settle_queue.leave(self)
-        if not self._completion_due:
+            manager.settle_queue.leave(self)
+        if not self.completion_due:
             return True
         # the rest (int8 and fp16 files, the unlikely ones) once no model of the
         # process is still settling: a completion must not delay another's choice
-        if not self.manager.settle_queue.wait_settled(self._cancel):
+        if not manager.settle_queue.wait_settled(self.ctx.cancel):
             return False
         step = self._measure(None, 'completed')
         if step is True:
-            self._completion_due = False
+            self.completion_due = False
         return step is not False
 
-    def _likely(self):
+    def _likely(self) -> Optional[List[str]]:
         """Return the settle set (decided when this model's profile starts); None: all."""
-        cands = self.manager.candidates(self.spec, self.model_path)
-        only = settle_set(self.manager, self.spec, cands)
-        everything = {b.name for b in cands if not self.manager.over_budget(b)}
-        self._completion_due = bool(only) and not everything <= set(only)
+        manager = self.ctx.manager
+        cands = manager.candidates(self.ctx.spec, self.ctx.model_path)
+        only = settle_set(manager, self.ctx.spec, cands)
+        everything = {b.name for b in cands if not manager.over_budget(b)}
+        self.completion_due = bool(only) and not everything <= set(only)
         self._candidate_count = len(everything)
-        self._settle_only = list(only) if self._completion_due else None
+        self._settle_only = list(only) if self.completion_due else None
         return self._settle_only
 
-    def _measure(self, only, phase: str):
+    def _settled(self, took: float) -> Callable[[], bool]:
+        """Return what the hand-over calls between two frames: the provisional phase ends."""
+        def settled() -> bool:
+            first, self.provisional = self.provisional, False
+            if first:
+                self.settled_s = took
+            return first
+        return settled
+
+    def _measure(self, only: Optional[List[str]], phase: str) -> Optional[bool]:
         """Measure (``only`` these), hand the choice over between two frames.
 
         Returns True when handed over, False when cancelled, None when the
         profile failed (the choice stays; said in one line).
         """
-        st = self.settings
-        t0 = self.clock.monotonic()
+        ctx, st = self.ctx, self.ctx.settings
+        t0 = ctx.clock.monotonic()
         try:
-            if self._cancel.is_set():
+            if ctx.cancel.is_set():
                 return False
-            backend, run = self.manager.choose(
-                self.spec, self.model_path, objective=st.objective,
+            backend, run = ctx.manager.choose(
+                ctx.spec, ctx.model_path, objective=st.objective,
                 max_latency_ms=st.max_latency_ms, min_accuracy=st.min_accuracy,
-                latency_percentile=st.latency_percentile, cancel=self._cancel, only=only)
-            new = None
-            if backend.name != self.model.backend_name:
-                new = self._open_model(backend)
+                latency_percentile=st.latency_percentile, cancel=ctx.cancel, only=only)
+            new = ctx.open_model(backend) if backend.name != self._serving() else None
         except Exception as exc:  # keep serving on the backend serving now
-            if self._cancel.is_set():
+            if ctx.cancel.is_set():
                 return False
             if 'profile cancelled' in str(exc):     # resumed while it ended: again
                 return False
             if only is not None and self._settle_only:  # none of the likely ones: all
-                self._completion_due = False
+                self.completion_due = False
                 return self._measure(None, phase)
-            self.warn(f'profile failed ({type(exc).__name__}: {first_line(exc)}): '
-                      f'staying on {self.backend_name}')
+            ctx.warn(f'profile failed ({type(exc).__name__}: {first_line(exc)}): '
+                     f'staying on {self._serving()}')
             return None
-        with self._frame_lock:      # between two frames
-            if self._cancel.is_set() or self.model is None:
-                if new is not None:
-                    new.close()
-                return False
-            old = self.model.backend_name
-            first = self.provisional
-            self.run, self.provisional = run, False
-            if new is not None:
-                previous, self.model = self.model, new
-                previous.close()
-                self.runners.drop(backend.name)     # it serves now: no runner-up twice
-            took = self.clock.monotonic() - t0
-            if first:
-                self.settled_s = took
-            measured = sum(1 for r in run.results if r.status != 'unavailable' and
-                           not run.from_cache.get(r.backend, True))
-            if new is None and not first:   # a completion that kept the choice
-                self.log(f'profile completed in {took:.1f} s ({measured} more candidate(s) '
-                         f'measured): keeping {old}')
-                self.report(run, 'profiled')    # the whole table now
-                return True
-            self.pacing.new_choice()    # the provisional one's frames say nothing of it
-            self.load_watch.new_choice()
-            self.runners.new_choice()
-            self.switches.append({'t': self.clock.monotonic(), 'from': old, 'to': run.chosen,
-                                  'trigger': 'profiled', 'evidence': run.why})
-            rest = (f' (the likely ones first: {len(self._settle_only)} of '
-                    f'{self._candidate_count} candidates; the others follow)'
-                    if first and self._settle_only and self._completion_due else '')
-            self.log(f'profile {phase} in {took:.1f} s: '
-                     + (f'switching backend {old} -> {run.chosen}' if new is not None else
-                        f'keeping {old}') + f' (profiled){rest}')
-            self.report(run, 'profiled')
-            if first:
-                self._watch()
-            else:
-                if self.drift is not None:
-                    res = self._result(run.chosen)
-                    if res is not None:
-                        self.drift.rebase(res.p50_ms)
-                if self.runners or not self.hours.lazy:
-                    self._spawn(self._open_runners, 'runners')
-                else:   # a look at the new ranking, opened by a frame within the budget
-                    self.hours.cue(self.clock.monotonic())
-        return True
+        rest = (f' (the likely ones first: {len(self._settle_only)} of '
+                f'{self._candidate_count} candidates; the others follow)'
+                if self._settle_only and self.completion_due else '')
+        took = ctx.clock.monotonic() - t0
+        return self._handover(new, run, took, phase, rest, self._settled(took))

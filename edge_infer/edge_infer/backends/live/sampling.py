@@ -1,0 +1,132 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""The runners-up timed on real frames, and the switch rule on their pairs (no ROS).
+
+A part of :class:`.choice.LiveChoice`. After a frame, one open runner-up
+may run the same input (a *pair*: its time beside the chosen one's, same
+load), or run the next frame itself (a *served* frame, judged against the
+chosen one's frames around it), at a pace within ``duty``
+(:mod:`.pacing`). Every pair goes to the switch rule (:func:`.rule.two_looks`);
+when a runner-up passes both looks, ``promote`` hands it over.
+"""
+
+from typing import Callable, Optional, Tuple
+
+from .context import ChoiceContext
+from .pacing import expected_ratio, Pacing, pre_delta, SERVE
+from .rule import dwell_margin, two_looks, Verdict
+from .runners_up import RunnerPool
+from ..measure.gate import GATE
+from ..measure.profiling import CandidateResult, ProfileRun
+from ...core.backend import first_line, input_kind
+from ...core.image import ImageError
+from ...core.model import Model, Result
+
+# (the model serving now, its run)
+Serving = Callable[[], Tuple[Optional[Model], Optional[ProfileRun]]]
+
+
+class RunnerSampling:
+    """Time one model's open runners-up on its frames; promote one that wins."""
+
+    def __init__(self, ctx: ChoiceContext, pool: RunnerPool, pacing: Pacing, serving: Serving,
+                 promote: Callable[[str, Verdict, str], None], drop: Callable[[str], None],
+                 switches: list, observer=None):
+        self.ctx = ctx
+        self.pool = pool
+        self.pacing = pacing
+        self._serving = serving
+        self._promote = promote
+        self._drop = drop
+        self._switches = switches   # every switch so far (the dwell rule reads them)
+        self._observer = observer
+        self.shadow_runs = 0        # runner-up samples (served frames among them)
+        self.served_frames = 0
+        self.serve_next: Optional[str] = None   # the runner-up that runs the next frame
+
+    def _result(self, name: Optional[str]) -> Optional[CandidateResult]:
+        run = self._serving()[1]
+        return next((r for r in run.results if r.backend == name), None) if run else None
+
+    def serve(self, name: str, frame, around_run) -> Optional[Result]:
+        """Run the frame on runner-up ``name`` (its result goes out); None: it could not."""
+        if not self.pacing.reference_full():
+            return None
+        model = self.pool.model(name, self._serving()[0])
+        if model is None:
+            return None
+        now = self.ctx.clock.monotonic()
+        try:
+            result = model.infer(frame, around_run=around_run)
+        except ImageError:
+            raise       # the frame's fault, not the backend's
+        except Exception as exc:
+            self.ctx.log(f'runner-up {name} failed ({first_line(exc)}): no longer watched')
+            self._drop(name)
+            return None     # the chosen one runs the frame: none is lost
+        self.pacing.frames_since_served = 0
+        self.served_frames += 1
+        # the frame's own cost, preprocessing included: a +pre candidate's input differs,
+        # and under load the CPU preprocessing is no longer what the profile said
+        self.pacing.served(name, now, result.preprocess_ms + result.inference_ms)
+        return result
+
+    def judge_served(self) -> None:
+        """Record the served frames that the chosen one's frames around them now judge."""
+        for name, t, ref, runner_ms in self.pacing.judged():
+            if self._serving()[1] is not None and name in self.pool:
+                self._sampled(name, t, ref, runner_ms, max(0.0, runner_ms - ref), served=True)
+
+    def after_frame(self) -> bool:
+        """Time one runner-up on the last frame's input when the duty allows; True if it did."""
+        model, run = self._serving()
+        # after a served frame no chosen run is there to pair with
+        if not self.pool or model is None or run is None or \
+                not self.pacing.may_pair() or getattr(model, 'last_input', None) is None:
+            return False
+        now = self.ctx.clock.monotonic()
+        picked = self.pool.pick(now)
+        if picked is None:
+            return False
+        name, ratio = picked
+        if not self.pacing.due(now, ratio, len(self.pool.pairs(name))):
+            return False
+        how = self.pacing.allows(now, expected_ratio(
+            self.pool.ratio(name), self._result(run.chosen), self._result(name)))
+        if how is None:
+            return False
+        self.pool.rotation += 1
+        if how == SERVE:
+            self.serve_next = name     # the next frame runs on it
+            return False
+        sess = self.pool.get(name)
+        clock = self.ctx.clock
+        try:
+            x = model.input_for(input_kind(sess))
+            with GATE.shared():
+                t = clock.perf_counter()
+                sess.run(x)
+                ms = (clock.perf_counter() - t) * 1e3 + pre_delta(
+                    self._result(run.chosen), self._result(name))
+        except Exception as exc:  # a runner-up that fails is dropped, not fatal
+            self.ctx.log(f'runner-up {name} failed ({first_line(exc)}): no longer watched')
+            self._drop(name)
+            return False
+        self._sampled(name, now, self.pacing.last_ms, ms, ms)
+        return True
+
+    def _sampled(self, name: str, now: float, chosen_ms: float, ms: float, cost: float,
+                 served: bool = False) -> None:
+        """Record one sample of runner-up ``name`` (``cost``: the compute it added), judge."""
+        run = self._serving()[1]
+        if name not in self.pool or run is None or run.chosen is None:
+            return
+        self.shadow_runs += 1
+        self.pacing.spent(name, now, cost, chosen_ms, served, len(self.pool))
+        self.pool.record(name, now, chosen_ms, ms)
+        if self._observer is not None:
+            self._observer.paired(now, run.chosen, name, chosen_ms, ms)
+        st = self.ctx.settings
+        decided = two_looks(self.pool, name, now, st, run.chosen,
+                            dwell_margin(st, self._switches, name, now), self.ctx.log)
+        if decided is not None:
+            self._promote(name, *decided)
