@@ -22,7 +22,7 @@ import threading
 import time
 
 from edge_infer import paths
-from edge_infer.bag.read import iter_bag_frames
+from edge_infer.core.bag_read import iter_bag_frames
 from edge_infer.core.image import from_raw
 from edge_infer.core.preprocess import Preprocessor
 from edge_infer.core.registry import load_registry

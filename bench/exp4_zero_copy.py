@@ -127,7 +127,7 @@ def session_options(threads: int):
 
 def bag_tensors(names, n: int) -> Dict[str, List[np.ndarray]]:
     """Return {model: [preprocessed tensor, ...]} from the first n raw frames of the demo bag."""
-    from edge_infer.bag.read import iter_bag_frames
+    from edge_infer.core.bag_read import iter_bag_frames
     from edge_infer.core.cdr import parse_image
     from edge_infer.core.image import from_raw
     from edge_infer.core.preprocess import Preprocessor

@@ -79,7 +79,7 @@ def stats(values) -> Dict[str, float]:
 
 def bag_messages(n: int) -> List[bytes]:
     """Return the serialized sensor_msgs/Image messages of the demo bag's first n frames."""
-    from edge_infer.bag.read import iter_bag_frames
+    from edge_infer.core.bag_read import iter_bag_frames
     out = []
     for _, msgtype, _, raw in iter_bag_frames(paths.bags_dir() / 'demo'):
         if msgtype.endswith('/Image'):

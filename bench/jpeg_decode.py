@@ -19,7 +19,7 @@ import time
 
 import cv2
 from edge_infer import paths
-from edge_infer.bag.read import iter_bag_frames
+from edge_infer.core.bag_read import iter_bag_frames
 from edge_infer.core.cdr import parse_compressed_image
 import numpy as np
 import simplejpeg

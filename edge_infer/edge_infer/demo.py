@@ -125,7 +125,7 @@ def run_demo(bag: pathlib.Path, out: pathlib.Path, rate: float = 1.0, log=print,
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
 
-    from .bag.read import bag_info
+    from .core.bag_read import bag_info
     from .nodes.lifecycle_client import LifecycleClient
 
     out.mkdir(parents=True, exist_ok=True)
@@ -372,7 +372,7 @@ def _example_frames(bag) -> list:
     from rclpy.serialization import deserialize_message
     from sensor_msgs.msg import Image
 
-    from .bag.read import iter_bag_frames
+    from .core.bag_read import iter_bag_frames
     first_size, examples = None, []
     frames = (f for f in iter_bag_frames(bag) if not f[0].endswith('/compressed'))
     for i, (_, _, stamp, raw) in enumerate(frames):

@@ -16,9 +16,9 @@ import zipfile
 
 import cv2
 from edge_infer.bag import footage
-from edge_infer.bag.read import bag_info, decode_image, iter_bag_frames
 from edge_infer.bag.record import (COMPRESSED_TYPE, IMAGE_TYPE, main as record_main, record_bag,
                                    RecordError)
+from edge_infer.core.bag_read import bag_info, decode_image, iter_bag_frames
 import numpy as np
 import pytest
 

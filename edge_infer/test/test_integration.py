@@ -13,7 +13,7 @@ import time
 import cv2
 from diagnostic_msgs.msg import DiagnosticArray
 from edge_infer import procs
-from edge_infer.bag.read import iter_bag_frames
+from edge_infer.core.bag_read import iter_bag_frames
 from edge_infer.nodes.lifecycle_client import LifecycleClient, LifecycleError
 from edge_infer_msgs.msg import BackendReport, Classification, DetectionArray, EnergyRecord
 import numpy as np

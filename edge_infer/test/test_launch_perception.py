@@ -170,7 +170,7 @@ else:
                 proc_info, [launch_testing.asserts.EXIT_OK], process=player)
 
         def test_detections_energy_and_stamps(self, proc_output, proc_info, player):
-            from edge_infer.bag.read import iter_bag_frames
+            from edge_infer.core.bag_read import iter_bag_frames
             wait_for_playback(proc_output, proc_info, player)
             proc_info.assertWaitForShutdown(process=player, timeout=180)
             stamps = {s for t, _, s, _ in iter_bag_frames(BAG)

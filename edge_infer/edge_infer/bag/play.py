@@ -30,7 +30,7 @@ import time
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence
 
 from edge_infer import procs
-from edge_infer.bag.read import bag_info, iter_bag_frames
+from edge_infer.core.bag_read import bag_info, iter_bag_frames
 import rclpy
 from rclpy.duration import Duration
 from rclpy.executors import ExternalShutdownException

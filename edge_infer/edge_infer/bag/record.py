@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import pathlib
 import shutil
 import sys
@@ -27,24 +26,19 @@ import time
 from typing import Any, Callable, Final, Iterable, Iterator, Sequence
 
 import cv2
+from edge_infer.core.bag_read import (_dir_size, _TYPESTORE, COMPRESSED_TYPE, IMAGE_TYPE,
+                                      ImageListError, list_images, PathLike)
 import numpy as np
 from rosbags.interfaces import (Qos, QosDurability, QosHistory, QosLiveliness,
                                 QosReliability, QosTime)
 from rosbags.rosbag2 import CompressionFormat, CompressionMode, StoragePlugin, Writer
-from rosbags.typesys import get_typestore, Stores
 
 Log = Callable[[str], object]
-PathLike = str | os.PathLike
-
-IMAGE_TYPE = 'sensor_msgs/msg/Image'
-COMPRESSED_TYPE = 'sensor_msgs/msg/CompressedImage'
 # 2026-01-01T00:00:00Z: a fixed default start keeps recordings reproducible.
 DEFAULT_START_STAMP_NS = 1_767_225_600 * 10**9
 # Frame rate for bags made of still images only, unless ``fps`` is given.
 DEFAULT_IMAGE_FPS = 10.0
 MAX_FPS = 1000.0
-IMAGE_SUFFIXES = frozenset({'.png', '.jpg', '.jpeg', '.bmp', '.tif', '.tiff', '.webp',
-                            '.ppm', '.pgm', '.pnm'})
 STILL_FORMATS = ('jpeg', 'png', 'source')
 BAG_VERSION: Final = 9  # rosbag2 metadata version written by Jazzy.
 
@@ -55,8 +49,6 @@ OFFERED_QOS = Qos(
     durability=QosDurability.VOLATILE, deadline=QosTime(0, 0), lifespan=QosTime(0, 0),
     liveliness=QosLiveliness.SYSTEM_DEFAULT, liveliness_lease_duration=QosTime(0, 0),
     avoid_ros_namespace_conventions=False)
-
-_TYPESTORE = get_typestore(Stores.ROS2_JAZZY)
 
 
 class RecordError(RuntimeError):
@@ -98,27 +90,6 @@ def _video_frames(capture: cv2.VideoCapture, video: pathlib.Path, start_frame: i
             if not capture.grab():
                 return
             index += 1
-
-
-def list_images(images: PathLike | Iterable[PathLike]) -> list[pathlib.Path]:
-    """Expand files and folders (their image files, sorted by name) into a list."""
-    if isinstance(images, (str, os.PathLike)):
-        images = [images]
-    files: list[pathlib.Path] = []
-    for item in images:
-        path = pathlib.Path(item).expanduser()
-        if path.is_dir():
-            found = sorted(p for p in path.iterdir()
-                           if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
-            if not found:
-                raise RecordError(f'folder {path} holds no image files '
-                                  f'({", ".join(sorted(IMAGE_SUFFIXES))})')
-            files.extend(found)
-        elif path.is_file():
-            files.append(path)
-        else:
-            raise RecordError(f'image {path} does not exist')
-    return files
 
 
 def _read_image(path: pathlib.Path) -> np.ndarray:
@@ -189,10 +160,6 @@ def _prepare_output(out_dir: pathlib.Path, overwrite: bool) -> None:
     shutil.rmtree(out_dir)
 
 
-def _dir_size(path: pathlib.Path) -> int:
-    return sum(p.stat().st_size for p in path.rglob('*') if p.is_file())
-
-
 def record_bag(out_dir: PathLike, video: PathLike | None = None,
                images: PathLike | Iterable[PathLike] = (), topic: str = '/camera/image_raw',
                frame_id: str = 'camera', fps: float | None = None, start_frame: int = 0,
@@ -252,7 +219,10 @@ def record_bag(out_dir: PathLike, video: PathLike | None = None,
         raise RecordError(f'fps must be within (0, {MAX_FPS:g}], got {fps}')
     if not topic.startswith('/'):
         topic = '/' + topic
-    image_files = list_images(images)
+    try:
+        image_files = list_images(images)
+    except ImageListError as exc:
+        raise RecordError(str(exc)) from None
     if video is None and not image_files:
         raise RecordError('nothing to record: give a video and/or images')
     _prepare_output(out, overwrite)

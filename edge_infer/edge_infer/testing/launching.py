@@ -153,7 +153,7 @@ class Camera:
         from sensor_msgs.msg import Image
 
         from edge_infer_msgs.msg import DetectionArray
-        from ..bag.read import iter_bag_frames
+        from ..core.bag_read import iter_bag_frames
         procs.use_ros_env_here()
         self.frames = [raw for _, _, _, raw in iter_bag_frames(bag, [topic])][:100]
         self.context = rclpy.Context()

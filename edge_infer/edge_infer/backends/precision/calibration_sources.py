@@ -25,7 +25,7 @@ def _spread(items: Sequence, n: int) -> List:
 
 def _bag_frames(bag: pathlib.Path, n: int):
     """Return ``n`` frames spread over the image messages of a rosbag2 folder."""
-    from ...bag.read import bag_info, decode_image, iter_bag_frames
+    from ...core.bag_read import bag_info, decode_image, iter_bag_frames
     from ...core.image import Frame
     info = bag_info(bag)
     kinds = ('sensor_msgs/msg/Image', 'sensor_msgs/msg/CompressedImage')
@@ -49,11 +49,11 @@ def _bag_frames(bag: pathlib.Path, n: int):
 def _folder_frames(folder: pathlib.Path, n: int):
     """Return ``n`` images spread over a folder's image files (sorted by name)."""
     import cv2
-    from ...bag.record import list_images, RecordError
+    from ...core.bag_read import ImageListError, list_images
     from ...core.image import Frame
     try:
         files = _spread(list_images(folder), n)
-    except RecordError as exc:
+    except ImageListError as exc:
         raise QuantizeError(f'calibration folder: {exc}') from None
     frames = [Frame(img, 'bgr') for img in (cv2.imread(str(f)) for f in files)
               if img is not None]

@@ -1,18 +1,60 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
 """Reading rosbag2 folders: frames in log-time order, a summary, an image message decoded.
 
-The recording side (and the message types, CDR encoding) is :mod:`.record`.
+Also a folder's image files (:func:`list_images`). The runtime reads bags and
+folders here (int8 calibration frames: ``backends/precision``); the set-up
+tools' recorder and player (``edge_infer.tools.bag``) share its message
+types and typestore.
 """
 
 from __future__ import annotations
 
+import os
 import pathlib
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import cv2
-from edge_infer.bag.record import _dir_size, _TYPESTORE, COMPRESSED_TYPE, IMAGE_TYPE, PathLike
 import numpy as np
 from rosbags.rosbag2 import Reader
+from rosbags.typesys import get_typestore, Stores
+
+PathLike = str | os.PathLike
+
+IMAGE_TYPE = 'sensor_msgs/msg/Image'
+COMPRESSED_TYPE = 'sensor_msgs/msg/CompressedImage'
+IMAGE_SUFFIXES = frozenset({'.png', '.jpg', '.jpeg', '.bmp', '.tif', '.tiff', '.webp',
+                            '.ppm', '.pgm', '.pnm'})
+
+_TYPESTORE = get_typestore(Stores.ROS2_JAZZY)
+
+
+class ImageListError(RuntimeError):
+    """Raised for an image path that does not exist or a folder without image files."""
+
+
+def list_images(images: PathLike | Iterable[PathLike]) -> list[pathlib.Path]:
+    """Expand files and folders (their image files, sorted by name) into a list."""
+    if isinstance(images, (str, os.PathLike)):
+        images = [images]
+    files: list[pathlib.Path] = []
+    for item in images:
+        path = pathlib.Path(item).expanduser()
+        if path.is_dir():
+            found = sorted(p for p in path.iterdir()
+                           if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
+            if not found:
+                raise ImageListError(f'folder {path} holds no image files '
+                                     f'({", ".join(sorted(IMAGE_SUFFIXES))})')
+            files.extend(found)
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise ImageListError(f'image {path} does not exist')
+    return files
+
+
+def _dir_size(path: pathlib.Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob('*') if p.is_file())
 
 
 def iter_bag_frames(bag_dir: PathLike, topics: Sequence[str] | None = None
