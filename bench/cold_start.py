@@ -8,7 +8,7 @@ Writes cold_start_ros2_launch.* or cold_start_container.* under
 bench/results/<machine>/.
 
 Starts the graph as a user does, with a camera already publishing: the demo
-bag played in a loop from the same moment (``edge_infer.bag.play --loop``).
+bag played in a loop from the same moment (``edge_infer.tools.bag.play --loop``).
 Where ``ros2 launch`` exists (a robot, the stand-in of ../shared/robot) the
 graph is ``ros2 launch edge_infer perception.launch.py``; elsewhere the
 container process that ``edge_infer bringup`` starts, with autostart (the

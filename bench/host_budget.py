@@ -153,8 +153,8 @@ def run_mode(mode, args, env):
         pids = {x.ns: x.container_pid() for x in launches}
         before = {ns: thread_cpu(pid) for ns, pid in pids.items()}
         t0 = time.monotonic()
-        subprocess.run([sys.executable, '-m', 'edge_infer.bag.play', str(args.bag), '--topics',
-                        *args.topics, '--rate', str(args.rate), '-q'], env=env,
+        subprocess.run([sys.executable, '-m', 'edge_infer.tools.bag.play', str(args.bag),
+                        '--topics', *args.topics, '--rate', str(args.rate), '-q'], env=env,
                        check=True, timeout=args.timeout)
         seconds = time.monotonic() - t0
         after = {ns: thread_cpu(pid) for ns, pid in pids.items()}

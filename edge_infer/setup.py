@@ -42,8 +42,8 @@ setup(
         'console_scripts': [
             'edge_infer = edge_infer.cli:main',
             'perception_container = edge_infer.nodes.container_entry:container_main',
-            'bag_play = edge_infer.bag.play:main',
-            'bag_record = edge_infer.bag.record:main',
+            'bag_play = edge_infer.tools.bag.play:main',
+            'bag_record = edge_infer.tools.bag.record:main',
         ],
     },
 )

@@ -98,9 +98,9 @@ def main(argv=None) -> int:
     if verb == 'demo':
         from .demo import main as run
     elif verb == 'record':
-        from .bag.record import main as run
+        from .tools.bag.record import main as run
     elif verb == 'play':
-        from .bag.play import main as run
+        from .tools.bag.play import main as run
     elif verb == 'lifecycle':
         return _lifecycle(rest)
     elif verb == 'backends':
@@ -110,9 +110,9 @@ def main(argv=None) -> int:
     elif verb == 'bringup':
         from .bringup import main as run
     elif verb == 'arm-check':
-        from .armcheck.check import main as run
+        from .tools.armcheck.check import main as run
     elif verb == 'model':
-        from .models.user import main as run
+        from .tools.models.user import main as run
     elif verb == 'shm-clean':
         from .shm import main as run
     else:

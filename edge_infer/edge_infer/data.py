@@ -40,7 +40,7 @@ def _demo_bag_key(footage: dict) -> dict:
 CLIENT_HINTS = {
     'npm': 'sudo apt-get install npm',
     'apt-get': 'a Debian/Ubuntu system; elsewhere copy the files into the cache, '
-               'see edge_infer/bag/footage.py',
+               'see edge_infer/tools/bag/footage.py',
     'pip': 'sudo apt-get install python3-pip, or the virtual environment of README.md',
 }
 
@@ -51,8 +51,8 @@ class PrepareError(RuntimeError):
 
 def missing_clients(home: pathlib.Path) -> dict:
     """Return {client: what it would fetch} for needed clients that are not installed."""
-    from .bag.footage import clients_needed as footage_needs
-    from .models.fetch import clients_needed as model_needs
+    from .tools.bag.footage import clients_needed as footage_needs
+    from .tools.models.fetch import clients_needed as model_needs
     home = pathlib.Path(home)
     needed = dict(model_needs(home / 'models', home / 'cache'))
     for client, what in footage_needs(home / 'cache').items():
@@ -64,9 +64,9 @@ def missing_clients(home: pathlib.Path) -> dict:
 
 def prepare(home: pathlib.Path, log=print) -> dict:
     """Fetch and convert the models, fetch the footage, record the demo bag."""
-    from .bag.footage import fetch_footage
-    from .bag.record import record_bag
-    from .models.fetch import fetch_models
+    from .tools.bag.footage import fetch_footage
+    from .tools.bag.record import record_bag
+    from .tools.models.fetch import fetch_models
 
     home = pathlib.Path(home)
     cache = home / 'cache'

@@ -124,7 +124,7 @@ def bag_player_cmd(bag: pathlib.Path, python: Optional[str] = None, which=shutil
     """Return the command that plays ``bag`` once: ``ros2 bag play`` where it can, else ours.
 
     ``ros2 bag play`` needs ros2cli, ros2bag and the mcap storage plugin. Our
-    player (``python -m edge_infer.bag.play``) is started as a Python process,
+    player (``python -m edge_infer.tools.bag.play``) is started as a Python process,
     not through ``ros2 run``, which does not pass SIGINT on: stopped by a
     launch, it exits 0.
     """
@@ -138,7 +138,7 @@ def bag_player_cmd(bag: pathlib.Path, python: Optional[str] = None, which=shutil
                 return False
     if which('ros2') and has_package('ros2bag') and has_package('rosbag2_storage_mcap'):
         return ['ros2', 'bag', 'play', str(bag), '--disable-keyboard-controls']
-    return [python or sys.executable, '-m', 'edge_infer.bag.play', str(bag),
+    return [python or sys.executable, '-m', 'edge_infer.tools.bag.play', str(bag),
             '--wait-for-subscribers', '20']
 
 
@@ -240,7 +240,7 @@ def start_container(env: Dict[str, str], params_file: Optional[pathlib.Path] = N
 def start_player(bag: pathlib.Path, env: Dict[str, str], args: Sequence[str] = (),
                  log_path=None, **kw) -> subprocess.Popen:
     """Start the bag player on ``bag``."""
-    return spawn('edge_infer.bag.play', [str(bag), *args], env, log_path, **kw)
+    return spawn('edge_infer.tools.bag.play', [str(bag), *args], env, log_path, **kw)
 
 
 def stop(proc: subprocess.Popen, timeout: float = 10.0) -> int:

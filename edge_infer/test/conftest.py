@@ -44,14 +44,14 @@ def data_home() -> pathlib.Path:
 @pytest.fixture(scope='session')
 def footage(data_home):
     """Return the paths of the real video and photos (fetched at set-up; cached)."""
-    from edge_infer.bag.footage import fetch_footage
+    from edge_infer.tools.bag.footage import fetch_footage
     return fetch_footage(data_home / 'cache', log=lambda *a: None)
 
 
 @pytest.fixture(scope='session')
 def small_bag(footage, tmp_path_factory) -> pathlib.Path:
     """Record a short real bag: 12 frames of the pedestrian video, then the astronaut photo."""
-    from edge_infer.bag.record import record_bag
+    from edge_infer.tools.bag.record import record_bag
     out = tmp_path_factory.mktemp('bags') / 'small'
     photos = [p for p in footage['photos'] if p.name == 'astronaut.png']
     record_bag(out, video=footage['video'], images=photos, max_frames=12, stride=5,

@@ -20,8 +20,8 @@ import subprocess
 import sys
 import time
 
-from edge_infer.armcheck import check, prepare, report, steps, wheels
 from edge_infer.backends.libs.pnnx import pnnx_binary
+from edge_infer.tools.armcheck import check, prepare, report, steps, wheels
 import numpy as np
 import pytest
 

@@ -15,10 +15,10 @@ import time
 import zipfile
 
 import cv2
-from edge_infer.bag import footage
-from edge_infer.bag.record import (COMPRESSED_TYPE, IMAGE_TYPE, main as record_main, record_bag,
-                                   RecordError)
 from edge_infer.core.bag_read import bag_info, decode_image, iter_bag_frames
+from edge_infer.tools.bag import footage
+from edge_infer.tools.bag.record import (COMPRESSED_TYPE, IMAGE_TYPE, main as record_main,
+                                         record_bag, RecordError)
 import numpy as np
 import pytest
 
@@ -246,7 +246,7 @@ def test_player_publishes_bag_over_ros(footage_dir, tmp_path, monkeypatch):
         executor = SingleThreadedExecutor(context=context)
         executor.add_node(node)
         player = subprocess.Popen(
-            [sys.executable, '-m', 'edge_infer.bag.play', str(bag), '--qos', 'reliable',
+            [sys.executable, '-m', 'edge_infer.tools.bag.play', str(bag), '--qos', 'reliable',
              '--rate', '2', '--loop', '--wait-for-subscribers', '15', '--remap',
              f'{RAW}:=/remapped/image', '-q'],
             env=_child_env(domain), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -283,7 +283,7 @@ def test_player_publishes_bag_over_ros(footage_dir, tmp_path, monkeypatch):
 def test_play_helpers():
     pytest.importorskip('rclpy')
     pytest.importorskip('sensor_msgs.msg')
-    from edge_infer.bag.play import PlayError, message_class, parse_remaps
+    from edge_infer.tools.bag.play import PlayError, message_class, parse_remaps
 
     from sensor_msgs.msg import Image
     assert message_class('sensor_msgs/msg/Image') is Image
@@ -349,7 +349,7 @@ def test_player_lingers_so_a_busy_best_effort_subscriber_gets_the_last_frames(tm
     player = None
     try:
         player = subprocess.Popen(
-            [sys.executable, '-m', 'edge_infer.bag.play', str(bag), '--topics', RAW,
+            [sys.executable, '-m', 'edge_infer.tools.bag.play', str(bag), '--topics', RAW,
              '--wait-for-subscribers', '20', '--linger', '3'],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         _read_until(sub, 'frame ')      # the subscriber ends in 40 s

@@ -83,7 +83,7 @@ def test_bad_calibration_sources_say_why(tmp_path):
 
 
 def test_registry_and_model_add_keep_the_calibration_source(mobilenet, footage, tmp_path):
-    from edge_infer.models.user import add, ModelError
+    from edge_infer.tools.models.user import add, ModelError
     spec, src = mobilenet
     shots = tmp_path / 'shots'
     shots.mkdir()

@@ -21,7 +21,7 @@ The sequence: the launch file with autostart; the container logs
 with nothing cached, on a provisional backend while the profile runs in the
 background), and only then an event handler
 starts the bag player (`ros2 bag play` where ros2bag and the mcap plugin are
-installed, otherwise ``python3 -m edge_infer.bag.play``). The tests start at
+installed, otherwise ``python3 -m edge_infer.tools.bag.play``). The tests start at
 once (their subscriptions are up before the first frame) and wait for the
 player to start (the output is read after that wait: the line that started
 it is in it), then to end; ReadyToTest does not wait for the nodes, so

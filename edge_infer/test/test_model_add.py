@@ -8,7 +8,7 @@ check's detections on a real photo.
 
 from edge_infer import paths
 from edge_infer.core.registry import load_models, load_registry
-from edge_infer.models import user
+from edge_infer.tools.models import user
 import numpy as np
 import onnx
 from onnx import helper, TensorProto

@@ -15,7 +15,7 @@ import re
 from edge_infer import paths
 from edge_infer.core.preprocess import Transform
 from edge_infer.core.registry import load_models, load_registry
-from edge_infer.models import user
+from edge_infer.tools.models import user
 import numpy as np
 import onnx
 from onnx import helper, TensorProto

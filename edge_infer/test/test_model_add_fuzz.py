@@ -13,7 +13,7 @@ failure here: every case must be foreseen.
 import random
 
 from edge_infer.core.registry import load_registry
-from edge_infer.models import user
+from edge_infer.tools.models import user
 import numpy as np
 import onnx
 from onnx import helper, TensorProto

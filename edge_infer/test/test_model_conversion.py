@@ -16,7 +16,7 @@ import struct
 import tarfile
 import zipfile
 
-from edge_infer.models import fetch, mobilenet_v2, tfjs_onnx, torch_pickle
+from edge_infer.tools.models import fetch, mobilenet_v2, tfjs_onnx, torch_pickle
 import numpy as np
 import onnxruntime as ort
 import pytest

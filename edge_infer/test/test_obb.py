@@ -5,7 +5,7 @@ import math
 
 from edge_infer.core.obb import corners, RotatedDetections, YoloObbDecoder
 from edge_infer.core.preprocess import Transform
-from edge_infer.models import user
+from edge_infer.tools.models import user
 import numpy as np
 import pytest
 from test_model_add import _single_output_model

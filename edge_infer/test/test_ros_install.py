@@ -73,7 +73,7 @@ def test_namespaced_graph_with_a_remapped_camera_answers_under_its_namespace(
 
 def test_edge_infer_play_exports_the_large_frame_profile_before_rclpy(monkeypatch, tmp_path):
     from edge_infer import cli
-    from edge_infer.bag import play
+    from edge_infer.tools.bag import play
     monkeypatch.delenv('FASTRTPS_DEFAULT_PROFILES_FILE', raising=False)
     seen = {}
 
@@ -101,7 +101,7 @@ def test_bag_player_is_ros2_bag_play_where_installed_else_ours_stopped_by_sigint
     assert cmd == ['ros2', 'bag', 'play', str(small_bag), '--disable-keyboard-controls']
     # ros2cli without ros2bag (the install of the report: "invalid choice: 'bag'"): ours
     cmd = procs.bag_player_cmd(small_bag, which=which, has_package=lambda n: n != 'ros2bag')
-    assert cmd[:4] == [sys.executable, '-m', 'edge_infer.bag.play', str(small_bag)]
+    assert cmd[:4] == [sys.executable, '-m', 'edge_infer.tools.bag.play', str(small_bag)]
     assert procs.bag_player_cmd(small_bag) == cmd       # here: no ros2, no ament index
     # A Python process, not `ros2 run` (which does not pass SIGINT on): a launch's
     # shutdown (SIGINT) ends it with 0, here while it waits for subscribers

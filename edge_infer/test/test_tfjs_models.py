@@ -12,7 +12,7 @@ prepared (``python -m edge_infer.data prepare``).
 import hashlib
 
 import cv2
-from edge_infer.models import fetch, tfjs_onnx
+from edge_infer.tools.models import fetch, tfjs_onnx
 import numpy as np
 import onnxruntime as ort
 import pytest

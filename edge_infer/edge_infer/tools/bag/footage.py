@@ -25,7 +25,7 @@ import tarfile
 from typing import BinaryIO, Callable, Dict, Literal
 import zipfile
 
-from ..checksums import sha256_file
+from ...checksums import sha256_file
 
 VIDEO_NAME = 'vtest.avi'
 VIDEO_SHA256 = '45cddc9490be69345cbdab64ca583be65987e864ca408038e648db99e10516cf'
@@ -228,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(
-        prog='python -m edge_infer.bag.footage',
+        prog='python -m edge_infer.tools.bag.footage',
         description='Fetch vtest.avi (Debian opencv-doc) and four scikit-image photos, '
                     'verified by sha256.')
     parser.add_argument('cache_dir', type=pathlib.Path, help='folder to put the footage in')

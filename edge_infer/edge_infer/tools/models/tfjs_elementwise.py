@@ -1,7 +1,7 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
 """The TF.js -> ONNX converter's element-wise op handlers, under :class:`.tfjs_ops.Converter`.
 
-Element-wise ops keep their input's ``perm`` (:mod:`edge_infer.models.tfjs_graph`):
+Element-wise ops keep their input's ``perm`` (:mod:`edge_infer.tools.models.tfjs_graph`):
 they cost no transposes whatever the layout the operands arrive in.
 """
 

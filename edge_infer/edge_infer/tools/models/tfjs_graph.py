@@ -1,8 +1,8 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
 """The TF.js -> ONNX converter's graph machinery: tensors, layouts, graph walk, folding.
 
-:mod:`edge_infer.models.tfjs_onnx` is the public entry point; the op
-handlers live in :mod:`edge_infer.models.tfjs_ops`. This module holds what
+:mod:`edge_infer.tools.models.tfjs_onnx` is the public entry point; the op
+handlers live in :mod:`edge_infer.tools.models.tfjs_ops`. This module holds what
 every handler builds on:
 
 - :class:`_Dyn`, a runtime tensor: ONNX name, TF shape and dtype, and a

@@ -9,9 +9,9 @@ ONNX graph (opset 17). It is the public entry point (:func:`convert_graph`,
 :func:`save_model`, :func:`summary`); the work is split in three modules:
 
 - here: reading the files, the public API, clean-up passes on the result;
-- :mod:`edge_infer.models.tfjs_graph`: runtime tensors and their layouts,
+- :mod:`edge_infer.tools.models.tfjs_graph`: runtime tensors and their layouts,
   the graph walk, constant folding;
-- :mod:`edge_infer.models.tfjs_ops`: one handler per TF op (its docstring
+- :mod:`edge_infer.tools.models.tfjs_ops`: one handler per TF op (its docstring
   lists the ops: the convolutional detectors of onnx-tf exports, Keras
   MobileNet backbones with fused convolutions, depthwise and transposed
   convolutions, and the small index arithmetic of pose heads).

@@ -1,7 +1,7 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
 """The emulated side of ``edge_infer arm-check``: runs inside the aarch64 Python.
 
-    python3.11 -m edge_infer.armcheck.worker JOB.json
+    python3.11 -m edge_infer.tools.armcheck.worker JOB.json
 
 One job is one model (or ``probe``: every candidate on the manager's probe
 model, nothing else; or a model's ``variants``: its fp16 / int8 files made
@@ -128,7 +128,7 @@ class TracedBackend:
 
 def traced_manager_class():
     """Return the BackendManager subclass that traces its candidates (imported lazily)."""
-    from ..backends.manager import BackendManager
+    from ...backends.manager import BackendManager
 
     class TracedManager(BackendManager):
         """The nodes' manager; its candidates are wrapped in :class:`TracedBackend`."""
@@ -240,7 +240,7 @@ def environment(mgr, site: str) -> dict:
 
 # -------------------------------------------------------------------------- job
 def _config(job: dict) -> dict:
-    from ..backends.config import DEFAULTS, load_config
+    from ...backends.config import DEFAULTS, load_config
     cfg = load_config()
     for k, v in (job.get('config') or {}).items():
         if k in DEFAULTS:       # a setting this manager version does not have is skipped
@@ -269,10 +269,10 @@ def make_variants(mgr, spec, model_path, tracer: Tracer, events: Events) -> int:
 
 def run_job(job: dict, events: Events) -> int:
     """Run one job; return 0 (results emitted) or 1 (the job itself failed)."""
-    from .. import paths
-    from ..backends.libs import pnnx
-    from ..backends.precision import quantize
-    from ..core.backend import BackendError
+    from ... import paths
+    from ...backends.libs import pnnx
+    from ...backends.precision import quantize
+    from ...core.backend import BackendError
     # this worker is itself the separate process whose crash check.py pins on its
     # candidate; under qemu-user it cannot start another aarch64 Python anyway
     pnnx.ISOLATE_FIRST_RUN = False
@@ -304,7 +304,7 @@ def run_job(job: dict, events: Events) -> int:
         tracer.current = None
         events.emit('environment', **environment(mgr, site), openvino=openvino_facts())
         return 0
-    from ..core.registry import load_registry
+    from ...core.registry import load_registry
     spec = load_registry(paths.config_dir() / 'models.yaml')[job['model']]
     model_path = paths.models_dir() / spec.file
     only = job.get('only') or []

@@ -108,7 +108,7 @@ class Emulator:
 
 def arm_home() -> pathlib.Path:
     """Return where the aarch64 environment and the emulated runs live."""
-    from .. import paths
+    from ... import paths
     return paths.data_home() / 'arm'
 
 

@@ -236,7 +236,7 @@ def propose(path: pathlib.Path, family: str = '', labels: Optional[List[str]] = 
     ``imgsz``: (width, height) for a model whose input size is free and whose
     metadata does not give it.
     """
-    from .. import paths
+    from ... import paths
     from .derive import tensor_type
     model, inputs, outputs, meta = read_onnx(path)
     names = labels or _names(meta)

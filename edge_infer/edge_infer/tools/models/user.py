@@ -45,9 +45,9 @@ def add(path: pathlib.Path, name: str = '', labels_file: Optional[pathlib.Path] 
     On any failure the registry, the models directory and the labels are as
     they were.
     """
-    from .. import paths
-    from ..checksums import sha256_file
-    from ..core.registry import load_registry, RegistryError, user_registry_path
+    from ... import paths
+    from ...checksums import sha256_file
+    from ...core.registry import load_registry, RegistryError, user_registry_path
     path = pathlib.Path(path)
     if not path.is_file():
         raise ModelError(f'{path}: no such file')
@@ -57,7 +57,7 @@ def add(path: pathlib.Path, name: str = '', labels_file: Optional[pathlib.Path] 
                   if ln.strip()]
     prop = propose(path, family, labels, imgsz)
     if calibration is not None:
-        from ..backends.precision.calibration_sources import QuantizeError, source_frames
+        from ...backends.precision.calibration_sources import QuantizeError, source_frames
         calibration = pathlib.Path(calibration).expanduser().resolve()
         try:
             source_frames(str(calibration), 1, log=lambda s: None)
@@ -148,11 +148,11 @@ def check(spec, image: pathlib.Path, models_dir: Optional[pathlib.Path] = None,
           out_png: Optional[pathlib.Path] = None) -> List[str]:
     """Run ``spec`` on ``image`` (ONNX Runtime CPU); return lines; write the annotated picture."""
     import cv2
-    from .. import paths
-    from ..backends.libs.ort import OrtBackend
-    from ..core.draw import draw_result, to_bgr
-    from ..core.image import from_compressed
-    from ..core.model import Model
+    from ... import paths
+    from ...backends.libs.ort import OrtBackend
+    from ...core.draw import draw_result, to_bgr
+    from ...core.image import from_compressed
+    from ...core.model import Model
     frame = from_compressed(pathlib.Path(image).suffix.lstrip('.').replace('jpg', 'jpeg'),
                             pathlib.Path(image).read_bytes())
     model = Model(spec, OrtBackend(intra_op_threads=2), models_dir or paths.models_dir(),
@@ -199,7 +199,7 @@ def describe(spec, out, where: str) -> List[str]:
 
 
 def _photo() -> pathlib.Path:
-    from .. import paths
+    from ... import paths
     from ..bag.footage import fetch_footage
     photos = fetch_footage(paths.data_home() / 'cache', log=lambda *a: None)['photos']
     return next((p for p in photos if p.name == 'astronaut.png'), photos[0])
@@ -207,8 +207,8 @@ def _photo() -> pathlib.Path:
 
 def main(argv=None) -> int:
     """Run ``edge_infer model add | list | check``; return the exit status."""
-    from ..core.backend import BackendError
-    from ..core.registry import load_models, RegistryError
+    from ...core.backend import BackendError
+    from ...core.registry import load_models, RegistryError
     ap = argparse.ArgumentParser(prog='edge_infer model', description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest='verb', required=True)
     a = sub.add_parser('add', help='register an ONNX file in your registry')

@@ -11,7 +11,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from ..core.backend import Session
+from ...core.backend import Session
 
 
 class HostReference:
@@ -21,7 +21,7 @@ class HostReference:
         self._sessions: Dict[str, Session] = {}
 
     def outputs(self, model: str, x: np.ndarray) -> List[np.ndarray]:
-        from ..backends.libs.ort import OrtBackend
+        from ...backends.libs.ort import OrtBackend
         if model not in self._sessions:
             self._sessions[model] = OrtBackend().load(pathlib.Path(model))
         return [np.array(o, copy=True) for o in self._sessions[model].run(x)]

@@ -27,7 +27,7 @@ WHEELS = ('numpy', 'pyyaml', 'opencv-python-headless', 'onnx', 'onnxruntime', 'o
           'ncnn', 'psutil')
 # Host packages whose x86 binaries the emulated Python runs as subprocesses.
 HOST_PACKAGES = ('pnnx',)
-REPO_REQUIREMENTS = pathlib.Path(__file__).resolve().parents[3] / 'requirements.txt'
+REPO_REQUIREMENTS = pathlib.Path(__file__).resolve().parents[4] / 'requirements.txt'
 
 
 def _norm(name: str) -> str:
