@@ -1,5 +1,5 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
-"""The package's import graph: no circles, and the parameter checks without ROS nodes.
+"""The package's import graph: no circles, the parameter checks without ROS nodes, tools apart.
 
 Every ``import`` of the package counts, those inside functions too: an
 import moved into a function to dodge a circle is still a circle (graph.py
@@ -136,3 +136,38 @@ def test_the_backend_parts_import_one_way():
     up = {**graph, 'edge_infer.backends.libs.ort': graph['edge_infer.backends.libs.ort'] | {
         'edge_infer.backends.live.choice'}}
     assert ('libs', 'live') in _part_links(up)
+
+
+# The set-up tools (edge_infer/tools/: model conversion and `model add`, the
+# ARM check, the bag tools) run beside the runtime, never inside it. Only these
+# entry points may import them: the CLI's verbs and `prepare`.
+TOOLS = 'edge_infer.tools'
+TOOL_ENTRY_POINTS = frozenset({'edge_infer.cli', 'edge_infer.data'})
+
+
+def _is_tool(module: str) -> bool:
+    return module == TOOLS or module.startswith(TOOLS + '.')
+
+
+def _imports_of_tools(graph: Dict[str, Set[str]]) -> Dict[str, List[str]]:
+    """Return {module: the tools it imports} for every module outside the tools."""
+    return {name: sorted(t for t in targets if _is_tool(t))
+            for name, targets in sorted(graph.items())
+            if not _is_tool(name) and any(map(_is_tool, targets))}
+
+
+def test_the_runtime_imports_no_set_up_tool(tmp_path):
+    graph = _graph()
+    assert {m for m in graph if _is_tool(m)} >= {
+        'edge_infer.tools.models.user', 'edge_infer.tools.armcheck.check',
+        'edge_infer.tools.bag.record'}
+    found = _imports_of_tools(graph)
+    assert set(found) >= {'edge_infer.cli'}         # the walk sees the verbs' imports
+    assert {m: t for m, t in found.items() if m not in TOOL_ENTRY_POINTS} == {}
+    # the check itself: an import inside a function of a runtime module is found
+    planted = tmp_path / 'quantize.py'
+    planted.write_text('def frames():\n    from ...tools.bag import record\n')
+    name = 'edge_infer.backends.precision.quantize'
+    imports = _imports(name, planted, _modules())
+    assert 'edge_infer.tools.bag.record' in imports
+    assert _imports_of_tools({**graph, name: graph[name] | imports}) != found
