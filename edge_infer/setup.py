@@ -19,10 +19,17 @@ def share_tree(folder):
     return list(by_dir.items())
 
 
+# edge_infer.testing: the tests' and benchmarks' helpers (simulated clock, load
+# generators, launch helpers), which the package never imports. They are not
+# installed; the tests import them from the source tree, as they import the
+# package itself: with ./run.sh's editable install, and under `colcon test`, which
+# runs `python -m pytest` in this folder (its edge_infer/ comes first on sys.path).
+NOT_INSTALLED = ['edge_infer.testing', 'edge_infer.testing.*']
+
 setup(
     name=package_name,
     version='0.1.0',
-    packages=find_packages(exclude=['test']),
+    packages=find_packages(exclude=['test', *NOT_INSTALLED]),
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
         ('share/' + package_name, ['package.xml', 'pip-requirements.txt']),

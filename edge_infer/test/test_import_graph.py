@@ -138,6 +138,25 @@ def test_the_backend_parts_import_one_way():
     assert ('libs', 'live') in _part_links(up)
 
 
+TESTING = 'edge_infer.testing'
+
+
+def test_the_installed_package_imports_no_test_helper():
+    """edge_infer.testing is not installed (setup.py): no other module may import it."""
+    graph = _graph()
+    helpers = {m for m in graph if m == TESTING or m.startswith(TESTING + '.')}
+    assert 'edge_infer.testing.simulated' in helpers
+
+    def users(graph):
+        return {m: sorted(graph[m] & helpers) for m in graph
+                if m not in helpers and graph[m] & helpers}
+    assert users(graph) == {}
+    # the check itself: a module that imports one is found
+    planted = {**graph, 'edge_infer.executor.core': graph['edge_infer.executor.core'] | {
+        'edge_infer.testing.load'}}
+    assert users(planted) == {'edge_infer.executor.core': ['edge_infer.testing.load']}
+
+
 # The set-up tools (edge_infer/tools/: model conversion and `model add`, the
 # ARM check, the bag tools) run beside the runtime, never inside it. Only these
 # entry points may import them: the CLI's verbs and `prepare`.

@@ -9,6 +9,7 @@ command, the autostart line it waits for).
 """
 
 import importlib.util
+import json
 import os
 import pathlib
 import signal
@@ -321,3 +322,37 @@ def test_launch_file_needs_no_pip_only_module():
     res = subprocess.run([sys.executable, '-c', code], env=procs.ros_env(), capture_output=True,
                          text=True, timeout=60)
     assert res.returncode == 0 and 'plan ok' in res.stdout, res.stderr[-2000:]
+
+
+def _setup_arguments() -> dict:
+    """Return the packages and entry points setup.py gives setuptools (run as colcon does).
+
+    In a fresh interpreter: importing setuptools after distutils (which some
+    test's library may have done in this process) fails.
+    """
+    code = ('import json, runpy, setuptools\n'
+            'seen = {}\n'
+            'setuptools.setup = lambda **kwargs: seen.update(kwargs)\n'
+            "runpy.run_path('setup.py', run_name='__main__')\n"
+            "print(json.dumps({k: seen[k] for k in ('packages', 'entry_points')}))\n")
+    res = subprocess.run([sys.executable, '-c', code], cwd=PKG, capture_output=True, text=True,
+                         timeout=60)
+    assert res.returncode == 0, res.stderr[-2000:]
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def test_install_has_the_set_up_tools_and_not_the_test_helpers():
+    """The install (colcon build) has edge_infer.tools, the CLI's verbs; not edge_infer.testing."""
+    import importlib
+    args = _setup_arguments()
+    packages = set(args['packages'])
+    assert {'edge_infer', 'edge_infer.core', 'edge_infer.nodes', 'edge_infer.tools',
+            'edge_infer.tools.models', 'edge_infer.tools.armcheck',
+            'edge_infer.tools.bag'} <= packages
+    assert sorted(p for p in packages if p.split('.')[:2] == ['edge_infer', 'testing']) == []
+    assert not any(p == 'test' or p.startswith('test.') for p in packages)
+    # each console script names a function of an installed module
+    for line in args['entry_points']['console_scripts']:
+        module, func = line.split('=')[1].strip().split(':')
+        assert module.rsplit('.', 1)[0] in packages, line
+        assert callable(getattr(importlib.import_module(module), func)), line

@@ -1,6 +1,9 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
 """Test and benchmark support, not used by the nodes.
 
+Not installed (``setup.py``): the tests and ``bench/`` import it from the source
+tree, and no installed module may import it (``test/test_import_graph.py``).
+
 :mod:`.simulated`: backend candidates on a simulated clock, to drive
 :class:`edge_infer.backends.live.LiveChoice` without inference;
 :mod:`.observer`: a LiveChoice observer that records what it is told;
