@@ -142,37 +142,18 @@ def _typed(where: str, values: dict, declared: Dict[str, tuple]) -> None:
 
 def _perception(where: str, p: dict, registry_cache: dict) -> None:
     """Check one perception node's values (its parameters with their defaults applied)."""
-    from .backends.live.rule import LiveSettings
     from .core.registry import load_models, RegistryError
-    from .executor.core import POLICIES
-    from .nodes.perception_params import TRANSPORTS
-    from .nodes.vision_out import RESULT_MESSAGES
+    from .nodes.perception_params import check
 
     def bad(key: str, use: str) -> ArgumentError:
         return ArgumentError(f"{where}: parameter '{key}' is {p[key]!r}: use {use}")
     try:
-        LiveSettings(objective=p['objective'], max_latency_ms=p['max_latency_ms'],
-                     min_accuracy=p['min_accuracy'], latency_percentile=p['latency_percentile'],
-                     drift_threshold=p['drift_threshold'], drift_window_s=p['drift_window_s'],
-                     duty=p['reselect_duty'], runners_idle_s=p['reselect_idle_s']).check(
-                         {'duty': 'reselect_duty', 'runners_idle_s': 'reselect_idle_s'})
+        check(p)    # the node's own check at configure
     except ValueError as exc:
         raise ArgumentError(f'{where}: {exc}') from None
     topic(f"{where}: parameter 'image_topic'", p['image_topic'])
     if p['output_topic']:
         topic(f"{where}: parameter 'output_topic'", p['output_topic'])
-    for key, allowed in (('transport', TRANSPORTS), ('result_messages', RESULT_MESSAGES),
-                         ('executor_policy', ('',) + tuple(POLICIES))):
-        if p[key] not in allowed:
-            raise bad(key, 'one of ' + ', '.join(repr(a) for a in allowed))
-    for key in ('diagnostics_period', 'debug_image_rate_hz', 'top_k'):
-        if p[key] < 0:
-            raise bad(key, '0 or more')
-    if p['diagnostics_window_s'] <= 0:
-        raise bad('diagnostics_window_s', 'a positive number of seconds')
-    for key in ('score_threshold', 'nms_iou'):
-        if p[key] > 1 or (key == 'nms_iou' and p[key] == 0):
-            raise bad(key, "a value in [0, 1] (< 0: the registry's)")
     if p['registry'] and not pathlib.Path(p['registry']).is_file():
         raise bad('registry', 'an existing models file')
     if p['registry'] not in registry_cache:

@@ -119,6 +119,11 @@ def test_good_launch_arguments_pass_typed():
     ({'model': 'nanodet', 'reselect_duty': 0.9}, "'reselect_duty'"),
     ({'model': 'nanodet', 'diagnostics_window_s': 0.0}, "'diagnostics_window_s'"),
     ({'model': 'nanodet', 'backend': 'onnxruntime/cpu/t99'}, "'backend'"),
+    # checked by the node at configure, and (the same check) before anything starts
+    ({'model': 'nanodet', 'reselect_memory_mb': -1.0}, "'reselect_memory_mb'"),
+    ({'model': 'nanodet', 'drop_rate_warn': 1.5}, "'drop_rate_warn'"),
+    ({'model': 'nanodet', 'stale_after_s': -1.0}, "'stale_after_s'"),
+    ({'model': 'nanodet', 'result_messages': 'all'}, "'result_messages'"),
 ])
 def test_a_bad_parameter_in_the_params_file_is_named_before_anything_starts(
         tmp_path, detector, named):

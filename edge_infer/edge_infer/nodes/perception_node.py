@@ -33,11 +33,11 @@ from sensor_msgs.msg import CompressedImage, Image
 
 from .base import ManagedNode, shared_log
 from .energy_follow import energy_msg, EnergyFollow
-from .perception_params import PARAMETERS, TRANSPORTS
+from .perception_params import check, PARAMETERS
 from .perception_status import PerceptionStatus
 from .tasks import instance_decoder, make_task, Task
 from .. import paths
-from ..backends.live.choice import LiveChoice, LiveSettings
+from ..backends.live.choice import LiveChoice
 from ..backends.live.metered import MeteredChoice
 from ..backends.manager import shared_manager
 from ..backends.measure.memory import release_freed_memory
@@ -50,7 +50,6 @@ from ..core.registry import load_models, RegistryError, user_registry_path
 from ..core.stream import LatestSlot, StreamStats
 from ..executor import shared as shared_executor
 from ..executor.choice import executor_choice
-from ..executor.core import POLICIES
 from ..telemetry import shared as shared_meter
 
 BACKGROUND_WAIT_S = 1.0     # a transition waits this long for cancelled background work
@@ -147,46 +146,13 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
 
     # ------------------------------------------------------------------- helpers
     def _configure(self) -> None:
-        model_name = self._param('model')
-        transport = self._param('transport')
-        topic = self._param('image_topic')
-        if not model_name:
-            raise ConfigError("parameter 'model' is empty: name a model of the registry")
-        if transport not in TRANSPORTS:
-            raise ConfigError(f"parameter 'transport' is '{transport}': use one of "
-                              f"{', '.join(TRANSPORTS)}")
-        if not topic:
-            raise ConfigError("parameter 'image_topic' is empty")
+        values = {key: self._param(key) for key in PARAMETERS}
         try:
-            settings = LiveSettings(
-                objective=self._param('objective'),
-                max_latency_ms=self._param('max_latency_ms'),
-                min_accuracy=self._param('min_accuracy'),
-                latency_percentile=self._param('latency_percentile'),
-                drift_threshold=self._param('drift_threshold'),
-                drift_window_s=self._param('drift_window_s'),
-                duty=self._param('reselect_duty'),
-                serve=self._param('reselect_serve'),
-                runners_idle_s=self._param('reselect_idle_s'),
-                runners_memory_mb=self._param('reselect_memory_mb'),
-                provisional=self._param('provisional')).check(
-                    {'duty': 'reselect_duty', 'runners_idle_s': 'reselect_idle_s',
-                     'runners_memory_mb': 'reselect_memory_mb'})
-            self._check_health_parameters()
+            settings = check(values)    # the same check as a params file's (edge_infer.validate)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
-        policy = self._param('executor_policy')
-        if policy and policy not in POLICIES:
-            raise ConfigError(f"parameter 'executor_policy' is '{policy}': use '' or one of "
-                              f"{', '.join(POLICIES)}")
-        period = self._param('diagnostics_period')
-        if period < 0:
-            raise ConfigError(f"parameter 'diagnostics_period' is {period}: use 0 or more")
-        if self._param('debug_image_rate_hz') < 0:
-            raise ConfigError(f"parameter 'debug_image_rate_hz' is "
-                              f"{self._param('debug_image_rate_hz')}: use 0 (off) or more")
-        if self._param('diagnostics_window_s') <= 0:
-            raise ConfigError("parameter 'diagnostics_window_s' must be positive")
+        model_name, transport, topic = values['model'], values['transport'], values['image_topic']
+        policy, period = values['executor_policy'], values['diagnostics_period']
         registry_path = self._param('registry')
         registry = load_models(registry_path or None)      # + the user's (model add)
         if model_name not in registry:
@@ -198,11 +164,8 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
         overrides = {}
         if spec.task in ('detection', 'pose') or instance_decoder(spec.decoder):
             for key in ('score_threshold', 'nms_iou'):
-                value = self._param(key)
-                if value >= 0:
-                    if value > 1 or (key == 'nms_iou' and value == 0):
-                        raise ConfigError(f"parameter '{key}' is {value}: use a value in [0, 1]")
-                    overrides[key] = value
+                if values[key] >= 0:
+                    overrides[key] = values[key]
         elif spec.task == 'classification' and self._param('top_k') > 0:
             overrides['top_k'] = self._param('top_k')
         models_dir = pathlib.Path(self._param('models_dir') or paths.models_dir())

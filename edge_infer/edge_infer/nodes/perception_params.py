@@ -1,11 +1,19 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
-"""The perception node's parameters: name -> (default, description).
+"""The perception node's parameters: name -> (default, description), and their one check.
 
-Documented with examples in config/perception.yaml; `ros2 param describe`
-shows the descriptions.
+Free of rclpy: the node declares them from here and calls :func:`check` at
+configure; :mod:`edge_infer.validate` calls the same :func:`check` on a
+params file before anything starts. Documented with examples in
+config/perception.yaml; `ros2 param describe` shows the descriptions.
 """
 
+from typing import Any, Mapping
+
+from ..backends.live.rule import LiveSettings
+from ..executor.core import POLICIES
+
 TRANSPORTS = ('raw', 'compressed')
+RESULT_MESSAGES = ('both', 'standard', 'edge_infer')    # see nodes/vision_out.py
 
 PARAMETERS = {
     'model': ('', 'registry name of the model to run (config/models.yaml)'),
@@ -63,3 +71,42 @@ PARAMETERS = {
                               "EnergyRecord per frame (the result's header); results carry "
                               "the estimator's, a measured one follows them"),
 }
+
+
+def check(p: Mapping[str, Any]) -> LiveSettings:
+    """Return the run-time choice's settings; ValueError names the first bad parameter.
+
+    ``p``: every parameter of the table, defaults applied. What needs the
+    registry (the model's name, a forced backend) is checked where it is read.
+    """
+    def bad(key: str, use: str) -> ValueError:
+        return ValueError(f"parameter '{key}' is {p[key]!r}: use {use}")
+    if not p['model']:
+        raise ValueError("parameter 'model' is empty: name a model of the registry")
+    if not p['image_topic']:
+        raise ValueError("parameter 'image_topic' is empty: name the camera topic")
+    for key, allowed in (('transport', TRANSPORTS), ('result_messages', RESULT_MESSAGES),
+                         ('executor_policy', ('',) + tuple(POLICIES))):
+        if p[key] not in allowed:
+            raise bad(key, 'one of ' + ', '.join(repr(a) for a in allowed))
+    settings = LiveSettings(
+        objective=p['objective'], max_latency_ms=p['max_latency_ms'],
+        min_accuracy=p['min_accuracy'], latency_percentile=p['latency_percentile'],
+        drift_threshold=p['drift_threshold'], drift_window_s=p['drift_window_s'],
+        duty=p['reselect_duty'], serve=p['reselect_serve'], runners_idle_s=p['reselect_idle_s'],
+        runners_memory_mb=p['reselect_memory_mb'], provisional=p['provisional'])
+    settings.check({'duty': 'reselect_duty', 'runners_idle_s': 'reselect_idle_s',
+                    'runners_memory_mb': 'reselect_memory_mb'})
+    for key in ('diagnostics_period', 'debug_image_rate_hz', 'top_k'):
+        if p[key] < 0:
+            raise bad(key, '0 (off or the default) or more')
+    if p['diagnostics_window_s'] <= 0:
+        raise bad('diagnostics_window_s', 'a positive number of seconds')
+    for key in ('score_threshold', 'nms_iou'):
+        if p[key] > 1 or (key == 'nms_iou' and p[key] == 0):
+            raise bad(key, "a value in [0, 1] (< 0: the registry's)")
+    if not 0 <= p['drop_rate_warn'] <= 1:
+        raise bad('drop_rate_warn', 'a share in [0, 1] (0 = off)')
+    if p['stale_after_s'] < 0:
+        raise bad('stale_after_s', '0 (off) or more seconds')
+    return settings

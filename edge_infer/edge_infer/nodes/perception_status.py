@@ -86,15 +86,6 @@ class PerceptionStatus(_Node):
                 f'{r.backend} {r.status} ({r.reason})' for r in unavailable))
 
     # ---------------------------------------------------------------- diagnostics
-    def _check_health_parameters(self) -> None:
-        """Raise ValueError naming a diagnostics threshold out of range."""
-        if not 0 <= self._param('drop_rate_warn') <= 1:
-            raise ValueError(f"parameter 'drop_rate_warn' is {self._param('drop_rate_warn')}: "
-                             f'use a share in [0, 1] (0 = off)')
-        if self._param('stale_after_s') < 0:
-            raise ValueError(f"parameter 'stale_after_s' is {self._param('stale_after_s')}: "
-                             f'use 0 (off) or more seconds')
-
     def _transition(self, transition: str, step: Callable[[], None], undo: Callable[[], None],
                     known: tuple = ()) -> TransitionCallbackReturn:
         """Run a transition's ``step``; on any exception, :meth:`_transition_failed`.

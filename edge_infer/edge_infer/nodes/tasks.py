@@ -34,7 +34,7 @@ from edge_infer_msgs.msg import (Classification, ClassScore, Detection, Detectio
 import numpy as np
 from sensor_msgs.msg import Image
 
-from .vision_out import RESULT_MESSAGES, VisionOutputs
+from .vision_out import VisionOutputs
 from ..core.draw import draw_result
 
 DEFAULT_TOPICS = {'detection': '~/detections', 'classification': '~/classification',
@@ -67,10 +67,7 @@ class Task:
     has_vision = True       # has a vision_msgs form
 
     def __init__(self, node, spec, formats: str, topic: str = '', score_threshold: float = 0.0):
-        """Create the node's result publishers for ``formats`` (see RESULT_MESSAGES)."""
-        if formats not in RESULT_MESSAGES:
-            raise ValueError(f"parameter 'result_messages' is '{formats}': use one of "
-                             f"{', '.join(RESULT_MESSAGES)}")
+        """Create the node's result publishers for ``formats`` (checked: perception_params)."""
         self.node, self.spec, self.formats = node, spec, formats
         self.pub = None
         self.vision: Optional[VisionOutputs] = None

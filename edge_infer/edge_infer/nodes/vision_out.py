@@ -22,8 +22,6 @@ the energy of each frame is on ``~/energy`` whatever the choice.
 
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-RESULT_MESSAGES = ('both', 'standard', 'edge_infer')
-
 
 class VisionOutputs:
     """The vision_msgs publishers of one perception node (lifecycle publishers)."""
