@@ -125,7 +125,7 @@ def spin_until(executor, pred: Callable[[], bool], timeout: float) -> bool:
 
 
 def params_file(folder: pathlib.Path, model: str, backend: str, variant: str,
-                executor: str = 'events') -> pathlib.Path:
+                ros_executor: str = 'events') -> pathlib.Path:
     """Write the container's parameters for one model and variant; return the file."""
     from edge_infer.core.registry import load_registry
     spec = load_registry(paths.config_dir() / 'models.yaml')[model]
@@ -134,7 +134,7 @@ def params_file(folder: pathlib.Path, model: str, backend: str, variant: str,
     params = yaml.safe_load((paths.config_dir() / 'perception.yaml').read_text())
     params['perception_container']['ros__parameters'].update(
         {'nodes': [node], 'autostart': True, 'telemetry': '' if lean else 'telemetry',
-         'executor': executor})
+         'ros_executor': ros_executor})
     section = params.setdefault(node, {'ros__parameters': {}})['ros__parameters']
     section.update({'model': model, 'image_topic': TOPIC, 'transport': 'raw',
                     'output_topic': '/exp6/result', 'backend': backend, 'drift_threshold': 0.0})
@@ -211,20 +211,20 @@ def _wait_first_result(executor, pub, got: Dict, raw: bytes, timeout: float) -> 
 
 def run_variant(variant: str, model: str, backend: str, raws: List[bytes], folder, bare,
                 log=print, ready_timeout: float = 90.0,
-                executor_kind: str = 'events') -> Dict[str, List[float]]:
+                ros_executor: str = 'events') -> Dict[str, List[float]]:
     """Bring the container up for one model and variant, measure closed-loop, tear it down."""
     from diagnostic_msgs.msg import DiagnosticArray
     import rclpy
     from sensor_msgs.msg import Image
-    from edge_infer.nodes.container import new_executor, PerceptionContainer
+    from edge_infer.nodes.container import new_ros_executor, PerceptionContainer
     domain = procs.free_domain_id()
-    pfile = params_file(folder, model, backend, variant, executor_kind)
+    pfile = params_file(folder, model, backend, variant, ros_executor)
     in_process = variant.startswith('in-process')
     proc = container = None
     rclpy.init(args=['--ros-args', '--params-file', str(pfile), '--log-level', 'warn']
                if in_process else None,
                domain_id=domain)
-    executor = new_executor(executor_kind)     # as the container's nodes (in-process: shared)
+    executor = new_ros_executor(ros_executor)     # as the container's nodes (in-process: shared)
     node = rclpy.create_node('exp6_bench')
     executor.add_node(node)
     got: Dict = {}
@@ -273,7 +273,7 @@ def run_variant(variant: str, model: str, backend: str, raws: List[bytes], folde
 def handoff(frames: int, rate_hz: float = 30.0, image: Optional[bytes] = None,
             width: int = 768, height: int = 576, raw: bool = True,
             domain: Optional[int] = None, drain_s: float = 1.0,
-            executor_kind: str = 'events') -> Dict[str, object]:
+            ros_executor: str = 'events') -> Dict[str, object]:
     """Publish ``frames`` Images at ``rate_hz`` to a subscriber in the same process and executor.
 
     ``image``: a serialized sensor_msgs/Image whose pixels to send (else zeros
@@ -288,7 +288,7 @@ def handoff(frames: int, rate_hz: float = 30.0, image: Optional[bytes] = None,
     from rclpy.utilities import get_rmw_implementation_identifier
     from sensor_msgs.msg import Image
     from edge_infer.core.cdr import parse_image
-    from edge_infer.nodes.container import new_executor
+    from edge_infer.nodes.container import new_ros_executor
     msg = Image(encoding='rgb8')
     if image is not None:
         f = parse_image(image)
@@ -306,7 +306,7 @@ def handoff(frames: int, rate_hz: float = 30.0, image: Optional[bytes] = None,
     try:
         cam = rclpy.create_node('exp6_camera', context=ctx)
         sub_node = rclpy.create_node('exp6_consumer', context=ctx)
-        executor = new_executor(executor_kind, context=ctx)
+        executor = new_ros_executor(ros_executor, context=ctx)
         executor.add_node(cam)
         executor.add_node(sub_node)
         pub = cam.create_publisher(Image, '/exp6/handoff', _camera_qos())
@@ -421,9 +421,9 @@ def main(argv=None) -> int:
     ap.add_argument('--frames', type=int, default=60, help='frames per model and variant')
     ap.add_argument('--handoff-frames', type=int, default=150, help='frames per hand-off run')
     ap.add_argument('--rate', type=float, default=30.0, help='hand-off rate, Hz')
-    ap.add_argument('--executors', nargs='*', default=['events', 'single'],
+    ap.add_argument('--ros-executors', nargs='*', default=['events', 'single'],
                     choices=['events', 'single'],
-                    help="ROS executors to compare (the container's 'executor' parameter)")
+                    help="rclpy executors to compare (the container's 'ros_executor' parameter)")
     args = ap.parse_args(argv)
     if args.quick:
         args.frames, args.handoff_frames = 8, 30
@@ -445,10 +445,10 @@ def main(argv=None) -> int:
         print(f'{model} on {bare.backend_name}: {len(raws)} bag frames '
               f'{first.width}x{first.height}')
         try:
-            for variant, kind in [(v, k) for k in args.executors for v in args.variants]:
+            for variant, kind in [(v, k) for k in args.ros_executors for v in args.variants]:
                 try:
                     d = run_variant(variant, model, args.backend, raws, folder, bare,
-                                    executor_kind=kind)
+                                    ros_executor=kind)
                 except Exception as exc:  # one variant failing must not lose the others
                     failed.append(f'{model} / {variant} / {kind}: {type(exc).__name__}: {exc}')
                     print(f'  {variant}: FAILED {failed[-1]}', file=sys.stderr)
@@ -456,11 +456,11 @@ def main(argv=None) -> int:
                 data['overhead'][(model, f'{variant}, {kind}')] = d
                 for i, (r, b) in enumerate(zip(d['ros_ms'], d['bare_ms'])):
                     res.add(row='frame', section='overhead', model=model, variant=variant,
-                            executor=kind, frame=i, ros_ms=r, bare_ms=b, ratio=r / b)
+                            ros_executor=kind, frame=i, ros_ms=r, bare_ms=b, ratio=r / b)
                 ros, b = stats(d['ros_ms']), stats(d['bare_ms'])
                 per = stats([r / x for r, x in zip(d['ros_ms'], d['bare_ms'])])
                 row = {'row': 'summary', 'section': 'node overhead', 'model': model,
-                       'variant': variant, 'executor': kind, 'backend': bare.backend_name,
+                       'variant': variant, 'ros_executor': kind, 'backend': bare.backend_name,
                        'n': ros['n'],
                        'lost': ros['lost'], 'p50': ros['p50'], 'p95': ros['p95'],
                        'min': ros['min'], 'max': ros['max'], 'bare_p50': b['p50'],
@@ -479,18 +479,18 @@ def main(argv=None) -> int:
         finally:
             bare.close()
     rmw = ''
-    for raw_sub, kind in [(r, k) for k in args.executors for r in (True, False)]:
+    for raw_sub, kind in [(r, k) for k in args.ros_executors for r in (True, False)]:
         label = 'raw subscription (as PerceptionNode)' if raw_sub else 'deserialized Image'
         h = handoff(args.handoff_frames, args.rate, image=raws[0], raw=raw_sub,
-                    executor_kind=kind)
+                    ros_executor=kind)
         rmw = h['rmw']
         data['handoff'][f'{label}, {kind}'] = h
         for i, v in enumerate(h['latency_ms']):
-            res.add(row='frame', section='handoff', variant=label, executor=kind, frame=i,
+            res.add(row='frame', section='handoff', variant=label, ros_executor=kind, frame=i,
                     ros_ms=v)
         s, p = stats(h['latency_ms']), stats(h['publish_ms'])
         row = {'row': 'summary', 'section': f'hand-off {args.rate:g} Hz', 'model': '-',
-               'variant': label, 'executor': kind, 'backend': f"{h['bytes']} B/msg",
+               'variant': label, 'ros_executor': kind, 'backend': f"{h['bytes']} B/msg",
                'n': s['n'],
                'lost': s['lost'], 'p50': s['p50'], 'p95': s['p95'], 'min': s['min'],
                'max': s['max'], 'publish_p50': p['p50'], 'rate_achieved_hz': h['rate_hz']}
@@ -519,9 +519,9 @@ def main(argv=None) -> int:
              f'transport, so in one process a message is still serialized and handed through '
              f'the RMW ({rmw}, profile {benchlib.shown_path(os.environ.get(PROFILE_ENV, ""))}). '
              f'The container shares one process for the shared executor, not for transport.')
-    for model, kind in [(m, k) for m in args.models for k in args.executors]:
+    for model, kind in [(m, k) for m in args.models for k in args.ros_executors]:
         by = {r['variant']: r for r in summaries if r['section'] == 'node overhead'
-              and r['model'] == model and r['executor'] == kind}
+              and r['model'] == model and r['ros_executor'] == kind}
         if 'in-process, defaults' in by and 'in-process, lean' in by:
             diff = by['in-process, defaults']['p50'] - by['in-process, lean']['p50']
             res.note(f'{model}, {kind}: defaults - lean = {diff:.1f} ms at p50: the telemetry '
@@ -537,13 +537,14 @@ def main(argv=None) -> int:
         print(f'container parameters and logs kept in {folder}', file=sys.stderr)
     else:
         shutil.rmtree(folder, ignore_errors=True)
-    columns = ['section', 'model', 'variant', 'executor', 'backend', 'n', 'lost', 'p50', 'p95',
-               'min', 'max', 'bare_p50', 'bare_p95', 'bare_min', 'bare_max', 'ratio_p50',
+    columns = ['section', 'model', 'variant', 'ros_executor', 'backend', 'n', 'lost', 'p50',
+               'p95', 'min', 'max', 'bare_p50', 'bare_p95', 'bare_min', 'bare_max', 'ratio_p50',
                'ratio_per_frame_p50', 'ratio_per_frame_p95', 'overhead_ms_p50',
                'overhead_ms_per_frame_p50', 'in_node_ms',
                'queued_ms', 'transport_ms', 'publish_p50']
-    headers = ['section', 'model', 'variant', 'executor', 'backend', 'frames', 'lost', 'p50 ms',
-               'p95 ms', 'min ms', 'max ms', 'bare p50', 'bare p95', 'bare min', 'bare max',
+    headers = ['section', 'model', 'variant', 'ros_executor', 'backend', 'frames', 'lost',
+               'p50 ms', 'p95 ms', 'min ms', 'max ms', 'bare p50', 'bare p95', 'bare min',
+               'bare max',
                'ROS/bare (p50s)', 'per-frame ratio p50', 'per-frame ratio p95',
                'overhead ms (p50s)', 'overhead ms (per-frame p50)', 'of which in node',
                'of which queued',

@@ -21,7 +21,8 @@ against their ranges.
 """
 
 import pathlib
-from typing import Dict, Iterable
+import sys
+from typing import Callable, Dict, Iterable, Optional
 
 TRUE = ('true', '1', 'yes', 'on')
 FALSE = ('false', '0', 'no', 'off')
@@ -175,14 +176,18 @@ def _perception(where: str, p: dict, registry_cache: dict) -> None:
             raise bad('backend', f"'auto' or a candidate ({', '.join(names)})")
 
 
-def check_params(params: dict, process: str, source: str) -> None:
+def check_params(params: dict, process: str, source: str,
+                 warn: Optional[Callable[[str], None]] = None) -> None:
     """Check the params-file content of one process before it starts; raise on the first error.
 
     ``params``: node name -> {'ros__parameters': {...}} (unqualified keys);
     ``process``: the process's own node (its section names the hosted nodes);
-    ``source``: the file's name, for the messages.
+    ``source``: the file's name, for the messages. A deprecated parameter of
+    the process (container_params.RENAMED) is moved to its new name in
+    ``params``, with one ``warn`` line (default: to stderr), so the process
+    starts with the new name and does not say it again.
     """
-    from .nodes.container_params import EXECUTORS, PARAMETERS as container
+    from .nodes.container_params import PARAMETERS as container, renamed, ROS_EXECUTORS
     from .nodes.perception_params import PARAMETERS
     from .nodes.telemetry_params import PARAMETERS as TELEMETRY
 
@@ -192,6 +197,15 @@ def check_params(params: dict, process: str, source: str) -> None:
             raise ArgumentError(f'{source}: {name}: expected a ros__parameters mapping')
         return body.get('ros__parameters') or {}
     own = section(process)
+    if warn is None:
+        def warn(line: str) -> None:
+            print(f'{source}: {process}: {line}', file=sys.stderr)
+    try:
+        moved = renamed(own, warn)
+    except ValueError as exc:
+        raise ArgumentError(f'{source}: {process}: {exc}') from None
+    own.clear()
+    own.update(moved)
     _typed(f'{source}: {process}', own, container)
     names = list(own.get('nodes', ['detector', 'classifier', 'pose', 'segmenter']))
     telemetry = own.get('telemetry', 'telemetry')
@@ -212,9 +226,9 @@ def check_params(params: dict, process: str, source: str) -> None:
             if key.endswith(('_hz', '_s')) and not value > 0:
                 raise ArgumentError(f"{source}: {telemetry}: parameter '{key}' is {value!r}: "
                                     f'use a positive number')
-    if own.get('executor', 'events') not in EXECUTORS:
-        raise ArgumentError(f"{source}: {process}: parameter 'executor' is "
-                            f"{own['executor']!r}: use one of {', '.join(EXECUTORS)}")
+    if own.get('ros_executor', 'events') not in ROS_EXECUTORS:
+        raise ArgumentError(f"{source}: {process}: parameter 'ros_executor' is "
+                            f"{own['ros_executor']!r}: use one of {', '.join(ROS_EXECUTORS)}")
     if own.get('thread_budget', 0) < -1:
         raise ArgumentError(f"{source}: {process}: parameter 'thread_budget' is "
                             f"{own['thread_budget']}: use -1 (no cap), 0 (automatic) or more")

@@ -125,7 +125,7 @@ def test_container_spin_ends_quietly_when_ctrl_c_ends_the_context_mid_publish(ki
     from rclpy.executors import ExternalShutdownException
     from std_msgs.msg import String
 
-    from edge_infer.nodes.container import new_executor, spin
+    from edge_infer.nodes.container import new_ros_executor, spin
     ctx = rclpy.Context()
     rclpy.init(context=ctx, domain_id=procs.free_domain_id(os.getpid() + 1))
     node = rclpy.create_node('spin_probe', context=ctx)
@@ -138,7 +138,7 @@ def test_container_spin_ends_quietly_when_ctrl_c_ends_the_context_mid_publish(ki
             ctx.shutdown()          # what rclpy's SIGINT handler does, from another frame
         pub.publish(String(data='x'))
     node.create_timer(0.01, publish)
-    executor = new_executor(kind, context=ctx)
+    executor = new_ros_executor(kind, context=ctx)
     executor.add_node(node)
     errors = []
     try:

@@ -146,6 +146,26 @@ def test_a_node_hosted_twice_is_named(tmp_path):
         graph.plan(params_file=params)
 
 
+def test_the_old_executor_name_passes_as_ros_executor_with_one_line(tmp_path):
+    """A params file that sets ``executor`` (renamed ``ros_executor``) works for one release."""
+    params = tmp_path / 'p.yaml'
+    params.write_text(yaml.safe_dump({
+        'perception_container': {'ros__parameters': {'nodes': [], 'executor': 'single'}}}))
+    lines: list = []
+    own = {'nodes': [], 'executor': 'single'}
+    validate.check_params({'perception_container': {'ros__parameters': own}},
+                          'perception_container', 'p.yaml', warn=lines.append)
+    assert own == {'nodes': [], 'ros_executor': 'single'}
+    assert lines == ["parameter 'executor' is deprecated: use 'ros_executor' (the same values)"]
+    (p,) = graph.plan(params_file=params)   # the process starts with the new name only
+    started = p.params['perception_container']['ros__parameters']
+    assert started['ros_executor'] == 'single' and 'executor' not in started
+    with pytest.raises(validate.ArgumentError, match="'executor' .* of 'ros_executor'"):
+        validate.check_params({'perception_container': {'ros__parameters': {
+            'nodes': [], 'executor': 'single', 'ros_executor': 'events'}}},
+            'perception_container', 'p.yaml', warn=lines.append)
+
+
 def test_the_package_params_file_passes():
     (p,) = graph.plan(nodes=['detector', 'detector_cam2'], keep_partial=False)
     assert p.params['perception_container']['ros__parameters']['keep_partial'] is False

@@ -26,14 +26,14 @@ taking their frames. (One shared executor stalled every node for the length
 of any node's transition; a MultiThreadedExecutor pool costs a hand-off per
 callback.)
 
-The executors are rclpy's EventsExecutor (``executor: events``, the
+The executors are rclpy's EventsExecutor (``ros_executor: events``, the
 default; in Jazzy since rclpy 7.1.4, under ``rclpy.experimental``): it waits
 and dispatches in C++, where the SingleThreadedExecutor rebuilds its wait set
 in Python on every wake-up. Measured with bench/exp6_ros_pipeline.py
 (MobileNetV2, 768x576 frames, one frame in flight): publish to the node's
 callback 0.6-0.8 ms instead of 1.6 ms, the callback to the node's worker thread
 0.1-0.2 ms instead of 0.95 ms (the Python executor held the GIL while it went
-back to waiting). ``executor: single`` selects the SingleThreadedExecutor;
+back to waiting). ``ros_executor: single`` selects the SingleThreadedExecutor;
 where rclpy has no EventsExecutor (Jazzy before 7.1.4) the container says so
 in one line and uses it.
 """
@@ -49,9 +49,10 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.lifecycle import TransitionCallbackReturn
 import rclpy.logging
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 
 from .base import set_shared_logger, shared_log
-from .container_params import check_executor_kind, PARAMETERS
+from .container_params import check_ros_executor, PARAMETERS, RENAMED, renamed
 from .perception_node import PerceptionNode
 from .stopping import leave, StopSignals
 from .telemetry_node import TelemetryNode
@@ -67,19 +68,19 @@ WAIT_S = 120.0      # how long a shutdown waits for a callback still running
 STOP_WAIT_S = 1.0   # ... and for background work (a profile) after its cancel
 
 
-def new_executor(kind: str = 'events', context=None, log=None):
-    """Return an executor of ``kind`` ('events' or 'single') on ``context``.
+def new_ros_executor(kind: str = 'events', context=None, log=None):
+    """Return an rclpy executor of ``kind`` ('events' or 'single') on ``context``.
 
     'events' falls back to the SingleThreadedExecutor, with one ``log`` line,
     where this rclpy has no EventsExecutor.
     """
-    check_executor_kind(kind)
+    check_ros_executor(kind)
     if kind == 'events':
         try:
             from rclpy.experimental import EventsExecutor
         except ImportError as exc:
             if log is not None:
-                log(f'executor: events unavailable in this rclpy ({exc}); '
+                log(f'ros_executor: events unavailable in this rclpy ({exc}); '
                     f'using the SingleThreadedExecutor')
         else:
             return EventsExecutor(context=context)
@@ -93,19 +94,20 @@ class PerceptionContainer:
                  executor_per_node: bool = False):
         """Create the nodes; add them to ``executor``, or each to its own (``executors``).
 
-        ``executor=None``: one of the kind the ``executor`` parameter names.
+        ``executor=None``: one of the kind the ``ros_executor`` parameter names.
         """
         self.node = Node(name)
         # process-wide objects (power meter, backend manager) log under the container
         set_shared_logger(self.node.get_logger())
         for pname, (default, text) in PARAMETERS.items():
             self.node.declare_parameter(pname, default, ParameterDescriptor(description=text))
-        self.exit_code = 0      # EXIT_PARTIAL when autostart stops the process
-        kind = str(self.node.get_parameter('executor').value)
-        check_executor_kind(kind)
         log = self.node.get_logger().warning
+        self._take_renamed(log)
+        self.exit_code = 0      # EXIT_PARTIAL when autostart stops the process
+        kind = str(self.node.get_parameter('ros_executor').value)
+        check_ros_executor(kind)
         if executor is None:
-            executor = new_executor(kind, log=log)
+            executor = new_ros_executor(kind, log=log)
         names: List[str] = list(self.node.get_parameter('nodes').value)
         telemetry = self.node.get_parameter('telemetry').value
         if len(set(names)) != len(names) or not all(names) or telemetry in names:
@@ -122,13 +124,32 @@ class PerceptionContainer:
         self.executors = [executor]     # [the container node's, then one per node if asked]
         for n in self.lifecycle_nodes:
             if executor_per_node:
-                self.executors.append(new_executor(kind, executor.context, log))
+                self.executors.append(new_ros_executor(kind, executor.context, log))
             self.executors[-1 if executor_per_node else 0].add_node(n)
         hosted = [n.get_name() for n in self.lifecycle_nodes]
         self.node.get_logger().info(f"hosting {len(hosted)} nodes: {', '.join(hosted)} "
-                                    f'(executor: {type(self.executors[-1]).__name__})')
+                                    f'(ros_executor: {type(self.executors[-1]).__name__})')
         if self.node.get_parameter('autostart').value:
             self.autostart()
+
+    def _take_renamed(self, warn) -> None:
+        """Declare each deprecated name (RENAMED); one given sets its new name, with one line.
+
+        A new name still at its default counts as not given: the old one then
+        applies (edge_infer.validate, before a launch, also catches both given).
+        """
+        given = {}
+        for old, new in RENAMED.items():
+            empty = type(PARAMETERS[new][0])()
+            self.node.declare_parameter(old, empty, ParameterDescriptor(
+                description=f"deprecated: use '{new}'"))
+            value = self.node.get_parameter(old).value
+            if value != empty:
+                given[old] = value
+                if self.node.get_parameter(new).value != PARAMETERS[new][0]:
+                    given[new] = self.node.get_parameter(new).value
+        for name, value in renamed(given, warn).items():
+            self.node.set_parameters([Parameter(name, value=value)])
 
     def autostart(self) -> None:
         """Configure and activate every node; a node that fails stays unconfigured.
