@@ -79,7 +79,7 @@ def run_naive(tensors, refs, load: float, instances=INSTANCES, backends=None) ->
     for inst, name in instances:
         path = paths.models_dir() / f'{name}.onnx'
         if backends:
-            sessions[inst] = _Whole(backends[name].load(path))
+            sessions[inst] = _Whole(backends[name].open_session(path))
             continue
         so = ort.SessionOptions()
         so.log_severity_level = 3

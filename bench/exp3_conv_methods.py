@@ -139,7 +139,7 @@ def rel_diff(out, ref) -> float:
 
 def load_layers(path: pathlib.Path) -> tuple:
     """Load ``path`` with the numpy-blas backend; return (session, [Layer] in model order)."""
-    sess = BlasBackend('im2col').load(path)      # no load-time tuning
+    sess = BlasBackend('im2col').open_session(path)      # no load-time tuning
     layers = [Layer(conv, entry['node']) for conv, entry in zip(sess._convs, sess.plan)]
     return sess, layers
 
@@ -238,7 +238,7 @@ def model_modes(path: pathlib.Path, best: Dict[tuple, str], auto: bool) -> List[
         la.conv.key(), NATIVE if la.native_kind in LOWERED else 'im2col')))
     if auto:
         t = time.perf_counter()
-        sess = BlasBackend('auto').load(path)
+        sess = BlasBackend('auto').open_session(path)
         load_s = time.perf_counter() - t
         picks: Dict[str, int] = {}
         for e in sess.plan:

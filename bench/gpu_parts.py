@@ -450,7 +450,7 @@ def exp4_lines(models: Sequence[str], frames: int = 20, repeats: int = 5,
         chains = {'mapped': [TorchSegmentRunner(s, 2, pinned, mapped=True) for s in segs],
                   'pinned + copy': [TorchSegmentRunner(s, 2, None, mapped=False)
                                     for s in segs]}
-        whole = TorchCudaBackend().load(model_path(name))
+        whole = TorchCudaBackend().open_session(model_path(name))
         in_name = segs[0].inputs[0]
         out_names = [o.name for o in onnx.load(str(model_path(name)),
                                                load_external_data=False).graph.output]

@@ -325,7 +325,7 @@ def main() -> None:
     names = ranked[:args.candidates] + ([REFERENCE] if REFERENCE not in
                                         ranked[:args.candidates] else [])
     by_name = {b.name: b for b in after_mgr.candidates(spec, path)}
-    pinned = {n: by_name[n].load(path) for n in names}
+    pinned = {n: by_name[n].open_session(path) for n in names}
     runtimes = {'after': after, 'before': before}
     load = Load()
     rows = []

@@ -201,7 +201,7 @@ emit(event='start', machine='aarch64')
 for name in ('good', 'bad', 'later'):
     if name in job['exclude']:
         continue
-    emit(event='at', candidate=name, what='load', phase='profile')
+    emit(event='at', candidate=name, what='open_session', phase='profile')
     if name == 'bad':
         os.abort()
 print('done', job['exclude'])
@@ -214,7 +214,7 @@ def test_a_crash_is_pinned_on_its_candidate_and_the_job_runs_again(tmp_path):
                           log=lines.append)
     out = runner.run({'model': 'm'})
     assert [c['candidate'] for c in out['crashes']] == ['bad']
-    assert 'signal 6' in out['crashes'][0]['how'] and out['crashes'][0]['during'] == 'load'
+    assert 'signal 6' in out['crashes'][0]['how'] and out['crashes'][0]['during'] == 'open_session'
     assert out['attempts'] == 2 and not out['errors']
     assert any("done ['bad']" in ln for ln in lines)
     summary = {'jobs': [{'model': 'm', 'errors': [], 'crashes': out['crashes'],

@@ -44,8 +44,8 @@ class _DelayedBackend(OrtBackend):
         super().__init__(intra_op_threads=1)
         self.name, self._delay_s = name, delay_s
 
-    def load(self, model_path, strict=False, input_spec=None):
-        return _DelayedSession(super().load(model_path, strict, input_spec), self.name,
+    def open_session(self, model_path, strict=False, input_spec=None):
+        return _DelayedSession(super().open_session(model_path, strict, input_spec), self.name,
                                self._delay_s)
 
 
@@ -133,8 +133,8 @@ def test_drift_switches_backend_without_dropping_the_stream(ros, injected_manage
 
 
 class _Failing(_DelayedBackend):
-    def load(self, model_path, strict=False, input_spec=None):
-        sess = super().load(model_path, strict, input_spec)
+    def open_session(self, model_path, strict=False, input_spec=None):
+        sess = super().open_session(model_path, strict, input_spec)
         real = sess.run
 
         def run(tensor):

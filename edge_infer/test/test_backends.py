@@ -63,13 +63,13 @@ def test_trap_ort_provider_missing_from_build_falls_back_silently_and_is_caught(
     # Loading anyway is what users do by hand: ORT only warns and runs on the CPU.
     with pytest.warns(UserWarning, match='not in available provider names'):
         with pytest.raises(BackendError, match='silent fallback'):
-            backend.load(mobilenet[1])
+            backend.open_session(mobilenet[1])
     # fallback off: ONNX Runtime itself refuses the nodes left to the CPU EP
     strict = OrtBackend('CUDAExecutionProvider', allow_fallback=False)
     assert 'allow_fallback' not in backend.options() and not strict.options()['allow_fallback']
     with pytest.warns(UserWarning, match='not in available provider names'):
         with pytest.raises(BackendError, match='fallback to CPU EP has been explicitly disabled'):
-            strict.load(mobilenet[1])
+            strict.open_session(mobilenet[1])
 
 
 def test_trap_opencv_opencl_without_device_is_unavailable_not_cpu(tmp_path, mobilenet):
@@ -79,7 +79,7 @@ def test_trap_opencv_opencl_without_device_is_unavailable_not_cpu(tmp_path, mobi
     ok, why = probe_backend(backend, tmp_path)
     assert not ok and 'would quietly run on the CPU' in why
     with pytest.raises(BackendError, match='no OpenCL'):
-        backend.load(mobilenet[1])
+        backend.open_session(mobilenet[1])
     # What the library itself does when asked: it runs, on the CPU, and says nothing
     # we could catch (a log line only), which is why availability is checked apart.
     net = cv2.dnn.readNetFromONNX(str(mobilenet[1]), engine=cv2.dnn.ENGINE_CLASSIC)
@@ -115,8 +115,8 @@ class _RolledBackend(OrtBackend):
         super().__init__(intra_op_threads=1)
         self.name = 'test/rolled'
 
-    def load(self, model_path, strict=False, input_spec=None):
-        return _SwappedClasses(super().load(model_path, strict, input_spec))
+    def open_session(self, model_path, strict=False, input_spec=None):
+        return _SwappedClasses(super().open_session(model_path, strict, input_spec))
 
 
 def test_accuracy_guard_rejects_a_backend_with_wrong_outputs(mobilenet):
@@ -465,8 +465,9 @@ class _SlowBackend(OrtBackend):
         self.delay_s = delay_s
         self.session = None
 
-    def load(self, model_path, strict=False, input_spec=None):
-        self.session = _SlowSession(super().load(model_path, strict, input_spec), self.delay_s)
+    def open_session(self, model_path, strict=False, input_spec=None):
+        self.session = _SlowSession(super().open_session(model_path, strict, input_spec),
+                                    self.delay_s)
         return self.session
 
 

@@ -75,8 +75,8 @@ CASES = [{'c': 8, 'm': 16, 'k': 3, 'pad': 1},                      # 3x3 stride 
 @pytest.mark.parametrize('case', CASES, ids=lambda c: '-'.join(f'{k}{v}' for k, v in c.items()))
 def test_each_lowering_equals_onnxruntime(tmp_path, method, case):
     path, xs = _conv_model(tmp_path, **case)
-    ort = OrtCpuBackend(1).load(path)
-    sess = BlasBackend(method).load(path)
+    ort = OrtCpuBackend(1).open_session(path)
+    sess = BlasBackend(method).open_session(path)
     assert sess.backend_name == f'numpy-blas/cpu/{method}'
     for x in xs:     # twice: the buffers kept from the first run must not leak into the second
         _close(sess.run(x)[0], ort.run(x)[0])
@@ -92,8 +92,8 @@ def test_each_lowering_equals_onnxruntime(tmp_path, method, case):
 
 def test_auto_times_every_method_once_per_shape_and_keeps_the_fastest(tmp_path):
     path, xs = _conv_model(tmp_path, c=16, m=16, k=3, pad=1, hw=24, layers=3)
-    sess = BlasBackend('auto', tune_runs=2).load(path)
-    _close(sess.run(xs[0])[0], OrtCpuBackend(1).load(path).run(xs[0])[0])
+    sess = BlasBackend('auto', tune_runs=2).open_session(path)
+    _close(sess.run(xs[0])[0], OrtCpuBackend(1).open_session(path).run(xs[0])[0])
     first, *alike = sess.plan
     assert [p['node'] for p in sess.plan] == ['conv0', 'conv1', 'conv2']
     assert all(p['op'] == 'Conv' and p['shape'] == '16x24x24->16x24x24 k3x3 s1 d1 g1'
@@ -139,8 +139,8 @@ def test_every_other_op_and_in_place_buffers_equal_onnxruntime(tmp_path):
     outs = ['s', 'clip', 't', 'mm', 'logits']
     path = _save(tmp_path, nodes, [_value('x', [1, 4, 8, 8])], [_value(o, None) for o in outs],
                  inits, 'ops')
-    ort = OrtCpuBackend(1).load(path)
-    sess = BlasBackend().load(path)
+    ort = OrtCpuBackend(1).open_session(path)
+    sess = BlasBackend().open_session(path)
     kept = None
     for _ in range(2):
         x = rng.standard_normal((1, 4, 8, 8)).astype(f)
@@ -194,7 +194,7 @@ def test_unsupported_op_is_named_at_load(tmp_path):
     node = helper.make_node('Softsign', ['x'], ['y'], name='odd_one')
     path = _save(tmp_path, [node], [_value('x', [1, 3])], [_value('y', [1, 3])], {}, 'odd')
     with pytest.raises(BackendError, match=r'numpy-blas: unsupported op Softsign \(odd_one\)'):
-        BlasBackend().load(path)
+        BlasBackend().open_session(path)
 
 
 def test_describes_itself():

@@ -179,7 +179,7 @@ def test_overload_newest_frame_counted_drops_bounded_latency_flat_memory(ros, tm
     # CPU (NanoDet took ~45 ms per frame on one EPYC VM, ~20 ms on another), so
     # the camera runs at twice the model's own rate, measured here (60-150 Hz).
     spec = load_registry(paths.config_dir() / 'models.yaml')['nanodet']
-    sess = OrtBackend(intra_op_threads=1).load(data_home / 'models' / spec.file)
+    sess = OrtBackend(intra_op_threads=1).open_session(data_home / 'models' / spec.file)
     x = np.zeros((1, 3, spec.input_spec.height, spec.input_spec.width), np.float32)
     times = []
     for _ in range(6):

@@ -88,8 +88,8 @@ def test_interleaved_rounds_settle_the_ranking_and_replace_the_alone_figures(mob
     spec, path = mobilenet
     frames, what = calibration_frames(1)
     ref = Reference(spec, path, frames, what)
-    fast = OrtBackend(intra_op_threads=1).load(path)
-    slow = _Delayed(OrtBackend(intra_op_threads=1).load(path), 0.004)
+    fast = OrtBackend(intra_op_threads=1).open_session(path)
+    slow = _Delayed(OrtBackend(intra_op_threads=1).open_session(path), 0.004)
     results = {'fast': CandidateResult('fast', status='ok', p50_ms=99.0),
                'slow': CandidateResult('slow', status='ok', p50_ms=1.0)}
     try:
@@ -241,8 +241,8 @@ def test_candidates_are_ranked_on_preprocessing_plus_run(mobilenet):
     ref = Reference(spec, path, frames, what)
     feeds = ref.first_inputs()
     assert set(feeds) == {'float', 'u8'} and feeds['u8'].dtype == np.uint8
-    plain = OrtBackend(intra_op_threads=1).load(path)
-    in_graph = _U8Input(OrtBackend(intra_op_threads=1).load(path), feeds['float'], 0.002)
+    plain = OrtBackend(intra_op_threads=1).open_session(path)
+    in_graph = _U8Input(OrtBackend(intra_op_threads=1).open_session(path), feeds['float'], 0.002)
     results = {'plain': CandidateResult('plain', status='ok', preprocess_ms=5.0),
                'in-graph': CandidateResult('in-graph', status='ok', input_kind='u8',
                                            preprocess_ms=0.0)}

@@ -85,7 +85,7 @@ def test_a_model_a_library_cannot_run_is_not_loaded_again(tmp_path, data_home):
     from edge_infer.backends.libs.ort import OrtCpuBackend
     spec = load_registry(paths.config_dir() / 'models.yaml')['mobilenet_v2']
     path = data_home / 'models' / spec.file
-    loads = []
+    opened = []
 
     class Lacking(OrtCpuBackend):
         """A library without one of the model's operators."""
@@ -94,10 +94,10 @@ def test_a_model_a_library_cannot_run_is_not_loaded_again(tmp_path, data_home):
             super().__init__(1)
             self.name = 'onnxruntime/cpu/t1/lacking'
 
-        def load(self, model_path, strict=False, input_spec=None):
+        def open_session(self, model_path, strict=False, input_spec=None):
             if pathlib.Path(model_path).name != path.name:     # the probe's small net
-                return super().load(model_path, strict, input_spec)
-            loads.append(model_path)
+                return super().open_session(model_path, strict, input_spec)
+            opened.append(model_path)
             raise UnsupportedModel('lacking: unsupported op Conv')
 
     def manager():
@@ -111,9 +111,9 @@ def test_a_model_a_library_cannot_run_is_not_loaded_again(tmp_path, data_home):
         mgr.candidates = lambda spec=None, model_path=None: listed(spec, model_path) + [Lacking()]
         return mgr
     first = manager().profile(spec, path)
-    assert len(loads) == 1
+    assert len(opened) == 1
     again = manager().profile(spec, path)
-    assert len(loads) == 1, 'the lasting failure was loaded again'
+    assert len(opened) == 1, 'the lasting failure was opened again'
     for run in (first, again):
         lacking = {r.backend: r for r in run.results}['onnxruntime/cpu/t1/lacking']
         assert lacking.status == 'failed' and 'unsupported op Conv' in lacking.reason

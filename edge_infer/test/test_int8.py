@@ -139,7 +139,7 @@ def test_a_graph_the_quantizer_refuses_is_a_failed_candidate(mobilenet, tmp_path
     backend = VariantBackend(OrtBackend(), kind, tmp_path / 'cache',
                              lambda: (spec, 0.9, (2, 2), None))
     with pytest.raises(BackendError, match=f'cannot make the {kind} variant'):
-        backend.load(src)
+        backend.open_session(src)
     left = list((tmp_path / 'cache').rglob('*'))
     assert not [p for p in left if p.is_file()], left      # nothing half-written
 
@@ -182,8 +182,8 @@ def test_nncf_int8_is_made_once_with_its_note_and_runs(mobilenet, footage, tmp_p
     photo = next(p for p in footage['photos'] if p.stem == 'chelsea')
     from edge_infer.core.image import Frame
     x = np.array(pre(Frame(cv2.imread(str(photo)), 'bgr'))[0], copy=True)
-    got = OpenVinoBackend(1).load(out).run(x)[0]
-    ref = OrtBackend().load(src).run(x)[0]
+    got = OpenVinoBackend(1).open_session(out).run(x)[0]
+    ref = OrtBackend().open_session(src).run(x)[0]
     assert int(np.argmax(got)) == int(np.argmax(ref))     # a clear cat stays a cat
 
 

@@ -51,8 +51,8 @@ class _SlowerCpu(OrtBackend):
         super().__init__(intra_op_threads=1)
         self.name = 'test/cpu'
 
-    def load(self, model_path, strict=False, input_spec=None):
-        sess = super().load(model_path, strict, input_spec)
+    def open_session(self, model_path, strict=False, input_spec=None):
+        sess = super().open_session(model_path, strict, input_spec)
         run = sess.run
 
         def slower(tensor):
@@ -70,8 +70,8 @@ class _Accelerator(OrtBackend):
         super().__init__(intra_op_threads=1)
         self.name, self.device, self.lock_path = 'test/accelerator', 'accelerator', lock_path
 
-    def load(self, model_path, strict=False, input_spec=None):
-        return _DeviceSession(super().load(model_path, strict, input_spec), self.lock_path)
+    def open_session(self, model_path, strict=False, input_spec=None):
+        return _DeviceSession(super().open_session(model_path, strict, input_spec), self.lock_path)
 
 
 def _hog(lock_path: str, hold_s: float, free_s: float, seconds: float) -> None:

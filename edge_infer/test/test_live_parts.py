@@ -206,7 +206,7 @@ def test_wanted_keeps_a_place_for_another_thread_count():
 
 
 class _BrokenBackend(SimBackend):
-    def load(self, model_path, strict=False, input_spec=None):
+    def open_session(self, model_path, strict=False, input_spec=None):
         raise RuntimeError('no device')
 
 

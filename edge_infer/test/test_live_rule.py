@@ -362,13 +362,13 @@ def test_a_fallback_takes_the_open_runner_up_session_without_loading(sim):
     live = sim.make([bad, good], [4.0, 5.0])
     live.manager.__class__ = _SelectingManager
     opened = live.runners.get('fake/good')
-    loads = []
+    reopened = []
     for b in live.manager.backends:
-        b.load = lambda path, strict=False, input_spec=None, _b=b: loads.append(_b.name)
+        b.open_session = lambda path, strict=False, input_spec=None, _b=b: reopened.append(_b.name)
     live.model.session.__class__ = _FailingSession
     sim.serve(live, 1.0)
     assert live.backend_name == 'fake/good' and live.model.session is opened
-    assert loads == [] and 'fake/good' not in live.runners
+    assert reopened == [] and 'fake/good' not in live.runners
     assert [s['trigger'] for s in live.switches] == ['fallback']
 
 

@@ -81,7 +81,7 @@ def real_inputs(data_home):
         path = data_home / 'models' / spec.file
         pre = Preprocessor(spec.input_spec)
         xs = [np.array(pre(f)[0], copy=True) for f in frames]
-        ort = OrtBackend(intra_op_threads=1).load(path)
+        ort = OrtBackend(intra_op_threads=1).open_session(path)
         outs = [[np.array(o, copy=True) for o in ort.run(x)] for x in xs]
         ort.close()
         out[name] = (path, xs, outs)
@@ -108,7 +108,7 @@ def hidden_vulkan(tmp_path_factory):
         'out = {"gpus": ncnn.get_gpu_count(), "policy": nb.omp_wait_policy(),\n'
         '       "cands": [(b.name, b.device, *b.available()) for b in cands]}\n'
         'try:\n'
-        '    cands[-2].load(pathlib.Path(sys.argv[2]))\n'
+        '    cands[-2].open_session(pathlib.Path(sys.argv[2]))\n'
         'except BackendError as exc:\n'
         '    out["load"] = str(exc)\n'
         'print("JSON " + json.dumps(out))\n')
@@ -166,8 +166,8 @@ def test_cpu_fp32_passes_the_probe_and_matches_onnx_runtime(cache):
     assert ok, why
     path = probe_model(cache)
     x = np.random.default_rng(5).standard_normal((1, 3, 32, 32)).astype(np.float32)
-    ref = OrtBackend(intra_op_threads=1).load(path).run(x)[0].copy()
-    sess = backend.load(path)
+    ref = OrtBackend(intra_op_threads=1).open_session(path).run(x)[0].copy()
+    sess = backend.open_session(path)
     assert sess.input_name == 'x' and sess.output_names == ['y']
     _close(sess.run(x)[0], ref)
     with pytest.raises(BackendError, match=r'input shape \(1, 3, 16, 16\), the model takes'):
@@ -178,7 +178,7 @@ def test_cpu_fp32_passes_the_probe_and_matches_onnx_runtime(cache):
 @pytest.mark.parametrize('model,threads', [('mobilenet_v2', 1), ('nanodet', 2)])
 def test_cpu_fp32_matches_onnx_runtime_on_real_frames(cache, real_inputs, model, threads):
     path, xs, refs = real_inputs[model]
-    sess = NcnnBackend('cpu', threads, cache_dir=cache).load(path)
+    sess = NcnnBackend('cpu', threads, cache_dir=cache).open_session(path)
     onnx_names = [o.name for o in onnx.load(str(path), load_external_data=False).graph.output]
     assert sess.output_names == onnx_names
     buf = np.empty_like(xs[0])      # one input buffer refilled per frame, as the node does
@@ -207,10 +207,10 @@ def test_input_with_unaligned_channels_runs_correctly_on_cpu_and_vulkan(tmp_path
                  [1, 3, 7, 5], [helper.make_tensor_value_info('y', TensorProto.FLOAT,
                                                               [1, 5, 7, 5])], [w])
     xs = [rng.standard_normal((1, 3, 7, 5)).astype(np.float32) for _ in range(2)]
-    ort = OrtBackend().load(path)
+    ort = OrtBackend().open_session(path)
     refs = [ort.run(x)[0].copy() for x in xs]
     for device in ['cpu'] + (['vulkan'] if _has_gpu() else []):
-        sess = NcnnBackend(device, 1, cache_dir=tmp_path).load(path)
+        sess = NcnnBackend(device, 1, cache_dir=tmp_path).open_session(path)
         for x, ref in zip(xs, refs):
             _close(sess.run(x)[0], ref)
         sess.close()
@@ -227,7 +227,7 @@ def test_vulkan_passes_the_probe_and_matches_onnx_runtime_on_real_frames(cache, 
     assert ok, why
     path, xs, refs = real_inputs['mobilenet_v2']
     t0 = time.perf_counter()
-    sess = backend.load(path)
+    sess = backend.open_session(path)
     load_s = time.perf_counter() - t0
     times = []
     for x, ref in zip(xs, refs):
@@ -236,7 +236,7 @@ def test_vulkan_passes_the_probe_and_matches_onnx_runtime_on_real_frames(cache, 
         times.append(time.perf_counter() - t0)
         _close(out, ref[0])
     sess.close()
-    ort = OrtBackend(intra_op_threads=1).load(path)
+    ort = OrtBackend(intra_op_threads=1).open_session(path)
     ort.run(xs[0])
     t0 = time.perf_counter()
     ort.run(xs[0])
@@ -277,7 +277,7 @@ def test_vulkan_fp16_runs_the_probe_close_to_fp32(cache):
 def test_cpu_fp16_runs_and_differs_from_fp32_by_a_small_amount(cache, real_inputs):
     """The fp16 candidate is a real precision variant: not equal, not far (the guard judges)."""
     path, xs, refs = real_inputs['mobilenet_v2']
-    sess = NcnnBackend('cpu', 2, 'fp16', cache_dir=cache).load(path)
+    sess = NcnnBackend('cpu', 2, 'fp16', cache_dir=cache).open_session(path)
     for x, ref in zip(xs, refs):
         out = sess.run(x)[0]
         diff = float(np.abs(out - ref[0]).max())
@@ -290,11 +290,11 @@ def test_cpu_fp16_runs_and_differs_from_fp32_by_a_small_amount(cache, real_input
 def test_conversion_is_cached_and_a_corrupted_file_is_converted_again(tmp_path):
     path = probe_model(tmp_path)
     x = np.random.default_rng(2).standard_normal((1, 3, 32, 32)).astype(np.float32)
-    ref = OrtBackend().load(path).run(x)[0].copy()
+    ref = OrtBackend().open_session(path).run(x)[0].copy()
     lines = []
     backend = NcnnBackend('cpu', 1, cache_dir=tmp_path, log=lines.append)
     runs = pnnx.pnnx_runs
-    _close(backend.load(path).run(x)[0], ref)
+    _close(backend.open_session(path).run(x)[0], ref)
     assert pnnx.pnnx_runs == runs + 1 and len(lines) == 1 and 'converted' in lines[0]
     folder = tmp_path / 'ncnn'
     param, binf, sidecar = (next(folder.glob(f'*.ncnn.{ext}'))
@@ -308,21 +308,21 @@ def test_conversion_is_cached_and_a_corrupted_file_is_converted_again(tmp_path):
     assert rec['source_sha256'] == sha256_file(path)
     mtimes = [p.stat().st_mtime_ns for p in (param, binf, sidecar)]
     # a second backend (another process would do the same): no pnnx, same files
-    _close(NcnnBackend('cpu', 2, cache_dir=tmp_path, log=lines.append).load(path).run(x)[0],
-           ref)
+    again = NcnnBackend('cpu', 2, cache_dir=tmp_path, log=lines.append).open_session(path)
+    _close(again.run(x)[0], ref)
     assert pnnx.pnnx_runs == runs + 1 and len(lines) == 1
     assert [p.stat().st_mtime_ns for p in (param, binf, sidecar)] == mtimes
     # a flipped byte in the weights: detected, said once, converted again
     data = bytearray(binf.read_bytes())
     data[len(data) // 2] ^= 0xFF
     binf.write_bytes(bytes(data))
-    _close(backend.load(path).run(x)[0], ref)
+    _close(backend.open_session(path).run(x)[0], ref)
     assert pnnx.pnnx_runs == runs + 2
     assert len(lines) == 3 and 'does not match its recorded sha256' in lines[1], lines
     assert sha256_file(binf) == rec['bin_sha256']
     # a truncated param file is caught the same way
     param.write_text(param.read_text()[:40])
-    _close(backend.load(path).run(x)[0], ref)
+    _close(backend.open_session(path).run(x)[0], ref)
     assert pnnx.pnnx_runs == runs + 3 and param.name in lines[3]
 
 
@@ -333,9 +333,9 @@ def test_garbage_or_missing_model_file_gives_a_clear_backend_error(tmp_path):
     backend = NcnnBackend('cpu', 1, cache_dir=tmp_path)
     with pytest.raises(BackendError, match=r'ncnn/cpu/t1: cannot read garbage.onnx as an '
                                            r'ONNX model'):
-        backend.load(bad)
+        backend.open_session(bad)
     with pytest.raises(BackendError, match='model file .*absent.onnx not found'):
-        backend.load(tmp_path / 'absent.onnx')
+        backend.open_session(tmp_path / 'absent.onnx')
 
 
 def test_dynamic_input_shape_is_refused_with_the_reason(tmp_path):
@@ -344,7 +344,7 @@ def test_dynamic_input_shape_is_refused_with_the_reason(tmp_path):
                  [helper.make_tensor_value_info('y', TensorProto.FLOAT, None)])
     with pytest.raises(BackendError, match=r"input 'x' of dyn.onnx has a dynamic shape "
                                            r'\[1, 3, height, width\]'):
-        NcnnBackend('cpu', 1, cache_dir=tmp_path).load(path)
+        NcnnBackend('cpu', 1, cache_dir=tmp_path).open_session(path)
 
 
 def test_pnnx_failure_and_layers_ncnn_lacks_are_named(tmp_path):
@@ -356,12 +356,12 @@ def test_pnnx_failure_and_layers_ncnn_lacks_are_named(tmp_path):
     backend = NcnnBackend('cpu', 1, cache_dir=tmp_path)
     with pytest.raises(BackendError, match=r'pnnx could not convert custom.onnx \(.*\): .*'
                                            r'Frobnicate.* is not a registered function/op'):
-        backend.load(custom)
+        backend.open_session(custom)
     assert not list((tmp_path / 'ncnn').glob('custom*.param'))
     det = _save(tmp_path / 'det.onnx', [helper.make_node('Det', ['x'], ['y'])], [1, 3, 8, 8],
                 [helper.make_tensor_value_info('y', TensorProto.FLOAT, [1, 3])])
     with pytest.raises(BackendError, match='ncnn has no layer for Det'):
-        backend.load(det)
+        backend.open_session(det)
 
 
 def test_without_a_vulkan_device_the_candidates_say_why(hidden_vulkan):
@@ -395,17 +395,17 @@ def test_a_converted_model_that_crashes_ncnn_is_left_out_and_the_process_survive
     monkeypatch.setattr(pnnx, 'FIRST_RUN', 'import os, signal\n'
                         'os.kill(os.getpid(), signal.SIGSEGV)\n')
     with pytest.raises(BackendError, match=r'ncnn crashed \(SIGSEGV\).*left out'):
-        cpu.load(model)
+        cpu.open_session(model)
     stamps = list(tmp_path.rglob('*.firstrun'))
     assert len(stamps) == 1 and 'SIGSEGV' in stamps[0].read_text()
     # the verdict is kept: the next load says so without running anything
     monkeypatch.setattr(pnnx, 'FIRST_RUN', 'raise SystemExit(3)\n')
     with pytest.raises(BackendError, match='SIGSEGV'):
-        cpu.load(model)
+        cpu.open_session(model)
     # a graph that runs: checked once, then opened in this process
     stamps[0].unlink()
     monkeypatch.undo()
-    sess = cpu.load(model)
+    sess = cpu.open_session(model)
     sess.close()
     assert stamps[0].read_text() == 'ok'
 

@@ -40,7 +40,7 @@ def real_inputs(registry, data_home):
         spec = registry[name]
         path = data_home / 'models' / spec.file
         ref = Reference(spec, path, frames, what)
-        ort = OrtBackend(intra_op_threads=1).load(path)
+        ort = OrtBackend(intra_op_threads=1).open_session(path)
         outs = [[np.array(o, copy=True) for o in ort.run(x)] for x, _ in ref.inputs]
         ort.close()
         out[name] = (spec, path, ref, outs)
@@ -70,7 +70,7 @@ def test_the_native_candidate_is_named_by_what_the_device_reports():
 @pytest.mark.parametrize('model', ['mobilenet_v2', 'nanodet'])
 def test_f32_matches_onnx_runtime_on_real_frames(real_inputs, model):
     spec, path, ref, ort_outs = real_inputs[model]
-    sess = OpenVinoBackend(2, 'fp32').load(path)
+    sess = OpenVinoBackend(2, 'fp32').open_session(path)
     try:
         assert sess._compiled.get_property('INFERENCE_PRECISION_HINT').to_string() == 'f32'
         for (x, _), want in zip(ref.inputs, ort_outs):
@@ -92,7 +92,7 @@ def test_native_precision_runs_and_the_guard_measures_it(real_inputs, model):
         pytest.skip('this CPU runs f32 natively: no reduced-precision candidate')
     spec, path, ref, ort_outs = real_inputs[model]
     backend = OpenVinoBackend(2, prec)
-    sess = backend.load(path)
+    sess = backend.open_session(path)
     try:
         assert sess._compiled.get_property('INFERENCE_PRECISION_HINT').to_string() in \
             ('bf16', 'f16')
@@ -109,7 +109,7 @@ def test_native_precision_runs_and_the_guard_measures_it(real_inputs, model):
 
 def test_input_is_bound_without_a_copy_and_outputs_are_read_in_place(real_inputs):
     spec, path, ref, _ = real_inputs['mobilenet_v2']
-    sess = OpenVinoBackend(1, 'fp32').load(path)
+    sess = OpenVinoBackend(1, 'fp32').open_session(path)
     try:
         x = np.array(ref.inputs[0][0], copy=True)
         first = np.array(sess.run(x)[0], copy=True)
@@ -126,7 +126,7 @@ def test_input_is_bound_without_a_copy_and_outputs_are_read_in_place(real_inputs
 
 def test_cores_are_not_pinned_and_threads_are_what_was_asked(real_inputs):
     _, path, _, _ = real_inputs['mobilenet_v2']
-    sessions = [OpenVinoBackend(1, 'fp32').load(path) for _ in range(2)]
+    sessions = [OpenVinoBackend(1, 'fp32').open_session(path) for _ in range(2)]
     try:
         for s in sessions:      # the LATENCY hint alone would pin both models' threads
             assert s._compiled.get_property('ENABLE_CPU_PINNING') is False
@@ -146,14 +146,14 @@ def test_probe_and_bad_files_and_a_missing_library(tmp_path, monkeypatch, capfd)
     # other frontend's complaint (TensorFlow's "GraphDef" lines) about a file given as ONNX
     with pytest.raises(BackendError, match=r'^openvino/cpu/t1: cannot load garbage.onnx: '
                                            r"Model can't be parsed$"):
-        OpenVinoBackend(1, 'fp32').load(bad)
+        OpenVinoBackend(1, 'fp32').open_session(bad)
     assert 'GraphDef' not in capfd.readouterr().err
     err = RuntimeError('Exception from src/inference/src/cpp/core.cpp:132:\n'
                        "Check 'x' failed at src/frontends/onnx/y.cpp:5:\n"
                        'FrontEnd API failed with GeneralFailure:\nthe reason\n')
     assert ov_reason(err) == 'the reason' and ov_reason(RuntimeError('')) == 'RuntimeError'
     with pytest.raises(BackendError, match='not found'):
-        OpenVinoBackend(1, 'fp32').load(tmp_path / 'missing.onnx')
+        OpenVinoBackend(1, 'fp32').open_session(tmp_path / 'missing.onnx')
     monkeypatch.setitem(sys.modules, 'openvino', None)      # as if not installed
     ok, why = OpenVinoBackend(1, 'fp32').available()
     assert not ok and 'pip install openvino' in why
@@ -202,7 +202,7 @@ def test_preprocessing_in_the_graph_gives_the_same_outputs(real_inputs, model):
     backend = OpenVinoBackend(1, 'fp32', graph_preprocessing=True)
     assert backend.name == 'openvino/cpu/t1+pre' and backend.input_kind == 'u8'
     with pytest.raises(BackendError, match="needs the model's input spec"):
-        backend.load(path)
+        backend.open_session(path)
     sess = open_session(backend, path, spec.input_spec)
     try:
         assert sess.input_kind == 'u8'

@@ -252,10 +252,10 @@ def test_a_stop_during_a_measurement_does_not_wait_and_a_resume_goes_on(
             super().__init__(1)
             self.name = 'onnxruntime/cpu/t1/blocking'
 
-        def load(self, model_path, strict=False, input_spec=None):
+        def open_session(self, model_path, strict=False, input_spec=None):
             entered.set()
             release.wait(60)
-            return super().load(model_path, strict, input_spec)
+            return super().open_session(model_path, strict, input_spec)
     mgr = _manager(tmp_path)
     listed = mgr.candidates
     mgr.candidates = lambda spec=None, model_path=None: listed(spec, model_path) + [Blocking()]

@@ -47,7 +47,7 @@ def test_without_torch_each_candidate_says_what_to_install(monkeypatch):
         assert not ok and 'torch not installed' in why and 'onnx2torch' in why
         assert backend.device == 'cuda:0' and backend.library == 'torch'
         with pytest.raises(BackendError, match='torch not importable'):
-            backend.load(paths.models_dir() / 'mobilenet_v2.onnx')
+            backend.open_session(paths.models_dir() / 'mobilenet_v2.onnx')
     assert [b.name for b in torch_cuda.torch_candidates()] == ['torch/cuda:0',
                                                                'torch/cuda:0/fp16']
 
@@ -86,7 +86,7 @@ def test_a_torch_without_a_usable_gpu_fails_to_load_saying_why(monkeypatch, buil
     torch, why = torch_cuda.cuda_torch()
     assert torch is None and said in why and '2.11.0+fake' in why
     with pytest.raises(BackendError, match=said):
-        TorchCudaBackend('fp16').load(paths.models_dir() / 'mobilenet_v2.onnx')
+        TorchCudaBackend('fp16').open_session(paths.models_dir() / 'mobilenet_v2.onnx')
 
 
 def test_a_bad_precision_is_refused_with_the_choices():

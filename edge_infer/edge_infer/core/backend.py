@@ -89,12 +89,12 @@ class Backend:
         """
         return True, 'no check'
 
-    def load(self, model_path: pathlib.Path, strict: bool = False,
-             input_spec=None) -> Session:
-        """Load ``model_path`` and return a ready session.
+    def open_session(self, model_path: pathlib.Path, strict: bool = False,
+                     input_spec=None) -> Session:
+        """Open ``model_path`` in a session of this backend and return it, ready to run.
 
         ``strict``: no silent fallback to another device or provider; what
-        the backend names must run the whole model, or the load fails (the
+        the backend names must run the whole model, or opening fails (the
         probe uses it). ``input_spec``: the model's
         :class:`~edge_infer.core.preprocess.InputSpec`, needed by backends
         whose ``input_kind`` is ``'u8'`` (the normalisation goes into their
@@ -104,15 +104,15 @@ class Backend:
 
 
 def open_session(backend: Backend, model_path: pathlib.Path, input_spec=None) -> Session:
-    """Load ``model_path`` on ``backend`` with the model's input spec.
+    """Open ``model_path`` on ``backend`` with the model's input spec.
 
-    A ``'u8'`` backend cannot load without it: BackendError says so.
+    A ``'u8'`` backend cannot open it without the spec: BackendError says so.
     """
     kind = input_kind(backend)
     if kind != 'float' and input_spec is None:
         raise BackendError(f'{backend.name} takes {kind} frames: it needs the '
-                           "model's input spec to load")
-    return backend.load(model_path, input_spec=input_spec)
+                           "model's input spec to open the model")
+    return backend.open_session(model_path, input_spec=input_spec)
 
 
 def input_kind(obj) -> str:

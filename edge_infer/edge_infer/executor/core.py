@@ -442,7 +442,7 @@ class ExecutorSession(Session):
 
 
 class ExecutorBackend(Backend):
-    """A backend like the others: ``load(path)`` adds the model to a shared executor.
+    """A backend like the others: ``open_session(path)`` adds the model to a shared executor.
 
     ``libraries``: what its segments may run on (runners.SegmentLibrary; the
     node passes the backend manager's accepted candidates, best first, so
@@ -463,10 +463,10 @@ class ExecutorBackend(Backend):
         self.precision = self.libraries[0].precision
         self.name = f'executor/{executor.policy}/{self.libraries[0].name}'
 
-    def load(self, model_path, strict: bool = False, input_spec=None) -> ExecutorSession:
+    def open_session(self, model_path, strict: bool = False, input_spec=None) -> ExecutorSession:
         """Partition and add the model; return its session.
 
-        The signature is :meth:`Backend.load`'s; neither argument applies (the
+        The signature is :meth:`Backend.open_session`'s; neither argument applies (the
         executor places segments on its devices by design; float input).
         """
         self.executor.add_model(self.instance, pathlib.Path(model_path), self.libraries)

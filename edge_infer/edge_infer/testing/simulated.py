@@ -55,7 +55,7 @@ class SimBackend(Backend):
         self.name, self.clock, self.latency = name, clock, latency
         self.intra_op_threads = threads
 
-    def load(self, model_path, strict=False, input_spec=None):
+    def open_session(self, model_path, strict=False, input_spec=None):
         """Return a new simulated session."""
         return SimSession(self.name, self.clock, self.latency)
 

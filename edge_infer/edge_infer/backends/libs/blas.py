@@ -154,8 +154,8 @@ class BlasBackend(Backend):
         name, version = _blas_info()
         return True, f'numpy {np.__version__} with {name} {version}'.strip()
 
-    def load(self, model_path: pathlib.Path, strict: bool = False,
-             input_spec=None) -> Session:
+    def open_session(self, model_path: pathlib.Path, strict: bool = False,
+                     input_spec=None) -> Session:
         """Parse the model, plan every op and (auto) time the conv lowerings per layer.
 
         CPU only, so ``strict`` changes nothing; ``input_spec`` is not needed

@@ -423,8 +423,8 @@ class NcnnBackend(Backend):
             found += " (a software Vulkan device on the CPU: expect 15-50x ONNX Runtime's time)"
         return True, found
 
-    def load(self, model_path: pathlib.Path, strict: bool = False,
-             input_spec=None) -> Session:
+    def open_session(self, model_path: pathlib.Path, strict: bool = False,
+                     input_spec=None) -> Session:
         """Convert (cached) and open the model; BackendError saying why when it cannot.
 
         Every load is strict: a Vulkan net that ncnn turns back to the CPU

@@ -112,8 +112,8 @@ class OpenCvDnnBackend(Backend):
                            'without CUDA; build OpenCV with CUDA + cuDNN)')
         return True, f'{n} CUDA device(s)'
 
-    def load(self, model_path: pathlib.Path, strict: bool = False,
-             input_spec=None) -> Session:
+    def open_session(self, model_path: pathlib.Path, strict: bool = False,
+                     input_spec=None) -> Session:
         """Read the ONNX model and set the backend/target; BackendError when it cannot.
 
         ``strict`` changes nothing: OpenCV gives no way to forbid its own

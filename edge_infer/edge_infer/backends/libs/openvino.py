@@ -219,8 +219,8 @@ class OpenVinoBackend(Backend):
                                f'{self.precision}')
         return True, f'OpenVINO {ov.__version__} {self.ov_device} {name!r}'
 
-    def load(self, model_path: pathlib.Path, strict: bool = False,
-             input_spec=None) -> Session:
+    def open_session(self, model_path: pathlib.Path, strict: bool = False,
+                     input_spec=None) -> Session:
         """Compile the ONNX model; BackendError on a bad file or when the precision differs.
 
         ``+pre`` candidates need ``input_spec`` (the model's InputSpec): its

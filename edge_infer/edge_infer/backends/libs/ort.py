@@ -161,8 +161,8 @@ class OrtBackend(Backend):
                            f'(lists {", ".join(listed)})')
         return True, f'onnxruntime {version} lists {self.provider}'
 
-    def load(self, model_path: pathlib.Path, strict: bool = False,
-             input_spec=None) -> Session:
+    def open_session(self, model_path: pathlib.Path, strict: bool = False,
+                     input_spec=None) -> Session:
         """Open the model; BackendError on a bad file or when the provider did not take it.
 
         ``strict``: no CPU fallback for this load (see ``allow_fallback``);

@@ -147,8 +147,8 @@ class TorchCudaBackend(Backend):
         return True, (f'torch {v.get("torch", "?")}, onnx2torch {v.get("onnx2torch", "?")}, '
                       'NVIDIA driver present')
 
-    def load(self, model_path: pathlib.Path, strict: bool = False,
-             input_spec=None) -> Session:
+    def open_session(self, model_path: pathlib.Path, strict: bool = False,
+                     input_spec=None) -> Session:
         """Convert the model and move it to the GPU; BackendError saying why when it cannot.
 
         ``strict`` changes nothing: every converted op runs in torch on the

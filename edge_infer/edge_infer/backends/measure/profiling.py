@@ -157,7 +157,7 @@ def probe_backend(backend: Backend, cache_dir: pathlib.Path) -> Tuple[bool, str]
     path = probe_model(cache_dir)
     x = np.random.default_rng(11).standard_normal((1, 3, 32, 32)).astype(np.float32)
     try:
-        ref = OrtBackend().load(path).run(x)[0].copy()
+        ref = OrtBackend().open_session(path).run(x)[0].copy()
     except BackendError as exc:
         return False, f'no CPU reference for the probe: {exc}'
     feed: np.ndarray = x
@@ -165,10 +165,10 @@ def probe_backend(backend: Backend, cache_dir: pathlib.Path) -> Tuple[bool, str]
     try:
         if input_kind(backend) == 'u8':     # the graph normalises: feed pixels
             u8 = np.random.default_rng(11).integers(0, 256, (1, 32, 32, 3), dtype=np.uint8)
-            ref = OrtBackend().load(path).run(
+            ref = OrtBackend().open_session(path).run(
                 np.ascontiguousarray(u8.transpose(0, 3, 1, 2), np.float32))[0].copy()
             feed = u8
-        sess = backend.load(path, strict=True, input_spec=input_spec)
+        sess = backend.open_session(path, strict=True, input_spec=input_spec)
         t0 = time.perf_counter()
         out = sess.run(feed)[0]
         ms = (time.perf_counter() - t0) * 1e3
@@ -215,7 +215,7 @@ class Reference:
                     if r == 0:
                         self._inputs.setdefault(k, []).append((np.array(tensor, copy=True), tf))
         self.preprocess_ms = {k: float(np.median(v)) for k, v in times.items() if v}
-        sess = OrtBackend().load(model_path)
+        sess = OrtBackend().open_session(model_path)
         self.decoder = spec.make_decoder()
         self.outputs = [self.decoder([np.array(o, copy=True) for o in sess.run(x)], tf)
                         for x, tf in self.inputs]

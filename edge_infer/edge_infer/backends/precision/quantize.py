@@ -135,7 +135,7 @@ def ort_int8(src: pathlib.Path, dst: pathlib.Path, calibration: Sequence[np.ndar
 def _ort_outputs(path: pathlib.Path):
     """Return run(x) -> list of outputs for an ONNX file on ORT's CPU provider."""
     from ..libs.ort import OrtBackend
-    sess = OrtBackend(intra_op_threads=1).load(path)
+    sess = OrtBackend(intra_op_threads=1).open_session(path)
     return lambda x: [np.array(o, copy=True) for o in sess.run(x)]
 
 

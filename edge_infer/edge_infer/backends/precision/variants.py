@@ -406,15 +406,15 @@ class VariantBackend(Backend):
             pathlib.Path(model_path), self.kind, self.cache_dir / 'variants',
             _key(self.kind, spec, floor, frames))))
 
-    def load(self, model_path: pathlib.Path, strict: bool = False,
-             input_spec=None) -> Session:
-        """Convert (cached) and load the variant on the base backend (arguments passed on)."""
+    def open_session(self, model_path: pathlib.Path, strict: bool = False,
+                     input_spec=None) -> Session:
+        """Convert (cached) and open the variant on the base backend (arguments passed on)."""
         try:
             path = self.variant_path(model_path)
         except Exception as exc:  # VariantError or an onnx/ORT error during conversion
             raise BackendError(f'{self.name}: cannot make the {self.kind} variant: {exc}') \
                 from None
-        sess = self.base.load(path, strict=strict, input_spec=input_spec)
+        sess = self.base.open_session(path, strict=strict, input_spec=input_spec)
         sess.backend_name = self.name
         return sess
 

@@ -23,7 +23,7 @@ class HostReference:
     def outputs(self, model: str, x: np.ndarray) -> List[np.ndarray]:
         from ...backends.libs.ort import OrtBackend
         if model not in self._sessions:
-            self._sessions[model] = OrtBackend().load(pathlib.Path(model))
+            self._sessions[model] = OrtBackend().open_session(pathlib.Path(model))
         return [np.array(o, copy=True) for o in self._sessions[model].run(x)]
 
     def close(self) -> None:

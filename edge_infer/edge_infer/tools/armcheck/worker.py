@@ -12,7 +12,7 @@ Runtime fp32 on real frames, selection) for a registry model. The only
 addition is tracing, around the candidates the manager makes
 (:class:`TracedManager`):
 
-- before a candidate is asked anything (available, load, run) an ``at``
+- before a candidate is asked anything (available, open_session, run) an ``at``
   event names it, so when the process dies (a native crash takes the whole
   interpreter) the host knows whose it was;
 - the first run of every session saves its input and outputs (``io``
@@ -120,9 +120,9 @@ class TracedBackend:
         self._tracer.touch(self._inner.name, 'available')
         return self._inner.available()
 
-    def load(self, model_path, strict: bool = False, input_spec=None):
-        self._tracer.touch(self._inner.name, 'load')
-        sess = self._inner.load(model_path, strict=strict, input_spec=input_spec)
+    def open_session(self, model_path, strict: bool = False, input_spec=None):
+        self._tracer.touch(self._inner.name, 'open_session')
+        sess = self._inner.open_session(model_path, strict=strict, input_spec=input_spec)
         return TracedSession(sess, self._inner, model_path, self._tracer)
 
 
