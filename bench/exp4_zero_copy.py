@@ -55,7 +55,7 @@ import benchlib
 from edge_infer import paths
 from edge_infer.executor.buffers import BufferProvider, providers as executor_buffers
 from edge_infer.executor.partition import partition
-from edge_infer.executor.runners import OrtSegmentRunner
+from edge_infer.executor.segment_runners import OrtSegmentRunner
 import numpy as np
 
 MODELS = ('nanodet', 'mobilenet_v2')

@@ -43,7 +43,7 @@ def managers_choice(names) -> tuple:
     """Return ({model: chosen Backend}, {model: [SegmentLibrary]}, {model: why})."""
     from edge_infer.backends.manager import BackendManager, load_config
     from edge_infer.core.registry import load_registry
-    from edge_infer.executor.runners import libraries_of
+    from edge_infer.executor.segment_runners import libraries_of
     cfg = load_config()
     cfg.update(openvino_graph_preprocessing=False, ort_threads=[1], openvino_threads=[1],
                ncnn_threads=[1], variant_threads=1)

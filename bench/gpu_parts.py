@@ -422,7 +422,7 @@ def exp4_lines(models: Sequence[str], frames: int = 20, repeats: int = 5,
     from edge_infer.backends.libs.torch_cuda import TorchCudaBackend
     from edge_infer.executor.buffers import TorchMappedBuffers
     from edge_infer.executor.partition import partition
-    from edge_infer.executor.runners import TorchSegmentRunner
+    from edge_infer.executor.segment_runners import TorchSegmentRunner
     import onnx
     pinned = TorchMappedBuffers()
     ok, why = pinned.available()

@@ -219,7 +219,7 @@ needs_openvino = pytest.mark.skipif(not _have_openvino(),
 @needs_openvino
 def test_openvino_segments_read_and_write_the_executors_buffers_in_place(models):
     from edge_infer.executor.partition import partition
-    from edge_infer.executor.runners import OpenVinoSegmentRunner, OrtSegmentRunner
+    from edge_infer.executor.segment_runners import OpenVinoSegmentRunner, OrtSegmentRunner
     seg = partition(models['mobilenet_v2'], min_nodes=3)[0]
     ov_runner = OpenVinoSegmentRunner(seg, threads=1, slots=2, precision='fp32')
     ort_runner = OrtSegmentRunner(seg, threads=1, slots=1)
@@ -236,7 +236,7 @@ def test_openvino_segments_read_and_write_the_executors_buffers_in_place(models)
 
 @needs_openvino
 def test_each_segment_runs_on_the_library_measured_fastest_and_stays_exact(models):
-    from edge_infer.executor.runners import SegmentLibrary
+    from edge_infer.executor.segment_runners import SegmentLibrary
     slow_ort = SegmentLibrary('onnxruntime', 1)
     libs = [SegmentLibrary('openvino', 1, 'fp32'), slow_ort]
     ex = SharedExecutor('cost-model', log=lambda s: None)
@@ -267,7 +267,7 @@ def _inputs_any(ex, name):
 
 def test_segment_libraries_follow_the_managers_accepted_candidates():
     from edge_infer.backends.measure.profiling import CandidateResult
-    from edge_infer.executor.runners import libraries_of, SegmentLibrary
+    from edge_infer.executor.segment_runners import libraries_of, SegmentLibrary
     accepted = [CandidateResult('openvino/cpu/t1/bf16', 'openvino', 'cpu', 'bf16'),
                 CandidateResult('ncnn/cpu/t1', 'ncnn', 'cpu', 'fp32'),
                 CandidateResult('onnxruntime/cpu/t2/fp16', 'onnxruntime', 'cpu', 'fp16'),
@@ -286,8 +286,8 @@ def test_a_library_measured_slower_on_a_segment_is_not_kept(models, monkeypatch)
     (CI, loaded), so the penalty scales with the run's own time.
     """
     from edge_infer.executor import core
-    from edge_infer.executor.runners import SegmentLibrary
-    real = core.open_runner
+    from edge_infer.executor.segment_runners import SegmentLibrary
+    real = core.open_segment_runner
 
     def opened(segment, library, *a, **kw):
         runner = real(segment, library, *a, **kw)
@@ -301,7 +301,7 @@ def test_a_library_measured_slower_on_a_segment_is_not_kept(models, monkeypatch)
                 return out
             runner.run = slow
         return runner
-    monkeypatch.setattr(core, 'open_runner', opened)
+    monkeypatch.setattr(core, 'open_segment_runner', opened)
     ex = SharedExecutor('by-layer-type', log=lambda s: None)
     try:
         ex.add_model('mobilenet_v2', models['mobilenet_v2'],

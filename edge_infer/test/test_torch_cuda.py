@@ -129,7 +129,7 @@ HAVE_TORCH = all(importlib.util.find_spec(m) for m in ('torch', 'onnx2torch'))
 def test_torch_segments_chained_on_the_cpu_match_onnx_runtime():
     import onnxruntime as ort
     from edge_infer.executor.partition import partition
-    from edge_infer.executor.runners import TorchSegmentRunner
+    from edge_infer.executor.segment_runners import TorchSegmentRunner
     path = paths.models_dir() / 'nanodet.onnx'
     segs = partition(path, min_nodes=3)
     runners = [TorchSegmentRunner(s, 2, None, mapped=False, device='cpu') for s in segs]

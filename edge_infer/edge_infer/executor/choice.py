@@ -24,7 +24,7 @@ import pathlib
 from typing import Callable, Tuple
 
 from .core import ExecutorBackend, SharedExecutor
-from .runners import libraries_of
+from .segment_runners import libraries_of
 from ..backends.measure.profiling import CandidateResult, ProfileRun
 from ..core.registry import ModelSpec
 

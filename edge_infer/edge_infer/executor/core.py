@@ -3,7 +3,7 @@
 
 Pieces (the design of Kim 2021, CPU-GPU collaborative scheduling; ROS-free):
 
-- segment runners (runners.py): one segment on one device, on ONNX Runtime
+- segment runners (segment_runners.py): one segment on one device, on ONNX Runtime
   (I/O binding) or OpenVINO (tensors wrapped in place). Inputs are bound by
   pointer, outputs go into buffers allocated once (a small pool per
   segment, one slot per frame in flight): nothing is copied between
@@ -44,7 +44,7 @@ import numpy as np
 
 from .devices import device_buffers
 from .partition import partition, Segment
-from .runners import open_runner, SegmentError, SegmentLibrary
+from .segment_runners import open_segment_runner, SegmentError, SegmentLibrary
 from ..core.backend import Backend, Session
 
 POLICIES = ('accelerator-only', 'by-layer-type', 'cost-model')
@@ -198,8 +198,9 @@ class SharedExecutor:
                 opened = []
                 for lib in dev_libs:
                     try:
-                        opened.append(open_runner(s, lib, self.slots, self.providers[d],
-                                                  self._buffers.get(d, mapped)))
+                        opened.append(open_segment_runner(s, lib, self.slots,
+                                                          self.providers[d],
+                                                          self._buffers.get(d, mapped)))
                     except SegmentError as exc:
                         self.log(f'executor: {name} {exc}; not used there')
                 if not opened:
@@ -444,7 +445,7 @@ class ExecutorSession(Session):
 class ExecutorBackend(Backend):
     """A backend like the others: ``open_session(path)`` adds the model to a shared executor.
 
-    ``libraries``: what its segments may run on (runners.SegmentLibrary; the
+    ``libraries``: what its segments may run on (segment_runners.SegmentLibrary; the
     node passes the backend manager's accepted candidates, best first, so
     the executor runs on the library and precision the manager measured);
     each device keeps the fastest measured one per segment. The name says

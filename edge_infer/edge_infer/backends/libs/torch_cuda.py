@@ -16,7 +16,7 @@ dependency of edge_infer: ``pip install onnx2torch`` beside a CUDA torch.
 
 Tensors cross by copy: the frame goes to the GPU (pinned host memory, one
 host-to-device copy) and the outputs come back (one device-to-host copy).
-The shared executor's torch runner (:mod:`edge_infer.executor.runners`)
+The shared executor's torch runner (:mod:`edge_infer.executor.segment_runners`)
 instead lets the kernels read mapped host memory in place.
 """
 

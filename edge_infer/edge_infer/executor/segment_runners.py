@@ -1,9 +1,9 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
-"""One segment of a model on one device, on one inference library, zero-copy in and out.
+"""Segment runners: one segment of a model on one device and library, zero-copy in and out.
 
 The shared executor runs each segment where it is measured fastest: per
 device, every library in its :class:`SegmentLibrary` list opens the segment
-(:func:`open_runner`), :meth:`SharedExecutor.measure_costs` times each one,
+(:func:`open_segment_runner`), :meth:`SharedExecutor.measure_costs` times each one,
 and the fastest runs it. The libraries come from the backend manager's own
 choice for the model (the node passes its accepted candidates), so the
 executor runs on the library and precision the manager measured best, and
@@ -296,8 +296,8 @@ def _dims(graph, name: str) -> list:
     return [d.dim_value or 1 for d in vi.type.tensor_type.shape.dim]
 
 
-def open_runner(segment, library: SegmentLibrary, slots: int = 2,
-                provider: str = 'CPUExecutionProvider', buffers=None):
+def open_segment_runner(segment, library: SegmentLibrary, slots: int = 2,
+                        provider: str = 'CPUExecutionProvider', buffers=None):
     """Return a runner of ``segment`` on ``library`` (SegmentError when it cannot)."""
     if provider == 'torch-cuda':
         if library.library != 'torch':
