@@ -365,23 +365,23 @@ def test_discover_priority(tmp_path, monkeypatch):
                                      log=lambda m: None)][0] == 'battery'
 
 
-def test_board_fingerprint(tmp_path):
+def test_board_power_model_picks_the_model_that_matches_the_board(tmp_path):
     models = pm.load_power_models()
     assert {'default', 'jetson_orin_nano', 'raspberry_pi_4', 'odroid_xu4'} <= set(models)
     for m in models.values():
         assert m.idle_w > 0 and 0 < m.uncertainty < 1 and m.source
         assert m.max_w is None or m.max_w >= m.idle_w
-    assert pm.board_fingerprint(str(tmp_path), models) == ('default', '')
+    assert pm.board_power_model(str(tmp_path), models) == ('default', '')
     _w(tmp_path / 'proc/device-tree/model', 'Raspberry Pi 4 Model B Rev 1.4\x00')
-    assert pm.board_fingerprint(str(tmp_path), models) == (
+    assert pm.board_power_model(str(tmp_path), models) == (
         'raspberry_pi_4', 'Raspberry Pi 4 Model B Rev 1.4')
     _w(tmp_path / 'proc/device-tree/model', 'NVIDIA Jetson Orin Nano Developer Kit\x00')
-    assert pm.board_fingerprint(str(tmp_path), models)[0] == 'jetson_orin_nano'
+    assert pm.board_power_model(str(tmp_path), models)[0] == 'jetson_orin_nano'
     _w(tmp_path / 'proc/device-tree/model', 'Hardkernel Odroid XU4\x00')
-    assert pm.board_fingerprint(str(tmp_path), models)[0] == 'odroid_xu4'
+    assert pm.board_power_model(str(tmp_path), models)[0] == 'odroid_xu4'
     x86 = tmp_path / 'x86'
     _w(x86 / 'sys/devices/virtual/dmi/id/product_name', 'NUC11TNHi5')
-    assert pm.board_fingerprint(str(x86), models) == ('default', 'NUC11TNHi5')
+    assert pm.board_power_model(str(x86), models) == ('default', 'NUC11TNHi5')
     est = src_mod.make_estimator(str(tmp_path), {'estimator': {'uncertainty': 0.25}})
     assert est.model.idle_w == models['odroid_xu4'].idle_w and est.accuracy_frac == 0.25
 

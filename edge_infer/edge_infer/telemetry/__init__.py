@@ -8,7 +8,8 @@
   fails over to the next, integrates energy, and attributes energy to model
   runs (``begin``/``end``) as :class:`EnergyRecord` with rate and error.
 - :mod:`.power_model`: the estimator's per-board models
-  (``config/power_models.yaml``) and :func:`board_fingerprint`.
+  (``config/power_models.yaml``) and :func:`board_power_model`, the one
+  that fits this board.
 
 Typical use::
 
@@ -20,7 +21,7 @@ Typical use::
 """
 
 from edge_infer.telemetry.meter import EnergyRecord, PowerMeter, Switch
-from edge_infer.telemetry.power_model import (board_fingerprint, load_power_models,
+from edge_infer.telemetry.power_model import (board_power_model, load_power_models,
                                               PowerModel)
 from edge_infer.telemetry.sources import (BatterySource, discover, EstimatorSource,
                                           JetsonHwmonSource, JetsonIioSource, NvmlSource,
@@ -28,7 +29,7 @@ from edge_infer.telemetry.sources import (BatterySource, discover, EstimatorSour
                                           Sample, SourceError)
 
 __all__ = [
-    'BatterySource', 'board_fingerprint', 'discover', 'EnergyRecord', 'EstimatorSource',
+    'BatterySource', 'board_power_model', 'discover', 'EnergyRecord', 'EstimatorSource',
     'JetsonHwmonSource', 'JetsonIioSource', 'load_power_models', 'NvmlSource',
     'OdroidIna231Source', 'PowerMeter', 'PowerModel', 'PowerSource', 'Rail', 'RaplSource',
     'Sample', 'SourceError', 'Switch',

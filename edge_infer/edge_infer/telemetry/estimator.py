@@ -157,7 +157,7 @@ def make_estimator(root: str = '/', config: Optional[dict] = None) -> EstimatorS
         models = pm.load_power_models(config.get('power_models_file'))
     except Exception:  # unreadable file: still estimate, with the built-in default
         models = {pm.DEFAULT_MODEL: pm.builtin_default_model()}
-    key, board = pm.board_fingerprint(root, models)
+    key, board = pm.board_power_model(root, models)
     forced = config.get('power_model')
     if forced:
         key = forced if forced in models else pm.DEFAULT_MODEL

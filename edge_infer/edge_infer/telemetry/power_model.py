@@ -121,9 +121,15 @@ def read_board_name(root: str = '/') -> str:
     return ''
 
 
-def board_fingerprint(root: str = '/',
+def board_power_model(root: str = '/',
                       models: Optional[Dict[str, PowerModel]] = None) -> Tuple[str, str]:
-    """Return ``(model key, board name)``: the first model whose ``match`` fits, else default."""
+    """Return ``(power model key, board name)``: the first model whose ``match`` fits the board.
+
+    The board name is what :func:`read_board_name` finds ('' if nothing);
+    the key is DEFAULT_MODEL where no model matches it. (The profile cache's
+    ``board_fingerprint``, in backends/measure/cache.py, is another thing:
+    the dict that keys measured profiles.)
+    """
     if models is None:
         try:
             models = load_power_models()
