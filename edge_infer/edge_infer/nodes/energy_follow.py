@@ -24,13 +24,13 @@ from typing import Any, Callable, Deque, Optional
 from edge_infer_msgs.msg import Energy, EnergyRecord
 
 from ..core.stream import StreamStats
-from ..telemetry.meter import EnergyRecord as MeterRecord
+from ..telemetry.meter import RunEnergy
 
 NAN = float('nan')
 INF = float('inf')
 
 
-def energy_msg(rec: Optional[MeterRecord]) -> Energy:
+def energy_msg(rec: Optional[RunEnergy]) -> Energy:
     """Return the Energy message of a meter record (joules NaN when there is none)."""
     if rec is None:
         return Energy(joules=NAN, error_j=NAN, average_watts=NAN)
@@ -55,13 +55,13 @@ class Pending:
 
     def __init__(self, arrived: Callable[['Pending'], None]):
         self.event = threading.Event()
-        self.record: Optional[MeterRecord] = None
+        self.record: Optional[RunEnergy] = None
         self.arrived = arrived
         self.out = None             # the frame's result, once published
         self.deadline = INF         # time.monotonic() after which the record counts as missing
         self.done = False           # its EnergyRecord went out (or was dropped and counted)
 
-    def deliver(self, record: Optional[MeterRecord]) -> None:
+    def deliver(self, record: Optional[RunEnergy]) -> None:
         self.record = record
         self.event.set()
         self.arrived(self)
@@ -168,7 +168,7 @@ class EnergyFollow:
                                   timeout=max(0.0, last - time.monotonic()))
         self.sweep(everything=True)
 
-    def publish(self, out, r: Optional[MeterRecord], energy: Optional[Energy] = None) -> None:
+    def publish(self, out, r: Optional[RunEnergy], energy: Optional[Energy] = None) -> None:
         """Publish ~/energy's EnergyRecord of the frame whose result ``out`` is (any thread).
 
         A record that comes after ~/energy was deactivated or destroyed, or the

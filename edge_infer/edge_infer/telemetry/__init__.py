@@ -6,7 +6,8 @@
   available ones, the CPU-load estimator last.
 - :mod:`.meter`: :class:`PowerMeter` samples the first source on a thread,
   fails over to the next, integrates energy, and attributes energy to model
-  runs (``begin``/``end``) as :class:`EnergyRecord` with rate and error.
+  runs (``begin``/``end``) as :class:`RunEnergy` with rate and error (the
+  nodes publish it as the edge_infer_msgs ``EnergyRecord`` message).
 - :mod:`.power_model`: the estimator's per-board models
   (``config/power_models.yaml``) and :func:`board_power_model`, the one
   that fits this board.
@@ -20,7 +21,7 @@ Typical use::
     rec = meter.end(tok)  # rec.joules +- rec.error_j at rec.sample_rate_hz
 """
 
-from edge_infer.telemetry.meter import EnergyRecord, PowerMeter, Switch
+from edge_infer.telemetry.meter import PowerMeter, RunEnergy, Switch
 from edge_infer.telemetry.power_model import (board_power_model, load_power_models,
                                               PowerModel)
 from edge_infer.telemetry.sources import (BatterySource, discover, EstimatorSource,
@@ -29,8 +30,8 @@ from edge_infer.telemetry.sources import (BatterySource, discover, EstimatorSour
                                           Sample, SourceError)
 
 __all__ = [
-    'BatterySource', 'board_power_model', 'discover', 'EnergyRecord', 'EstimatorSource',
+    'BatterySource', 'board_power_model', 'discover', 'EstimatorSource',
     'JetsonHwmonSource', 'JetsonIioSource', 'load_power_models', 'NvmlSource',
     'OdroidIna231Source', 'PowerMeter', 'PowerModel', 'PowerSource', 'Rail', 'RaplSource',
-    'Sample', 'SourceError', 'Switch',
+    'RunEnergy', 'Sample', 'SourceError', 'Switch',
 ]

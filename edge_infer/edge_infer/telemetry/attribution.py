@@ -19,8 +19,12 @@ INF = float('inf')
 
 
 @dataclass
-class EnergyRecord:
-    """Energy attributed to one model run, with how it was obtained and how good it is."""
+class RunEnergy:
+    """Energy attributed to one model run, with how it was obtained and how good it is.
+
+    Published by the nodes as the edge_infer_msgs ``EnergyRecord`` message
+    (nodes/energy_follow.py); this is the meter's own, ROS-free record.
+    """
 
     model: str
     t0: float
@@ -52,7 +56,7 @@ class Run:
     t0: float
     rails: Optional[Tuple[str, ...]] = None  # None: total power
     t1: Optional[float] = None
-    callback: Optional[Callable[[Optional[EnergyRecord]], None]] = None
+    callback: Optional[Callable[[Optional[RunEnergy]], None]] = None
 
     def channels(self) -> Tuple[str, ...]:
         return self.rails if self.rails else ('total',)
@@ -184,7 +188,7 @@ def attribute(entries: Sequence[Entry], run: Run, runs: Sequence[Run], period: f
 
 @functools.lru_cache(maxsize=64)
 def method_text(rails, n_over: int, acc_frac: float, acc_w: float, notes: Tuple[str, ...]) -> str:
-    """Return an EnergyRecord's ``method`` text (a handful of distinct ones: cached)."""
+    """Return a RunEnergy's ``method`` text (a handful of distinct ones: cached)."""
     return ('trapezoid over linearly interpolated samples; '
             + ('rails ' + ','.join(rails) if rails else 'total power')
             + (f'; split equally with {n_over} overlapping run(s)' if n_over else '')

@@ -62,7 +62,7 @@ Energy per inference (``begin(model)`` ... ``end(token)``)
     error bound grows by one period of mean power) and a callback runs in the
     caller's thread before ``end()`` returns.
 
-Error estimate (``EnergyRecord.error_j``, a conservative bound, not 1 sigma)::
+Error estimate (``RunEnergy.error_j``, a conservative bound, not 1 sigma)::
 
     error_j = (dt_start + dt_end) * P_mean            # sampling: window edges
             + accuracy_frac * |E| + accuracy_w * T_share   # the source's own
@@ -95,7 +95,7 @@ import threading
 import time
 from typing import Callable, Dict, List, Optional, Sequence
 
-from edge_infer.telemetry.attribution import attribute, EnergyRecord, Entry, method_text, Run
+from edge_infer.telemetry.attribution import attribute, Entry, method_text, Run, RunEnergy
 from edge_infer.telemetry.sources import PowerSource, Sample
 
 INF = float('inf')
@@ -367,9 +367,9 @@ class PowerMeter:
         return token
 
     def end(self, token: int,
-            callback: Optional[Callable[[Optional[EnergyRecord]], None]] = None
-            ) -> Optional[EnergyRecord]:
-        """Mark the end of the run now; return its EnergyRecord (None: unknown token / no data).
+            callback: Optional[Callable[[Optional[RunEnergy]], None]] = None
+            ) -> Optional[RunEnergy]:
+        """Mark the end of the run now; return its RunEnergy (None: unknown token / no data).
 
         Without ``callback`` this waits at most min(1.5 periods, max_wait_s) for
         the first sample after the end. With ``callback`` it returns None at once
@@ -438,7 +438,7 @@ class PowerMeter:
         overlapping = [Run(r.token, r.model, r.t0, r.rails, r.t1) for r in overlapping]
         return self._select(run.t0), overlapping, self._period
 
-    def _finish(self, run: Run, prepared) -> Optional[EnergyRecord]:
+    def _finish(self, run: Run, prepared) -> Optional[RunEnergy]:
         entries, overlapping, period = prepared
         res = attribute(entries, run, overlapping, period)
         if res is None:
@@ -457,7 +457,7 @@ class PowerMeter:
         else:
             rate = 1.0 / period
         method = method_text(res['rails'], len(overlapping) - 1, acc_frac, acc_w, tuple(notes))
-        return EnergyRecord(
+        return RunEnergy(
             model=run.model, t0=run.t0, t1=run.ended, joules=joules,
             rail_joules=res['rail_joules'],
             source='+'.join(s.name for s in srcs), measured=all(s.measured for s in srcs),
