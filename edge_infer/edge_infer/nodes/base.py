@@ -7,6 +7,7 @@ import time
 from typing import Callable, Dict, Optional, Tuple
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from lifecycle_msgs.srv import ChangeState
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.lifecycle import LifecycleNode
 import rclpy.logging
@@ -74,9 +75,24 @@ class ManagedNode(LifecycleNode):
         they went only if Python's finalization collected the node objects.
         """
         super().destroy_node()
-        machine = getattr(self, '_state_machine', None)
+        machine = self._lifecycle_machine()
         if machine is not None:     # later when a call still uses it; a second call: no-op
             machine.destroy_when_not_in_use()
+
+    def _lifecycle_machine(self):
+        """Return rclpy's lifecycle state machine of this node (None if rclpy made none).
+
+        The one place that reads LifecycleNode's private ``_state_machine``:
+        rclpy (Jazzy, 7.1) has public ``trigger_*()`` transitions but no
+        public getter for the current state or the transitions it offers,
+        and no public way to destroy the state machine. Use
+        :meth:`lifecycle_state` for the state.
+        """
+        return getattr(self, '_state_machine', None)
+
+    def lifecycle_state(self) -> str:
+        """Return the current lifecycle state's label ('unconfigured', 'active', ...)."""
+        return self._lifecycle_machine().current_state[1]
 
     def _param(self, name: str):
         return self.get_parameter(name).value
@@ -107,8 +123,8 @@ class ManagedNode(LifecycleNode):
         invalid in the current state (e.g. deactivate while inactive) escape
         into the executor, which would take down every node of the container.
         """
-        service = getattr(self, '_service_change_state', None)
-        if service is None:
+        service = next((s for s in self.services if s.srv_type is ChangeState), None)
+        if service is None:     # no communication interface: no service to guard
             return
         handler = service.callback
 
@@ -117,9 +133,9 @@ class ManagedNode(LifecycleNode):
             # (rclpy answers a bad label with success=False and no line of ours,
             # and lets the RCLError of a bad id escape), with one line.
             t = request.transition
-            state = self._state_machine.current_state[1]
+            state = self.lifecycle_state()
             offered = [(tid, label) for tid, label, *_ in
-                       self._state_machine.available_transitions]
+                       self._lifecycle_machine().available_transitions]
             if not any((label == t.label) if t.label else (tid == t.id) for tid, label in offered):
                 asked = f"'{t.label}'" if t.label else f'{t.id}'
                 self.get_logger().error(

@@ -119,7 +119,7 @@ class PerceptionStatus(_Node):
     def _failure_status(self, st: DiagnosticStatus) -> DiagnosticStatus:
         st.level, st.message = DiagnosticStatus.ERROR, self._failure
         st.values = [KeyValue(key='model', value=str(self._param('model'))),
-                     KeyValue(key='state', value=self._state_machine.current_state[1])]
+                     KeyValue(key='state', value=self.lifecycle_state())]
         return st
 
     def diagnostic_status(self) -> DiagnosticStatus:
@@ -173,7 +173,7 @@ class PerceptionStatus(_Node):
         if live is not None:
             values['runners_up_open'] = len(live.runners)
         # memory per node state: the process's, shared by the nodes it hosts
-        values['state'] = self._state_machine.current_state[1]
+        values['state'] = self.lifecycle_state()
         values['process_rss_mb'] = f'{_rss_mb():.0f}'
         values['energy_after_stop'] = snap.get('energy_after_stop', 0)
         values['stage_p50_ms'] = ', '.join(f'{k} {v:.2f}' for k, v in
