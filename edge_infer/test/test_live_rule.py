@@ -356,7 +356,7 @@ class _SelectingManager(SimManager):
         return (ok[0], 'fastest left') if ok else (None, 'none left')
 
 
-def test_a_fallback_takes_the_open_runner_up_session_without_loading(sim):
+def test_a_fallback_takes_the_open_runner_up_session_without_opening_one(sim):
     bad = ('fake/bad', _noisy(4.0, 0.02, seed=14), 2)
     good = ('fake/good', _noisy(5.0, 0.02, seed=15), 1)
     live = sim.make([bad, good], [4.0, 5.0])

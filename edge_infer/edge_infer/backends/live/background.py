@@ -2,7 +2,7 @@
 """The background threads of the run-time choice: started, joined within a bound (no ROS).
 
 A :class:`.choice.LiveChoice` profiles, re-evaluates and opens runners-up in
-threads of its own. A thread inside one measurement (a candidate's load and
+threads of its own. A thread inside one measurement (a candidate's session opening and
 timing: up to 32 s for ncnn's Vulkan on a software device, longer for a first
 TensorRT engine) cannot be interrupted; it ends by itself after it, on the
 cancel. So a stop waits for them only so long (:meth:`BackgroundWork.join`)

@@ -2,7 +2,7 @@
 """Fallback: a backend that raises is replaced by the next best measured one (no ROS).
 
 The frame is then run again on it (:meth:`.choice.LiveChoice.infer`): no
-frame is lost. An open runner-up takes over without a load.
+frame is lost. An open runner-up takes over without opening a session.
 """
 
 from typing import Optional, Set, Tuple
@@ -19,7 +19,7 @@ def next_best(ctx: ChoiceContext, run: ProfileRun, failed: Set[str], pool: Runne
     """Return (backend, a model serving on it, evidence) after ``model`` raised ``exc``.
 
     None when no candidate outside ``failed`` is usable (said in one line).
-    An open runner-up in ``pool`` takes over without a load.
+    An open runner-up in ``pool`` takes over without opening a session.
     """
     left = [r for r in run.results if r.backend not in failed]
     chosen, why = ctx.select(left)
@@ -28,7 +28,7 @@ def next_best(ctx: ChoiceContext, run: ProfileRun, failed: Set[str], pool: Runne
     if chosen is None:
         ctx.warn(f'backend {name} failed ({first}) and no other candidate is usable: {why}')
         return None
-    sess = pool.take(chosen.backend)  # open as a runner-up: no load on this frame
+    sess = pool.take(chosen.backend)  # open as a runner-up: nothing to open on this frame
     new = model.with_session(sess) if sess is not None else \
         ctx.open_model(ctx.backend(chosen.backend))
     return chosen.backend, new, f'backend {name} failed ({first})'

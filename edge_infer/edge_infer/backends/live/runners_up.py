@@ -3,7 +3,7 @@
 
 :class:`RunnerPool` holds the sessions of the next best backends, open so
 that one can be sampled on a real frame or take over between two frames
-without a load, and each one's pairs (time, the chosen one's ms, its ms):
+without opening one, and each one's pairs (time, the chosen one's ms, its ms):
 the evidence the switch rule (:func:`.rule.paired_verdict`) judges.
 The background thread that opens them and the frame thread share it: every
 method takes its lock. :func:`wanted` says which to open. It reads no
@@ -23,7 +23,7 @@ Pair = Tuple[float, float, float]       # (time, the chosen one's ms, the runner
 
 
 class Openings:
-    """Sessions being opened anywhere in the process: a load on every core while it lasts.
+    """Sessions being opened anywhere in the process: work on every core while it lasts.
 
     Compiling a session (OpenVINO: 0.1-1 s of CPU each) slows every model's
     frames. A served runner-up is compared with the chosen one's last frames,
@@ -111,7 +111,7 @@ class RunnerPool:
     def open_sessions(self, names: Sequence[str], backends: Dict[str, Backend], model_path,
                       input_spec, cancel: threading.Event,
                       log: Callable[[str], None]) -> None:
-        """Open the runners-up ``names`` not open yet; one that cannot load is left out."""
+        """Open the runners-up ``names`` not open yet; one that cannot open is left out."""
         for name in names:
             if cancel.is_set():
                 return
@@ -120,7 +120,7 @@ class RunnerPool:
             try:
                 with OPENINGS.opening():
                     sess = open_session(backends[name], model_path, input_spec)
-            except Exception as exc:  # a runner-up that cannot load is left out
+            except Exception as exc:  # a runner-up that cannot open is left out
                 log(f'runner-up {name} not opened: {first_line(exc)}')
                 continue
             self.add(name, sess)
