@@ -72,6 +72,7 @@ from edge_infer.backends.live.choice import LiveChoice, LiveSettings
 from edge_infer.backends.manager import BackendManager, load_config
 from edge_infer.backends.measure.gate import GATE
 from edge_infer.backends.measure.profiling import calibration_frames
+from edge_infer.core.backend import input_kind, open_session
 from edge_infer.core.registry import load_registry
 from edge_infer.testing.observer import RecordingObserver
 
@@ -161,7 +162,6 @@ def serve(runtimes: dict, pinned: dict, frames, seconds: float, log: list, phase
             log.append({'phase': phase, 't': now, 'event': f'load {load.share:.0%}'})
         frame = frames[k % len(frames)]
         row = {'phase': phase, 't': now, 'load': load.share}
-        x = None
         order.shuffle(names)        # no session has a fixed predecessor (see the docstring)
         for name in names:
             if name in runtimes:
@@ -170,7 +170,6 @@ def serve(runtimes: dict, pinned: dict, frames, seconds: float, log: list, phase
                 row[name] = res.inference_ms
                 row[name + ':backend'] = live.backend_name    # the choice after this frame
                 row[name + ':ran'] = res.backend      # what ran it (a runner-up may)
-                x = live.model.last_input
                 live.after_frame()
                 # a drift re-evaluation ('before') profiles every candidate in a
                 # background thread: let it run alone, off the phase clock (see the
@@ -182,8 +181,9 @@ def serve(runtimes: dict, pinned: dict, frames, seconds: float, log: list, phase
                     log.append({'phase': phase, 't': now, 'event': f'{name} re-evaluated',
                                 'seconds': waited})
             else:
-                if x is None:
-                    x = next(iter(runtimes.values())).model.preprocess(frame)[0]
+                # this frame's input of the kind the session takes (u8 pixels for +pre)
+                model = next(iter(runtimes.values())).model
+                x = model.preprocessor(input_kind(pinned[name]))(frame)[0]
                 with GATE.shared():     # a frame, as the runtimes' are
                     t = time.perf_counter()
                     pinned[name].run(x)
@@ -325,7 +325,8 @@ def main() -> None:
     names = ranked[:args.candidates] + ([REFERENCE] if REFERENCE not in
                                         ranked[:args.candidates] else [])
     by_name = {b.name: b for b in after_mgr.candidates(spec, path)}
-    pinned = {n: by_name[n].open_session(path) for n in names}
+    # a +pre candidate takes the frame's pixels: it needs the model's input spec
+    pinned = {n: open_session(by_name[n], path, spec.input_spec) for n in names}
     runtimes = {'after': after, 'before': before}
     load = Load()
     rows = []
