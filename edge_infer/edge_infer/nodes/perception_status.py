@@ -22,8 +22,13 @@ from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from edge_infer_msgs.msg import BackendCandidate, BackendReport
 from rclpy.lifecycle import TransitionCallbackReturn
 
+from ..backends.live.choice import LiveChoice
+from ..backends.manager import BackendManager
 from ..core.health import StreamHealth, WARN
+from ..core.model import Model
 from ..core.stream import StreamStats
+from ..executor.core import SharedExecutor
+from ..telemetry.meter import PowerMeter
 
 if TYPE_CHECKING:       # for the type checker: the node this mixin is part of
     from .base import ManagedNode as _Node
@@ -36,12 +41,12 @@ class PerceptionStatus(_Node):
 
     # what it reads, set by PerceptionNode (declared here for the type checker)
     stats: StreamStats
-    _model: Any                 # the Model the next frame runs on, or None
-    _manager: Any               # the backend manager (configured)
-    _live: Any                  # the run-time choice (LiveChoice), or None
-    _executor: Any              # the shared executor, or None
-    _meter: Any                 # the power meter, or None
-    _report_pub: Any
+    _model: Optional[Model]             # the Model the next frame runs on (None: unconfigured)
+    _manager: Optional[BackendManager]
+    _live: Optional[LiveChoice]         # the run-time choice
+    _executor: Optional[SharedExecutor]     # the shared executor (executor_policy set)
+    _meter: Optional[PowerMeter]
+    _report_pub: Any                    # rclpy publishers (rclpy has no type information)
     _debug_pub: Any
     _joules: Deque[float]
     _running: bool
@@ -54,7 +59,8 @@ class PerceptionStatus(_Node):
         """Publish the choice and every candidate's figures (transient-local)."""
         if trigger == 'fallback':
             self.stats.count('fallbacks')
-        if self._report_pub is None:
+        manager = self._manager
+        if self._report_pub is None or manager is None:     # reports come once configured
             return
         msg = BackendReport()
         msg.header.stamp = self.get_clock().now().to_msg()
@@ -62,10 +68,10 @@ class PerceptionStatus(_Node):
         msg.model = run.model
         msg.objective = self._param('objective')
         msg.max_latency_ms = float(self._param('max_latency_ms'))
-        msg.min_accuracy = float(self._manager.min_accuracy(spec, self._param('min_accuracy'))
+        msg.min_accuracy = float(manager.min_accuracy(spec, self._param('min_accuracy'))
                                  if spec else self._param('min_accuracy'))
         msg.chosen, msg.reason, msg.trigger = run.chosen or '', run.why, trigger
-        board = self._manager.board
+        board = manager.board
         msg.board = ', '.join(f'{k}={v}' for k, v in board.items() if v)
         for r in run.results:
             msg.candidates.append(BackendCandidate(
