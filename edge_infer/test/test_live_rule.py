@@ -635,6 +635,8 @@ def test_a_load_that_stays_is_accepted_and_the_runners_up_stay_closed(sim):
     open_at = []
     while sim.clock.t < t0 + 110.0:
         sim.serve(live, 1.0, fps=10.0)
+        for t in live._threads:     # runners-up opened meanwhile: real threads, simulated time
+            t.join()
         open_at.append((sim.clock.t - t0, len(live.runners)))
     assert live.switches == []
     assert live.drift.expected_ms == pytest.approx(10.0, rel=0.1), lines
