@@ -11,9 +11,10 @@ centre of what the camera sees of it.
 
 import threading
 
-from edge_infer.core.depth import (check_aligned, DepthBuffer, DepthError, from_fields,
+from edge_infer.core.depth import (check_aligned, DepthError, from_fields,
                                    from_raw, Intrinsics, keypoints_3d, locate, NO_DEPTH,
                                    OUT_OF_RANGE, OUTSIDE)
+from edge_infer.core.depth_buffer import DepthBuffer
 import numpy as np
 import pytest
 
@@ -305,3 +306,20 @@ def test_depth_buffer_from_two_threads():
     for t in threads:
         t.join(30)
     assert wrong == [] and len(buf) == 4
+
+
+def test_byte_order_and_row_padding_give_the_same_3d():
+    """Little- and big-endian 16UC1, rows padded by an odd byte (a strided view): one answer."""
+    rng = np.random.default_rng(6)
+    depth_m, box, _ = scene(0.3, 0.0, 4.0, rng)
+    mm = np.nan_to_num(depth_m * 1000, nan=0).round().astype('<u2')
+    padded = np.zeros((H, W * 2 + 1), np.uint8)
+    padded[:, :W * 2] = mm.view(np.uint8).reshape(H, W * 2)
+    frames = [from_raw('16UC1', H, W, W * 2, mm.tobytes()),
+              from_raw('16UC1', H, W, W * 2, mm.astype('>u2').tobytes(), is_bigendian=1),
+              from_raw('16UC1', H, W, W * 2 + 1, padded.tobytes())]
+    assert frames[2].flat is None and frames[0].flat is not None
+    outs = [locate(f, box[None], K) for f in frames]
+    for out in outs[1:]:
+        assert np.array_equal(out.centers, outs[0].centers)
+    assert abs(outs[0].distance[0] - 4.0) <= 0.08

@@ -10,8 +10,9 @@ be measured gets no 3D (NaN) and a reason, never a made-up distance.
 The robust depth of a box is the median of its valid depth pixels in the
 box's core (the central ``core`` fraction of its width and height), or
 within its mask where the model gives one. The pixels are read on a fixed
-grid of at most 32 x 32 samples per box (every pixel of a smaller core),
-so the cost does not grow with the box; see docs/depth.md.
+grid of 32 x 32 samples per box (a smaller core's pixels repeat), so the
+cost does not grow with the box; see docs/depth.md. The depth frame nearest
+a result's stamp: core/depth_buffer.py.
 
 Pixel conventions: boxes and keypoints are in continuous image coordinates
 (the image spans 0..W, as the decoders give them); K follows ROS / OpenCV,
@@ -20,11 +21,9 @@ where the first pixel's centre is 0, so a box centre ``u`` projects as
 (x right, y down, z forward), metres.
 """
 
-import bisect
 from collections import Counter
-from dataclasses import dataclass
-import threading
-from typing import Any, List, Optional, Tuple, Union
+from dataclasses import dataclass, field
+from typing import List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -49,10 +48,21 @@ class DepthError(ValueError):
 
 @dataclass
 class DepthImage:
-    """A depth frame: ``pixels`` H x W in its units (a view on the message), ``scale`` m/unit."""
+    """A depth frame: ``pixels`` H x W in its units (a view on the message), ``scale`` m/unit.
+
+    ``flat`` (1-D, every row with its padding) and ``row`` (its elements per
+    row) view the same memory: what the per-box sampling indexes.
+    """
 
     pixels: np.ndarray
     scale: float = 1.0
+    flat: Optional[np.ndarray] = field(default=None, repr=False)
+    row: int = 0
+
+    def __post_init__(self):
+        p = self.pixels
+        if self.flat is None and p.ndim == 2 and p.flags.c_contiguous:
+            self.flat, self.row = p.reshape(-1), p.shape[1]
 
     @property
     def width(self) -> int:
@@ -87,8 +97,12 @@ def from_raw(encoding: str, height: int, width: int, step: int, data,
         raise DepthError(f'{encoding} depth {width}x{height}: data size {buf.size} != step '
                          f'{step} x height {height} = {step * height}')
     ordered = np.dtype(dtype).newbyteorder('>' if is_bigendian else '<')
-    pixels = np.ndarray((height, width), ordered, buf, strides=(step, itemsize))
-    return DepthImage(pixels, scale)
+    if step % itemsize:     # rows that do not start on a whole pixel: a strided view only
+        pixels = np.ndarray((height, width), ordered, buf, strides=(step, itemsize))
+        return DepthImage(pixels, scale)
+    flat = buf.view(ordered)
+    row = step // itemsize
+    return DepthImage(flat.reshape(height, row)[:, :width], scale, flat, row)
 
 
 def from_fields(fields) -> DepthImage:
@@ -167,16 +181,6 @@ def _as_depth(depth: Union[DepthImage, np.ndarray]) -> DepthImage:
     return depth if isinstance(depth, DepthImage) else DepthImage(np.asarray(depth), 1.0)
 
 
-def _quantile(ordered: np.ndarray, count: np.ndarray, q: float) -> np.ndarray:
-    """Return each row's q-quantile over its first ``count`` (sorted) values, linear between."""
-    pos = q * np.maximum(count - 1, 0)
-    lo = np.floor(pos).astype(np.intp)
-    hi = np.minimum(lo + 1, np.maximum(count - 1, 0))
-    a = np.take_along_axis(ordered, lo[:, None], 1)[:, 0]
-    b = np.take_along_axis(ordered, hi[:, None], 1)[:, 0]
-    return a + (b - a) * (pos - lo)
-
-
 def _grid(lo: np.ndarray, hi: np.ndarray, limit: int) -> np.ndarray:
     """Return (N, GRID) pixel indices spread over [lo, hi) of each row, within 0..limit-1."""
     t = (np.arange(GRID, dtype=np.float32) + 0.5) / GRID
@@ -184,22 +188,54 @@ def _grid(lo: np.ndarray, hi: np.ndarray, limit: int) -> np.ndarray:
     return np.clip(pos.astype(np.intp), 0, limit - 1)
 
 
-def _robust(samples: np.ndarray, region: np.ndarray, min_m: float,
-            max_m: float) -> Tuple[np.ndarray, np.ndarray, np.ndarray, List[str]]:
-    """Return per row the median, p10, p90 of valid samples in ``region``, and the reasons."""
-    present = region & np.isfinite(samples) & (samples > 0)
-    valid = present & (samples >= min_m) & (samples <= max_m)
-    ordered = np.sort(np.where(valid, samples, np.inf), axis=1)
-    n_valid = valid.sum(1)
-    need = np.maximum(np.ceil(MIN_FRACTION * region.sum(1)), 1)
-    ok = n_valid >= need
-    reasons = ['' if k else (OUT_OF_RANGE if p >= n else NO_DEPTH)
-               for k, p, n in zip(ok.tolist(), present.sum(1).tolist(), need.tolist())]
+def _gather(depth: DepthImage, ys: np.ndarray, xs: np.ndarray) -> np.ndarray:
+    """Return the pixels at rows ys (N, A) x columns xs (N, B) as (N, A * B), native order."""
+    if depth.flat is not None:
+        raw = depth.flat[ys[:, :, None] * depth.row + xs[:, None, :]]
+    else:
+        raw = depth.pixels[ys[:, :, None], xs[:, None, :]]
+    if not raw.dtype.isnative:
+        raw = raw.astype(raw.dtype.newbyteorder('='))
+    return raw.reshape(ys.shape[0], ys.shape[1] * xs.shape[1])
+
+
+def _raw_range(depth: DepthImage, min_m: float, max_m: float) -> Tuple[float, float]:
+    """Return [min_m, max_m] in the frame's units (whole numbers for 16-bit frames)."""
+    lo, hi = min_m / depth.scale, max_m / depth.scale
+    if depth.pixels.dtype.kind == 'u':
+        return max(float(np.ceil(lo)), 1.0), float(np.floor(hi))
+    return lo, hi
+
+
+def _robust(depth: DepthImage, raw: np.ndarray, region: np.ndarray, min_m: float, max_m: float,
+            fraction: float, least: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return per row the median, p10 and p90 (metres) of the valid samples within ``region``.
+
+    ``region``: (N, S) or (N, 1) bool. A row with fewer valid samples than
+    ``fraction`` of its region (and than ``least``) gets NaN. Also returned:
+    its samples that hold depth at all (finite, > 0), and the number needed.
+    """
+    lo, hi = _raw_range(depth, min_m, max_m)
+    if raw.dtype.kind == 'f':
+        present = region & (raw > 0) & (raw < np.inf)
+        fill = np.inf
+    else:
+        present = region & (raw > 0)
+        fill = np.iinfo(raw.dtype).max
+    valid = present & (raw >= lo) & (raw <= hi)
+    ordered = np.sort(np.where(valid, raw, fill), axis=1)
+    count = valid.sum(1)
+    area = region.sum(1) * (raw.shape[1] // region.shape[1])
+    need = np.maximum(np.ceil(fraction * area), least)
+    last = np.maximum(count - 1, 0)[:, None]
+    pos = last * np.array([0.5, 0.1, 0.9])
+    below = pos.astype(np.intp)
+    ends = np.take_along_axis(ordered, np.concatenate([below, np.minimum(below + 1, last)], 1),
+                              1).astype(np.float64)
     with np.errstate(invalid='ignore'):     # rows without a valid sample: inf - inf
-        median = np.where(ok, _quantile(ordered, n_valid, 0.5), np.nan)
-        p10 = _quantile(ordered, n_valid, 0.1)
-        p90 = _quantile(ordered, n_valid, 0.9)
-    return median, p10, p90, reasons
+        q = (ends[:, :3] + (ends[:, 3:] - ends[:, :3]) * (pos - below)) * depth.scale
+    q[count < need] = np.nan
+    return q, present.sum(1), need
 
 
 def locate(depth: Union[DepthImage, np.ndarray], boxes: np.ndarray, intrinsics: Intrinsics,
@@ -228,17 +264,16 @@ def locate(depth: Union[DepthImage, np.ndarray], boxes: np.ndarray, intrinsics: 
         xs, ys = _grid(x1 + mx, x2 - mx, W), _grid(y1 + my, y2 - my, H)
     else:
         xs, ys = _grid(x1, x2, W), _grid(y1, y2, H)
-    raw = depth.pixels[ys[:, :, None], xs[:, None, :]].reshape(n, GRID * GRID)
-    samples = raw.astype(np.float32) * np.float32(depth.scale)
-    region = np.repeat(inside[:, None], GRID * GRID, axis=1)
+    raw = _gather(depth, ys, xs)
+    region = inside[:, None]
     if masks is not None:
-        region &= _mask_samples(masks, xs, ys, n).reshape(n, GRID * GRID)
+        region = region & _mask_samples(masks, xs, ys, n).reshape(n, GRID * GRID)
         empty = inside & ~region.any(1)
         if empty.any():     # masks that miss every sample: their box's core instead
             sub = locate(depth, boxes[empty], intrinsics, None, core, min_m, max_m)
-            return _merge(_from_samples(samples, region, boxes, intrinsics, min_m, max_m,
+            return _merge(_from_samples(depth, raw, region, boxes, intrinsics, min_m, max_m,
                                         inside), empty, sub)
-    return _from_samples(samples, region, boxes, intrinsics, min_m, max_m, inside)
+    return _from_samples(depth, raw, region, boxes, intrinsics, min_m, max_m, inside)
 
 
 def _mask_samples(masks: np.ndarray, xs: np.ndarray, ys: np.ndarray, n: int) -> np.ndarray:
@@ -251,10 +286,13 @@ def _mask_samples(masks: np.ndarray, xs: np.ndarray, ys: np.ndarray, n: int) -> 
     return masks[np.arange(n)[:, None, None], ys[:, :, None], xs[:, None, :]].astype(bool)
 
 
-def _from_samples(samples: np.ndarray, region: np.ndarray, boxes: np.ndarray, k: Intrinsics,
-                  min_m: float, max_m: float, inside: np.ndarray) -> Located:
-    z, p10, p90, reasons = _robust(samples, region, min_m, max_m)
-    reasons = [r if ins else OUTSIDE for r, ins in zip(reasons, inside.tolist())]
+def _from_samples(depth: DepthImage, raw: np.ndarray, region: np.ndarray, boxes: np.ndarray,
+                  k: Intrinsics, min_m: float, max_m: float, inside: np.ndarray) -> Located:
+    q, present, need = _robust(depth, raw, region, min_m, max_m, MIN_FRACTION, 1)
+    z, p10, p90 = q[:, 0], q[:, 1], q[:, 2]
+    reasons = ['' if ok else OUTSIDE if not ins else OUT_OF_RANGE if p >= nd else NO_DEPTH
+               for ok, ins, p, nd in zip(np.isfinite(z).tolist(), inside.tolist(),
+                                         present.tolist(), need.tolist())]
     u = (boxes[:, 0] + boxes[:, 2]) / 2 - 0.5
     v = (boxes[:, 1] + boxes[:, 3]) / 2 - 0.5
     centers = np.stack([(u - k.cx) * z / k.fx, (v - k.cy) * z / k.fy, z], 1)
@@ -297,81 +335,10 @@ def keypoints_3d(depth: Union[DepthImage, np.ndarray], keypoints: np.ndarray,
         on &= kp.reshape(-1, kp.shape[2])[:, 2] >= min_score
     xs = np.clip(col[:, None] + off[None, :], 0, depth.width - 1)
     ys = np.clip(row[:, None] + off[None, :], 0, depth.height - 1)
-    raw = depth.pixels[ys[:, :, None], xs[:, None, :]].reshape(len(pts), -1)
-    samples = raw.astype(np.float32) * np.float32(depth.scale)
-    valid = on[:, None] & np.isfinite(samples) & (samples >= min_m) & (samples <= max_m)
-    ordered = np.sort(np.where(valid, samples, np.inf), axis=1)
-    n_valid = valid.sum(1)
-    with np.errstate(invalid='ignore'):
-        z = np.where(n_valid >= min(KEYPOINT_MIN_VALID, window * window),
-                     _quantile(ordered, n_valid, 0.5), np.nan)
+    q, _, _ = _robust(depth, _gather(depth, ys, xs), on[:, None], min_m, max_m, 0.0,
+                      min(KEYPOINT_MIN_VALID, window * window))
+    z = q[:, 0]
     u, v = pts[:, 0] - 0.5, pts[:, 1] - 0.5
     out = np.stack([(u - intrinsics.cx) * z / intrinsics.fx,
                     (v - intrinsics.cy) * z / intrinsics.fy, z], 1)
     return out.astype(np.float32).reshape(n, kk, 3)
-
-
-class DepthBuffer:
-    """The latest depth frames by stamp, for the frame nearest a result's (thread-safe).
-
-    The depth subscription ``add``s, the frame worker asks ``nearest``; the
-    ``capacity`` newest stamps are kept. ``unmatched`` counts the lookups that
-    found none, by NO_DEPTH_YET or TOO_FAR.
-    """
-
-    NO_DEPTH_YET = 'no depth yet'
-    TOO_FAR = 'depth stamp too far'
-
-    def __init__(self, capacity: int = 10, tolerance_s: float = 0.05):
-        if capacity < 1:
-            raise ValueError(f'capacity {capacity}: must be >= 1')
-        if not tolerance_s >= 0:
-            raise ValueError(f'tolerance_s {tolerance_s}: must be >= 0')
-        self.capacity = int(capacity)
-        self.tolerance_s = float(tolerance_s)
-        self._stamps: List[float] = []
-        self._items: List[Any] = []
-        self._lock = threading.Lock()
-        self.matched = 0
-        self.unmatched: Counter = Counter()
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._stamps)
-
-    def add(self, stamp_s: float, item: Any) -> None:
-        """Keep ``item`` under its stamp (one per stamp: a repeat replaces it)."""
-        stamp_s = float(stamp_s)
-        with self._lock:
-            i = bisect.bisect_left(self._stamps, stamp_s)
-            if i < len(self._stamps) and self._stamps[i] == stamp_s:
-                self._items[i] = item
-                return
-            self._stamps.insert(i, stamp_s)
-            self._items.insert(i, item)
-            if len(self._stamps) > self.capacity:
-                del self._stamps[0], self._items[0]
-
-    def clear(self) -> None:
-        """Forget every frame (on deactivation)."""
-        with self._lock:
-            self._stamps.clear()
-            self._items.clear()
-
-    def nearest(self, stamp_s: float) -> Tuple[Optional[Any], str]:
-        """Return (the item nearest ``stamp_s`` within the tolerance, '') or (None, why)."""
-        stamp_s = float(stamp_s)
-        with self._lock:
-            if not self._stamps:
-                self.unmatched[self.NO_DEPTH_YET] += 1
-                return None, self.NO_DEPTH_YET
-            i = bisect.bisect_left(self._stamps, stamp_s)
-            near = [j for j in (i - 1, i) if 0 <= j < len(self._stamps)]
-            j = min(near, key=lambda j: abs(self._stamps[j] - stamp_s))
-            gap = abs(self._stamps[j] - stamp_s)
-            if gap > self.tolerance_s:
-                self.unmatched[self.TOO_FAR] += 1
-                return None, (f'nearest depth {gap:.3f} s away (tolerance '
-                              f'{self.tolerance_s:.3f} s)')
-            self.matched += 1
-            return self._items[j], ''
