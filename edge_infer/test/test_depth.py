@@ -130,6 +130,8 @@ def test_mask_picks_the_person_where_the_box_is_mostly_wall():
     for out in (by_map, by_bool):
         assert abs(out.distance[0] - 3.0) <= 0.02 * 3.0
         assert abs(out.centers[0, 2] - 3.0) <= 0.06
+    with pytest.raises(ValueError, match='masks of shape'):
+        locate(depth_m, wide[None], K, masks=ids[:240])
 
 
 def test_a_mask_that_misses_its_box_falls_back_to_the_core():

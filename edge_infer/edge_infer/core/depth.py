@@ -254,7 +254,6 @@ def locate(depth: Union[DepthImage, np.ndarray], boxes: np.ndarray, intrinsics: 
     if not 0 < core <= 1:
         raise ValueError(f'core {core}: must be in (0, 1]')
     boxes = np.asarray(boxes, dtype=np.float32).reshape(-1, 4)
-    n = boxes.shape[0]
     W, H = depth.width, depth.height
     x1, y1 = np.clip(boxes[:, 0], 0, W), np.clip(boxes[:, 1], 0, H)
     x2, y2 = np.clip(boxes[:, 2], 0, W), np.clip(boxes[:, 3], 0, H)
@@ -267,7 +266,7 @@ def locate(depth: Union[DepthImage, np.ndarray], boxes: np.ndarray, intrinsics: 
     raw = _gather(depth, ys, xs)
     region = inside[:, None]
     if masks is not None:
-        region = region & _mask_samples(masks, xs, ys, n).reshape(n, GRID * GRID)
+        region = region & _mask_samples(masks, xs, ys, (W, H))
         empty = inside & ~region.any(1)
         if empty.any():     # masks that miss every sample: their box's core instead
             sub = locate(depth, boxes[empty], intrinsics, None, core, min_m, max_m)
@@ -276,14 +275,19 @@ def locate(depth: Union[DepthImage, np.ndarray], boxes: np.ndarray, intrinsics: 
     return _from_samples(depth, raw, region, boxes, intrinsics, min_m, max_m, inside)
 
 
-def _mask_samples(masks: np.ndarray, xs: np.ndarray, ys: np.ndarray, n: int) -> np.ndarray:
+def _mask_samples(masks: np.ndarray, xs: np.ndarray, ys: np.ndarray,
+                  size: Tuple[int, int]) -> np.ndarray:
+    """Return (N, GRID * GRID) whether each sample lies in its detection's mask."""
     masks = np.asarray(masks)
+    n = xs.shape[0]
+    if masks.shape[-2:] != size[::-1] or masks.ndim not in (2, 3) or (
+            masks.ndim == 3 and masks.shape[0] != n):
+        raise ValueError(f'masks of shape {masks.shape}: expected {size[1]} x {size[0]} ids '
+                         f'or {n} x {size[1]} x {size[0]}')
     if masks.ndim == 2:
-        ids = np.arange(1, n + 1, dtype=masks.dtype).reshape(n, 1, 1)
-        return masks[ys[:, :, None], xs[:, None, :]] == ids
-    if masks.ndim != 3 or masks.shape[0] != n:
-        raise ValueError(f'masks of shape {masks.shape}: expected H x W ids or {n} x H x W')
-    return masks[np.arange(n)[:, None, None], ys[:, :, None], xs[:, None, :]].astype(bool)
+        return _gather(DepthImage(masks), ys, xs) == np.arange(1, n + 1).reshape(n, 1)
+    picked = masks[np.arange(n)[:, None, None], ys[:, :, None], xs[:, None, :]]
+    return picked.reshape(n, GRID * GRID).astype(bool)
 
 
 def _from_samples(depth: DepthImage, raw: np.ndarray, region: np.ndarray, boxes: np.ndarray,
