@@ -171,6 +171,9 @@ def test_out_of_range_and_outside_the_image():
     assert locate(far, box, K, max_m=30).reasons == ['']
     out = locate(far, np.array([[700, 10, 800, 50], [300, 200, 340, 280]]), K, max_m=30)
     assert out.reasons == [OUTSIDE, ''] and out.counts() == {OUTSIDE: 1}
+    for mm, reason in ((20000, ''), (20001, OUT_OF_RANGE), (100, ''), (99, OUT_OF_RANGE)):
+        frame = from_raw('16UC1', H, W, W * 2, np.full((H, W), mm, '<u2').tobytes())
+        assert locate(frame, box, K, max_m=20.0).reasons == [reason], mm   # bounds inclusive
 
 
 def test_no_boxes():

@@ -202,8 +202,9 @@ def _gather(depth: DepthImage, ys: np.ndarray, xs: np.ndarray) -> np.ndarray:
 def _raw_range(depth: DepthImage, min_m: float, max_m: float) -> Tuple[float, float]:
     """Return [min_m, max_m] in the frame's units (whole numbers for 16-bit frames)."""
     lo, hi = min_m / depth.scale, max_m / depth.scale
-    if depth.pixels.dtype.kind == 'u':
-        return max(float(np.ceil(lo)), 1.0), float(np.floor(hi))
+    if depth.pixels.dtype.kind in 'ui':     # python ints: the comparisons stay integer
+        top = int(np.iinfo(depth.pixels.dtype).max)
+        return max(int(np.ceil(lo)), 1), min(int(np.floor(hi)), top)
     return lo, hi
 
 
@@ -335,8 +336,8 @@ def keypoints_3d(depth: Union[DepthImage, np.ndarray], keypoints: np.ndarray,
     col = np.floor(pts[:, 0]).astype(np.intp)
     row = np.floor(pts[:, 1]).astype(np.intp)
     on = (col >= 0) & (col < depth.width) & (row >= 0) & (row < depth.height)
-    if kp.shape[2] > 2:
-        on &= kp.reshape(-1, kp.shape[2])[:, 2] >= min_score
+    if pts.shape[1] > 2:
+        on &= pts[:, 2] >= min_score
     xs = np.clip(col[:, None] + off[None, :], 0, depth.width - 1)
     ys = np.clip(row[:, None] + off[None, :], 0, depth.height - 1)
     q, _, _ = _robust(depth, _gather(depth, ys, xs), on[:, None], min_m, max_m, 0.0,
