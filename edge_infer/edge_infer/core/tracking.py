@@ -1,0 +1,201 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""Multi-object tracking of a node's detections: ids that last a track's life (no ROS).
+
+A detection, pose or instance-segmentation node calls :func:`make_tracker`
+once with its ``tracker`` parameter and then :meth:`Tracker.update` once per
+result, with the result's boxes and the frame's stamp::
+
+    tracker = make_tracker('bytetrack')       # None for 'none'
+    ids = tracker.update(boxes_xyxy, scores, class_ids, stamp_s)
+
+The algorithms are those of Roboflow's ``trackers`` library (2.6.1,
+Apache-2.0, no torch; docs/tracking.md compares it with the others and says
+why): ``ocsort`` (the default: the only one that kept every id through the
+2 s occlusion of the comparison), ``bytetrack`` and ``sort``. The library
+is imported here, not at the module's import, so a robot without it still
+runs with ``tracker: none`` and is told what to install if it asks for one.
+
+**Stamps, not a fixed rate.** The node keeps only the newest frame, so the
+tracker sees irregular gaps. Each update passes the frame's stamp to the
+library, which predicts its Kalman filters over the elapsed time
+(``elapsed x frame_rate`` nominal frames: the motion model's units) and
+forgets a lost track after ``lost_track_s`` seconds without a match,
+whatever number of frames that was. ``frame_rate`` is only the unit of the
+filters' per-frame noise (the camera's nominal rate; 30 fits most).
+
+**Classes.** The library matches boxes whatever their class, so each class
+has its own library tracker: a person never takes a chair's id. Ids come
+from one counter over all classes: unique in the node's life, from 1.
+
+**Ids.** ``update`` returns one id per input box, in input order; ``-1``
+for a box not confirmed yet (a new track needs ``min_hits`` consecutive
+matches) or a low-score box that continues no track. A confirmed track
+keeps its id through misses and occlusions shorter than ``lost_track_s``.
+"""
+
+from typing import Any, Dict, Optional, Tuple
+
+import numpy as np
+
+#: The ``tracker`` parameter's values: ``'none'`` or one of these.
+ALGORITHMS = ('ocsort', 'bytetrack', 'sort')
+DEFAULT = 'ocsort'
+#: Settings that differ from the library's: its score thresholds (0.6, 0.7)
+#: are above most of what NanoDet gives a person (its boxes start at 0.35), and
+#: its 30 fps frame counts are seconds here. bench/tracking.py compared them.
+SETTINGS: Dict[str, Dict[str, Any]] = {
+    'ocsort': {'high_score': 0.4, 'min_iou': 0.2, 'min_hits': 2},
+    'bytetrack': {'new_track_score': 0.5, 'high_score': 0.5, 'min_iou': 0.1, 'min_hits': 2},
+    'sort': {'min_iou': 0.1, 'min_hits': 2},
+}
+#: What to install for the algorithms (requirements-nodeps.txt pins them).
+INSTALL = 'pip install --no-deps trackers==2.6.1 supervision==0.31.2 pydeprecate==0.13.0'
+
+
+class TrackerError(ValueError):
+    """An unknown tracker name or option, or its library missing: the message says what to do."""
+
+
+def _library_classes() -> Dict[str, Any]:
+    """Import the library (lazily: a node without tracking never pays for it)."""
+    try:
+        from trackers import ByteTrackTracker, OCSORTTracker, SORTTracker
+    except ImportError as e:
+        raise TrackerError(f'tracking needs the trackers library, not importable here ({e}): '
+                           f'{INSTALL}') from e
+    return {'bytetrack': ByteTrackTracker, 'sort': SORTTracker, 'ocsort': OCSORTTracker}
+
+
+def _library_options(name: str, lost_track_s: float, frame_rate: float,
+                     min_hits: Optional[int], min_iou: Optional[float],
+                     new_track_score: Optional[float],
+                     high_score: Optional[float]) -> Dict[str, Any]:
+    """Return the library constructor's arguments for ``name`` (None: the library's default).
+
+    ``lost_track_buffer`` is in 30 fps frames: the library turns it into
+    ``lost_track_buffer / 30`` seconds when it is given stamps.
+    """
+    opts: Dict[str, Any] = {
+        'lost_track_buffer': max(1, int(round(lost_track_s * 30.0))),
+        'frame_rate': float(frame_rate),
+    }
+    if min_hits is not None:
+        opts['minimum_consecutive_frames'] = int(min_hits)
+    if min_iou is not None:
+        opts['minimum_iou_threshold'] = float(min_iou)
+    if new_track_score is not None:
+        if name == 'ocsort':
+            raise TrackerError("ocsort has no 'new_track_score' option (it starts tracks "
+                               "from the boxes over 'high_score')")
+        opts['track_activation_threshold'] = float(new_track_score)
+    if high_score is not None:
+        if name == 'sort':
+            raise TrackerError("sort has no 'high_score' option (one matching stage)")
+        opts['high_conf_det_threshold'] = float(high_score)
+    return opts
+
+
+class Tracker:
+    """One algorithm of the library, one instance per class id, ids unique across classes."""
+
+    def __init__(self, name: str, lost_track_s: float = 3.0, frame_rate: float = 30.0,
+                 min_hits: Optional[int] = None, min_iou: Optional[float] = None,
+                 new_track_score: Optional[float] = None, high_score: Optional[float] = None):
+        if name not in ALGORITHMS:
+            raise TrackerError(f"unknown tracker '{name}' (choose none, "
+                               f"{', '.join(ALGORITHMS)})")
+        if not lost_track_s > 0 or not frame_rate > 0 or (min_hits or 1) < 1:
+            raise TrackerError(f'tracker {name}: lost_track_s ({lost_track_s}) and frame_rate '
+                               f'({frame_rate}) must be > 0, min_hits ({min_hits}) >= 1')
+        self.name = name
+        self._cls = _library_classes()[name]
+        self._opts = _library_options(name, lost_track_s, frame_rate, min_hits, min_iou,
+                                      new_track_score, high_score)
+        self._cls(**self._opts)         # a bad option fails here, not on the first frame
+        import supervision
+        self._sv = supervision
+        self._per_class: Dict[int, Any] = {}             # class id -> library tracker
+        self._ids: Dict[Tuple[int, int], int] = {}       # (class, library id) -> our id
+        self._next_id = 1
+        self._last_stamp: Optional[float] = None
+
+    def update(self, boxes_xyxy: np.ndarray, scores: np.ndarray, class_ids: np.ndarray,
+               stamp_s: float) -> np.ndarray:
+        """Match one frame's boxes to the tracks; return their ids (N int64, -1: none yet).
+
+        ``stamp_s``: the frame's capture time in seconds. A stamp that is not
+        after the previous one (a frame out of order) leaves the tracks as
+        they are and returns -1 for every box.
+        """
+        boxes = np.asarray(boxes_xyxy, dtype=np.float32).reshape(-1, 4)
+        n = len(boxes)
+        out = np.full(n, -1, dtype=np.int64)
+        stamp = float(stamp_s)
+        if self._last_stamp is not None and not stamp > self._last_stamp:
+            return out
+        self._last_stamp = stamp
+        scores = np.asarray(scores, dtype=np.float32).reshape(n)
+        classes = np.asarray(class_ids).astype(np.int64).reshape(n)
+        present = set(np.unique(classes).tolist())
+        # every live class's tracker steps, with no boxes where its class is absent:
+        # its lost tracks age on the same clock
+        for cls in sorted(present | set(self._per_class)):
+            trk = self._per_class.get(cls)
+            if trk is None:
+                trk = self._per_class[cls] = self._cls(**self._opts)
+            rows = np.flatnonzero(classes == cls)
+            dets = self._sv.Detections(xyxy=boxes[rows], confidence=scores[rows],
+                                       class_id=classes[rows], data={'row': rows})
+            res = trk.update(dets, timestamp=stamp)
+            lib_ids = np.asarray(res.tracker_id, dtype=np.int64)
+            if len(lib_ids):
+                out[np.asarray(res.data['row'], dtype=np.int64)] = [
+                    self._our_id(cls, int(i)) for i in lib_ids]
+            self._forget(cls, trk)
+        return out
+
+    def _our_id(self, cls: int, lib_id: int) -> int:
+        """Return the node-wide id of the library's track ``lib_id`` of class ``cls``."""
+        if lib_id < 0:
+            return -1
+        key = (cls, lib_id)
+        our = self._ids.get(key)
+        if our is None:
+            our = self._ids[key] = self._next_id
+            self._next_id += 1
+        return our
+
+    def _forget(self, cls: int, trk: Any) -> None:
+        """Drop the ids of tracks the library dropped, and a class with no track left."""
+        alive = {int(t.tracker_id) for t in trk.tracks}
+        for key in [k for k in self._ids if k[0] == cls and k[1] not in alive]:
+            del self._ids[key]
+        if not trk.tracks:
+            del self._per_class[cls]
+
+    def live_tracks(self) -> int:
+        """Return the number of confirmed tracks alive (matched, or lost under lost_track_s)."""
+        return len(self._ids)
+
+    def reset(self) -> None:
+        """Forget every track (a new scene, a camera that restarted); ids keep counting up."""
+        self._per_class.clear()
+        self._ids.clear()
+        self._last_stamp = None
+
+
+def make_tracker(name: str, **options: Any) -> Optional[Tracker]:
+    """Return the tracker ``name`` with ``options`` (None for 'none'); TrackerError otherwise.
+
+    Options: ``lost_track_s`` (seconds a lost track is kept, default 3.0),
+    ``frame_rate`` (the camera's nominal rate, default 30), ``min_hits``
+    (matches before a track gets an id, default 2), ``min_iou`` (default
+    0.1), ``new_track_score`` (the score a box needs to start a track).
+    """
+    key = str(name).strip().lower()
+    if key in ('none', ''):
+        return None
+    try:
+        return Tracker(key, **{**SETTINGS.get(key, {}), **options})
+    except TypeError as e:          # an option the tracker does not take
+        raise TrackerError(f'tracker {key}: {e}') from e
