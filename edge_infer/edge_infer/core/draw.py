@@ -153,9 +153,12 @@ def draw_result(img: np.ndarray, spec, output, caption: str = '') -> np.ndarray:
     if spec.task == 'classification':
         return annotate(img, classes=[(spec.label(c), s) for c, s in zip(
             output.class_ids.tolist(), output.scores.tolist())], caption=caption)
+    ids = getattr(output, 'track_ids', None)
     boxes = [] if not hasattr(output, 'boxes') else [
-        (spec.label(c), s, *b) for b, s, c in zip(
-            output.boxes.tolist(), output.scores.tolist(), output.class_ids.tolist())]
+        (spec.label(c) if i < 0 else f'#{i} {spec.label(c)}', s, *b)    # the tracker's id
+        for b, s, c, i in zip(output.boxes.tolist(), output.scores.tolist(),
+                              output.class_ids.tolist(),
+                              ids.tolist() if ids is not None else [-1] * len(output.boxes))]
     rboxes = getattr(output, 'rboxes', None)
     if rboxes is not None:      # oriented boxes: their outline, the label at their bounds
         import cv2

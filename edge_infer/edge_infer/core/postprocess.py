@@ -6,7 +6,7 @@ outputs (NaN/Inf from a broken backend) raise :class:`OutputError` rather than
 publishing garbage.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import List, Optional, Sequence
 
 import cv2
@@ -21,11 +21,16 @@ class OutputError(ValueError):
 
 @dataclass
 class Detections:
-    """N detections: boxes (N x 4, x1 y1 x2 y2, source pixels), scores, class ids."""
+    """N detections: boxes (N x 4, x1 y1 x2 y2, source pixels), scores, class ids.
+
+    ``track_ids``: N ints from the node's tracker (:mod:`.tracking`), stable
+    for the life of a track, -1 for a box no track holds yet; None untracked.
+    """
 
     boxes: np.ndarray
     scores: np.ndarray
     class_ids: np.ndarray
+    track_ids: Optional[np.ndarray] = field(default=None, kw_only=True)
 
     def __len__(self) -> int:
         return int(self.scores.shape[0])

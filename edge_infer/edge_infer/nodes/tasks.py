@@ -47,17 +47,18 @@ def _detections(spec, det) -> list:
     Oriented boxes (``rboxes``) give their own centre, size and ``theta``.
     """
     label = spec.label
+    ids = det.track_ids.tolist() if det.track_ids is not None else [-1] * len(det)
     rboxes = getattr(det, 'rboxes', None)
     if rboxes is not None:
-        return [Detection(class_id=int(c), label=label(c), score=float(s), center_x=cx,
-                          center_y=cy, size_x=w, size_y=h, theta=t)
-                for (cx, cy, w, h, t), s, c in zip(rboxes.tolist(), det.scores.tolist(),
-                                                   det.class_ids.tolist())]
-    return [Detection(class_id=int(c), label=label(c), score=float(s),
+        return [Detection(class_id=int(c), label=label(c), score=float(s), track_id=int(i),
+                          center_x=cx, center_y=cy, size_x=w, size_y=h, theta=t)
+                for (cx, cy, w, h, t), s, c, i in zip(rboxes.tolist(), det.scores.tolist(),
+                                                      det.class_ids.tolist(), ids)]
+    return [Detection(class_id=int(c), label=label(c), score=float(s), track_id=int(i),
                       center_x=(x1 + x2) / 2, center_y=(y1 + y2) / 2,
                       size_x=x2 - x1, size_y=y2 - y1)
-            for (x1, y1, x2, y2), s, c in zip(det.boxes.tolist(), det.scores.tolist(),
-                                              det.class_ids.tolist())]
+            for (x1, y1, x2, y2), s, c, i in zip(det.boxes.tolist(), det.scores.tolist(),
+                                                 det.class_ids.tolist(), ids)]
 
 
 class Task:

@@ -62,9 +62,12 @@ class VisionOutputs:
             n = len(out)
             while len(self._pool) < n:      # grows to the most boxes a frame had, then reused
                 self._pool.append(m.Detection2D(results=[m.ObjectHypothesisWithPose()]))
-            for d, (x1, y1, x2, y2), score, cid in zip(
-                    self._pool, out.boxes.tolist(), out.scores.tolist(), out.class_ids.tolist()):
+            ids = out.track_ids.tolist() if out.track_ids is not None else [-1] * n
+            for d, (x1, y1, x2, y2), score, cid, tid in zip(
+                    self._pool, out.boxes.tolist(), out.scores.tolist(), out.class_ids.tolist(),
+                    ids):
                 d.header = header
+                d.id = str(tid) if tid >= 0 else ''     # the tracker's id ('' untracked)
                 hyp = d.results[0].hypothesis
                 hyp.class_id, hyp.score = label(cid), float(score)
                 d.bbox.center.position.x, d.bbox.center.position.y = (x1 + x2) / 2, (y1 + y2) / 2
