@@ -27,13 +27,27 @@ from . import paths
 # The demo bag: the first frames of OpenCV's pedestrian video, then photos.
 DEMO_BAG = 'demo'
 DEMO_VIDEO_FRAMES = 200
+# The depth bag: the video's first frames beside a synthetic aligned depth camera
+# (`edge_infer record --synthetic-depth`: a wall at this distance) for the 3D tests.
+DEPTH_BAG = 'demo_depth'
+DEPTH_BAG_FRAMES = 40
+DEPTH_BAG_WALL_M = 4.0
 
 
-def _demo_bag_key(footage: dict) -> dict:
+def _bags(footage: dict) -> dict:
+    """Return {bag name: record_bag's arguments beside the output folder}."""
+    return {DEMO_BAG: {'video': footage['video'], 'images': footage['photos'],
+                       'max_frames': DEMO_VIDEO_FRAMES},
+            DEPTH_BAG: {'video': footage['video'], 'max_frames': DEPTH_BAG_FRAMES,
+                        'compressed': False, 'depth_m': DEPTH_BAG_WALL_M}}
+
+
+def _bag_key(footage: dict, args: dict) -> dict:
     from .checksums import sha256_file
     return {'video': sha256_file(footage['video']),
-            'photos': [sha256_file(p) for p in footage['photos']],
-            'video_frames': DEMO_VIDEO_FRAMES, 'format': 1}
+            'photos': [sha256_file(p) for p in args.get('images', ())],
+            'args': {k: v for k, v in args.items() if k not in ('video', 'images')},
+            'format': 2}
 
 
 # How to get each client prepare may call, for the one-line error.
@@ -78,17 +92,18 @@ def prepare(home: pathlib.Path, log=print) -> dict:
     t0 = time.monotonic()
     models = fetch_models(home / 'models', cache, log=log)
     footage = fetch_footage(cache, log=log)
+    for name, args in _bags(footage).items():
+        bag = home / 'bags' / name
+        key = _bag_key(footage, args)
+        stamp = bag.parent / f'{name}.json'
+        if not (bag.is_dir() and stamp.is_file() and json.loads(stamp.read_text()) == key):
+            if bag.exists():
+                shutil.rmtree(bag)
+            bag.parent.mkdir(parents=True, exist_ok=True)
+            log(f'[data] recording bag {bag} ...')
+            record_bag(bag, log=log, **args)
+            stamp.write_text(json.dumps(key))
     bag = home / 'bags' / DEMO_BAG
-    key = _demo_bag_key(footage)
-    stamp = bag.parent / f'{DEMO_BAG}.json'
-    if not (bag.is_dir() and stamp.is_file() and json.loads(stamp.read_text()) == key):
-        if bag.exists():
-            shutil.rmtree(bag)
-        bag.parent.mkdir(parents=True, exist_ok=True)
-        log(f'[data] recording demo bag {bag} ...')
-        record_bag(bag, video=footage['video'], images=footage['photos'],
-                   max_frames=DEMO_VIDEO_FRAMES, log=log)
-        stamp.write_text(json.dumps(key))
     log(f'[data] ready in {time.monotonic() - t0:.1f} s: models {sorted(models)}, '
         f'bag {bag}')
     return {'models': models, 'footage': footage, 'bag': bag}

@@ -33,6 +33,8 @@ from rosbags.interfaces import (Qos, QosDurability, QosHistory, QosLiveliness,
                                 QosReliability, QosTime)
 from rosbags.rosbag2 import CompressionFormat, CompressionMode, StoragePlugin, Writer
 
+from . import synthetic_depth
+
 Log = Callable[[str], object]
 # 2026-01-01T00:00:00Z: a fixed default start keeps recordings reproducible.
 DEFAULT_START_STAMP_NS = 1_767_225_600 * 10**9
@@ -166,7 +168,7 @@ def record_bag(out_dir: PathLike, video: PathLike | None = None,
                max_frames: int | None = None, stride: int = 1, raw: bool = True,
                compressed: bool = True, jpeg_quality: int = 90, still_format: str = 'jpeg',
                start_stamp_ns: int | None = DEFAULT_START_STAMP_NS, overwrite: bool = False,
-               zstd: bool = False, log: Log = print) -> dict:
+               zstd: bool = False, depth_m: float | None = None, log: Log = print) -> dict:
     """Record a video and/or still images into a new mcap rosbag2 folder.
 
     Video frames come first (``start_frame``, then every ``stride``-th frame,
@@ -194,6 +196,9 @@ def record_bag(out_dir: PathLike, video: PathLike | None = None,
         ``None`` means now.
     :param overwrite: replace an existing bag folder at ``out_dir``.
     :param zstd: zstd-compress the mcap chunks (smaller, slower to write).
+    :param depth_m: also write a synthetic aligned depth camera (a wall at this
+        distance, :mod:`.synthetic_depth`) on ``<topic's namespace>/depth/image_raw``
+        and ``/depth/camera_info``, stamped as each frame.
     :param log: callable receiving progress lines.
     :returns: stats: ``path``, ``frames``, ``video_frames``, ``image_frames``,
         ``messages``, ``topics`` (name -> count), ``fps``, ``first_stamp_ns``,
@@ -217,6 +222,8 @@ def record_bag(out_dir: PathLike, video: PathLike | None = None,
         raise RecordError(f'still_format must be one of {STILL_FORMATS}, got {still_format!r}')
     if fps is not None and not 0 < fps <= MAX_FPS:
         raise RecordError(f'fps must be within (0, {MAX_FPS:g}], got {fps}')
+    if depth_m is not None and not 0.1 <= depth_m <= 60:
+        raise RecordError(f'synthetic depth must be within 0.1..60 m, got {depth_m}')
     if not topic.startswith('/'):
         topic = '/' + topic
     try:
@@ -256,15 +263,29 @@ def record_bag(out_dir: PathLike, video: PathLike | None = None,
             ctopic = topic.rstrip('/') + '/compressed'
             conns.append((writer.add_connection(ctopic, COMPRESSED_TYPE, typestore=_TYPESTORE,
                                                 offered_qos_profiles=[OFFERED_QOS]), 'c'))
+        if depth_m is not None:
+            dtopic, itopic = synthetic_depth.depth_topics(topic)
+            conns.append((writer.add_connection(dtopic, IMAGE_TYPE, typestore=_TYPESTORE,
+                                                offered_qos_profiles=[OFFERED_QOS]), 'd'))
+            conns.append((writer.add_connection(itopic, synthetic_depth.INFO_TYPE,
+                                                typestore=_TYPESTORE,
+                                                offered_qos_profiles=[OFFERED_QOS]), 'i'))
         for conn, _ in conns:
             topics[conn.topic] = 0
 
         def write(bgr: np.ndarray, fmt: str, encoded: bytes | None = None) -> int:
             k = counts['video'] + counts['images']
             stamp = first_stamp + round(k * period_ns)
+            height, width = bgr.shape[:2]
             for conn, kind in conns:
                 if kind is None:
                     data = image_cdr(bgr, stamp, frame_id)
+                elif kind == 'd':
+                    assert depth_m is not None
+                    data = synthetic_depth.depth_cdr(width, height, depth_m, stamp, frame_id,
+                                                     seed=k)
+                elif kind == 'i':
+                    data = synthetic_depth.camera_info_cdr(width, height, stamp, frame_id)
                 else:
                     data = compressed_cdr(bgr, stamp, frame_id, fmt, jpeg_quality, encoded)
                 writer.write(conn, stamp, data)
@@ -362,6 +383,10 @@ def _parser() -> argparse.ArgumentParser:
                         help='first stamp in ns since the epoch, or "now" '
                              '(default: 2026-01-01T00:00:00Z)')
     parser.add_argument('--zstd', action='store_true', help='zstd-compress the mcap chunks')
+    parser.add_argument('--synthetic-depth', type=float, metavar='METRES',
+                        help='also record an aligned 16UC1 depth camera showing a wall at '
+                             'this distance (1 %% noise, 5 %% holes) and its CameraInfo, on '
+                             '<topic namespace>/depth/image_raw and /depth/camera_info')
     parser.add_argument('--overwrite', action='store_true',
                         help='replace OUT if it is an existing bag folder')
     parser.add_argument('-q', '--quiet', action='store_true', help='print only the summary')
@@ -388,7 +413,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             max_frames=args.max_frames, stride=args.stride, raw=args.raw,
             compressed=args.compressed, jpeg_quality=args.jpeg_quality,
             still_format=args.still_format, start_stamp_ns=start_stamp,
-            overwrite=args.overwrite, zstd=args.zstd,
+            overwrite=args.overwrite, zstd=args.zstd, depth_m=args.synthetic_depth,
             log=(lambda _: None) if args.quiet else print)
     except RecordError as exc:
         print(f'error: {exc}', file=sys.stderr)
