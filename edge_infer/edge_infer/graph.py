@@ -74,8 +74,8 @@ def load_graph(path: Optional[pathlib.Path] = None) -> dict:
 def plan(camera_topic: str = '', objective: str = '', executor_policy: Optional[str] = None,
          nodes: Optional[Sequence[str]] = None, namespace: str = '',
          params_file: Optional[pathlib.Path] = None, autostart: bool = False,
-         graph: Optional[dict] = None, keep_partial: Optional[bool] = None
-         ) -> List[ProcessPlan]:
+         graph: Optional[dict] = None, keep_partial: Optional[bool] = None,
+         node_params: Optional[Dict[str, object]] = None) -> List[ProcessPlan]:
     """Return the processes to start, with every argument applied.
 
     ``camera_topic``: remaps the camera (raw, and ``<topic>/compressed``);
@@ -83,7 +83,9 @@ def plan(camera_topic: str = '', objective: str = '', executor_policy: Optional[
     perception nodes to host (a subset of the params file's); ``autostart``:
     the container configures and activates its nodes itself; ``keep_partial``:
     whether it runs on when some node could not be made active (None: the
-    params file's). Every parameter is then checked (edge_infer.validate):
+    params file's); ``node_params``: parameters set on every hosted perception
+    node (the launch file's tracker, depth_topic, camera_info_topic). Every
+    parameter is then checked (edge_infer.validate):
     the first bad one raises ArgumentError, a GraphError, before anything starts.
     """
     graph = graph or load_graph()
@@ -115,6 +117,7 @@ def plan(camera_topic: str = '', objective: str = '', executor_policy: Optional[
                 p['objective'] = objective
             if executor_policy is not None:
                 p['executor_policy'] = executor_policy
+            p.update(node_params or {})
         check_params(params, proc['name'], pfile.name)
         remap = {}
         default_cam = graph.get('camera_topic', '/camera/image_raw')

@@ -57,6 +57,12 @@ ARGUMENTS = {
                   "('' = the params file's)"),
     'executor_policy': ('-', "shared executor policy of every perception node ('-' = the "
                         "params file's, '' = off)"),
+    'tracker': ('-', 'tracker of every node with boxes: bytetrack, ocsort, sort or none '
+                "('-' = the params file's)"),
+    'depth_topic': ('-', "aligned depth image for 3D on ~/vision/detections_3d ('' = off, "
+                    "'-' = the params file's)"),
+    'camera_info_topic': ('-', "the depth camera's CameraInfo ('' = beside depth_topic, "
+                          "'-' = the params file's)"),
     'nodes': ('', "comma-separated perception nodes to host ('' = the params file's)"),
     'namespace': ('', 'namespace of every node'),
     'params_file': ('', "params file ('' = the package's config/perception.yaml)"),
@@ -112,6 +118,9 @@ def _processes(context):
     policy = arg('executor_policy')
     plans = graph.plan(camera_topic=arg('camera_topic'), objective=arg('objective'),
                        executor_policy=None if policy == '-' else policy,
+                       node_params={k: arg(k) for k in ('tracker', 'depth_topic',
+                                                        'camera_info_topic')
+                                    if arg(k) != '-'},
                        nodes=[n for n in arg('nodes').split(',') if n],
                        namespace=arg('namespace'),
                        params_file=pathlib.Path(arg('params_file')) if arg('params_file')

@@ -57,10 +57,9 @@ else:
     from launch.launch_description_sources import PythonLaunchDescriptionSource
     import launch_testing.actions
     import launch_testing.asserts
-    import rclpy
-    from rclpy.executors import SingleThreadedExecutor
 
     from edge_infer import paths, procs  # noqa: I100
+    from edge_infer.testing.launching import Listener
 
     LAUNCH = pathlib.Path(__file__).resolve().parents[1] / 'launch' / 'perception.launch.py'
     BAG = paths.bags_dir() / 'demo'
@@ -141,26 +140,14 @@ else:
         @classmethod
         def setUpClass(cls):
             from edge_infer_msgs.msg import DetectionArray, EnergyRecord
-            procs.use_ros_env_here()
-            cls.context = rclpy.Context()
-            rclpy.init(context=cls.context, domain_id=DOMAIN)
-            cls.node = rclpy.create_node('edge_infer_launch_test', context=cls.context)
-            cls.dets, cls.energy = [], []
-            cls.node.create_subscription(DetectionArray, '/detector/detections',
-                                         cls.dets.append, 50)
-            cls.node.create_subscription(EnergyRecord, '/detector/energy',
-                                         cls.energy.append, 50)
-            cls.executor = SingleThreadedExecutor(context=cls.context)
-            cls.executor.add_node(cls.node)
-            cls.spinner = threading.Thread(target=cls.executor.spin, daemon=True)
-            cls.spinner.start()
+            cls.listener = Listener(DOMAIN, 'edge_infer_launch_test', {
+                '/detector/detections': DetectionArray, '/detector/energy': EnergyRecord})
+            cls.dets = cls.listener.got['/detector/detections']
+            cls.energy = cls.listener.got['/detector/energy']
 
         @classmethod
         def tearDownClass(cls):
-            cls.executor.shutdown()
-            cls.node.destroy_node()
-            rclpy.shutdown(context=cls.context)
-            cls.spinner.join(5)
+            cls.listener.close()
 
         def test_bag_played_after_every_node_was_active(self, proc_output, proc_info, player):
             output = wait_for_playback(proc_output, proc_info, player)

@@ -36,6 +36,7 @@ from .energy_follow import energy_msg, EnergyFollow
 from .perception_params import check, PARAMETERS
 from .perception_status import PerceptionStatus
 from .tasks import instance_decoder, make_task, Task
+from .tracks_and_depth import TracksAndDepth
 from .. import paths
 from ..backends.live.choice import LiveChoice
 from ..backends.live.metered import MeteredChoice
@@ -79,6 +80,7 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
         self._manager = None
         self._live: Optional[LiveChoice] = None     # the run-time choice (backends/live/choice.py)
         self._choice: Optional[MeteredChoice] = None    # what each frame asks for its result
+        self._extras: Optional[TracksAndDepth] = None   # track ids, 3D from depth
         self._report_pub = None
         self._executor = None
         self._debug_pub = None
@@ -113,6 +115,8 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
         self._worker.start()
         assert self._live is not None and self._task is not None    # made by on_configure
         self._live.resume()     # a profile a deactivation stopped goes on
+        if self._extras is not None:
+            self._extras.activate()
         self._sub = self.create_subscription(
             self._msg_type, self._topic, self._on_frame, qos_profile_sensor_data, raw=True,
             event_callbacks=SubscriptionEventCallbacks(message_lost=self._on_lost))
@@ -207,6 +211,7 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
                                    self._param('output_topic'), overrides.get(
                                        'score_threshold',
                                        spec.decoder_args.get('score_threshold', 0.0)))
+            self._extras = TracksAndDepth(self, spec, values)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
         if self._param('debug_image_rate_hz') > 0:
@@ -225,6 +230,8 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
         if self._sub is not None:
             self.destroy_subscription(self._sub)
             self._sub = None
+        if self._extras is not None:
+            self._extras.deactivate()
         self._running = False
         self._slot.close()
         if self._worker is not None:
@@ -269,6 +276,9 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
         if self._task is not None:
             self._task.destroy()
             self._task = None
+        if self._extras is not None:
+            self._extras.destroy()
+            self._extras = None
         # a record may be on its way from the sampler thread
         self._energy.release(self.destroy_lifecycle_publisher)
         if self._debug_pub is not None:
@@ -374,6 +384,9 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
         assert choice is not None and task is not None  # frames are processed once configured
         # between frames the run-time choice may switch backend or fall back
         result, pending = choice.infer(frame)
+        extras = self._extras
+        if extras is not None:      # track ids from the frame's stamp
+            extras.track(result, sec + nanosec * 1e-9)
         t2 = time.perf_counter()
         out = self._to_msg(frame, result, t_decode)
         session = self._model.session
@@ -396,6 +409,8 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
                 out.energy.source = 'pending'
         t4 = time.perf_counter()
         task.publish(out, result)
+        if extras is not None:      # 3D after 2D: it never delays the 2D result
+            extras.publish(out.header, result, out.image_width, out.image_height)
         t5 = time.perf_counter()
         if pending is not None and meter is not None:   # the energy record: after the result
             self._energy.follows(out, pending, max(0.25, 3.0 / meter.rate_hz))

@@ -10,6 +10,7 @@ config/perception.yaml; `ros2 param describe` shows the descriptions.
 from typing import Any, Mapping
 
 from ..backends.live.rule import LiveSettings
+from ..core.tracking import ALGORITHMS, DEFAULT as DEFAULT_TRACKER
 from ..executor.core import POLICIES
 
 TRANSPORTS = ('raw', 'compressed')
@@ -67,6 +68,15 @@ PARAMETERS = {
                            'for this many seconds (0 = off)'),
     'result_messages': ('both', 'both | standard (vision_msgs on ~/vision/*) | edge_infer '
                                 '(the task topic); keypoints and masks go out either way'),
+    'tracker': (DEFAULT_TRACKER, 'detection / pose / instance nodes: track ids on every box '
+                                 "(results, ~/vision/detections' id, the debug image): "
+                                 + ' | '.join(ALGORITHMS) + "; 'none' = off"),
+    'depth_topic': ('', 'aligned depth image (16UC1 mm or 32FC1 m): 3D per detection on '
+                        "~/vision/detections_3d; '' = off"),
+    'camera_info_topic': ('', "the depth camera's CameraInfo; '' = camera_info beside "
+                              'depth_topic'),
+    'depth_tolerance_s': (0.05, 'a result takes the depth frame nearest in stamp within this '
+                                'many seconds; none within: counted, no 3D'),
     'energy_metering': (True, 'attribute energy to each model run: ~/energy publishes an '
                               "EnergyRecord per frame (the result's header); results carry "
                               "the estimator's, a measured one follows them"),
@@ -109,4 +119,8 @@ def check(p: Mapping[str, Any]) -> LiveSettings:
         raise bad('drop_rate_warn', 'a share in [0, 1] (0 = off)')
     if p['stale_after_s'] < 0:
         raise bad('stale_after_s', '0 (off) or more seconds')
+    if p['tracker'] not in ('none',) + ALGORITHMS:
+        raise bad('tracker', 'one of ' + ', '.join(repr(t) for t in ('none',) + ALGORITHMS))
+    if not p['depth_tolerance_s'] > 0:
+        raise bad('depth_tolerance_s', 'a positive number of seconds')
     return settings

@@ -22,6 +22,7 @@ from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from edge_infer_msgs.msg import BackendCandidate, BackendReport
 from rclpy.lifecycle import TransitionCallbackReturn
 
+from .tracks_and_depth import TracksAndDepth
 from ..backends.live.choice import LiveChoice
 from ..backends.manager import BackendManager
 from ..core.health import StreamHealth, WARN
@@ -46,6 +47,7 @@ class PerceptionStatus(_Node):
     _live: Optional[LiveChoice]         # the run-time choice
     _executor: Optional[SharedExecutor]     # the shared executor (executor_policy set)
     _meter: Optional[PowerMeter]
+    _extras: Optional[TracksAndDepth]   # track ids and 3D from depth
     _report_pub: Any                    # rclpy publishers (rclpy has no type information)
     _debug_pub: Any
     _joules: Deque[float]
@@ -178,6 +180,8 @@ class PerceptionStatus(_Node):
             values['reselect_share'] = f'{live.overhead():.3f}'
         if live is not None:
             values['runners_up_open'] = len(live.runners)
+        if self._extras is not None:
+            values.update(self._extras.status())
         # memory per node state: the process's, shared by the nodes it hosts
         values['state'] = self.lifecycle_state()
         values['process_rss_mb'] = f'{_rss_mb():.0f}'

@@ -43,6 +43,37 @@ def ros2_launch_missing() -> str:
     return ''
 
 
+class Listener:
+    """A test's own rclpy context in ``domain``: subscriptions filling lists, spun in a thread.
+
+    ``topics``: {topic: message type}; :attr:`got` maps each topic to the
+    messages received so far. Used by the launch tests' result checks.
+    """
+
+    def __init__(self, domain: int, name: str, topics: dict, depth: int = 50):
+        import rclpy
+        from rclpy.executors import SingleThreadedExecutor
+        procs.use_ros_env_here()
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context, domain_id=domain)
+        self.node = rclpy.create_node(name, context=self.context)
+        self.got: dict = {topic: [] for topic in topics}
+        for topic, kind in topics.items():
+            self.node.create_subscription(kind, topic, self.got[topic].append, depth)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.spinner = threading.Thread(target=self.executor.spin, daemon=True)
+        self.spinner.start()
+
+    def close(self) -> None:
+        """Stop spinning and free the node and the context."""
+        import rclpy
+        self.executor.shutdown()
+        self.node.destroy_node()
+        rclpy.shutdown(context=self.context)
+        self.spinner.join(5)
+
+
 def wait_for(condition: Callable[[], object], timeout: float, step: float = 0.05):
     """Return ``condition()``'s first truthy value within ``timeout`` s, else None."""
     deadline = time.monotonic() + timeout

@@ -1,0 +1,85 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""Who is who, and where: a perception node's tracker and its 3D from depth.
+
+For the tasks that give boxes (detection, pose, instance segmentation):
+
+- ``tracker`` (default on): each result's boxes get track ids
+  (:mod:`edge_infer.core.tracking`), from the frames' stamps, so the frames
+  the node drops under load are gaps the tracker sees, not a fixed rate. The
+  ids go into every message that carries the boxes (edge_infer's
+  ``track_id``, vision_msgs' ``Detection2D.id``) and onto the debug image.
+- ``depth_topic`` (default off): 3D per detection from an aligned depth
+  camera, on ``~/vision/detections_3d`` (:mod:`.depth_out`).
+
+A classifier or a semantic mask has no boxes: the parameters are ignored
+there, with one line.
+"""
+
+from typing import Any, Dict, Mapping, Optional
+
+from .depth_out import DepthOutputs
+from ..core.tracking import make_tracker, TrackerError
+
+
+class TracksAndDepth:
+    """One node's tracker and depth outputs (either may be off)."""
+
+    def __init__(self, node, spec, values: Mapping[str, Any]):
+        """Make the tracker and the depth publisher ``values`` (the node's parameters) ask for.
+
+        Raises ValueError naming a parameter that cannot be served.
+        """
+        self.tracker = None
+        self.depth: Optional[DepthOutputs] = None
+        log = node.get_logger()
+        name, topic = values['tracker'], values['depth_topic']
+        boxes = spec.task in ('detection', 'pose') or (
+            spec.task == 'segmentation' and spec.decoder == 'yolov8_seg')
+        if not boxes:
+            if name != 'none' or topic:
+                log.info(f'tracker and depth_topic ignored: a {spec.task} model has no boxes')
+            return
+        try:
+            self.tracker = make_tracker(name)
+        except TrackerError as exc:     # its library is not installed: 2D without ids
+            log.warning(f"tracker '{name}' unavailable ({exc}): results go out without "
+                        f'track ids')
+        if topic:
+            self.depth = DepthOutputs(node, spec, topic, values['camera_info_topic'],
+                                      values['depth_tolerance_s'])
+
+    def track(self, result, stamp_s: float) -> None:
+        """Give ``result``'s boxes their track ids (``stamp_s``: the colour frame's stamp)."""
+        if self.tracker is not None:
+            out = result.output
+            out.track_ids = self.tracker.update(out.boxes, out.scores, out.class_ids, stamp_s)
+
+    def publish(self, header, result, width: int, height: int) -> None:
+        """Publish the 3D of ``result`` (after its 2D results)."""
+        if self.depth is not None:
+            self.depth.publish(header, result, width, height)
+
+    def activate(self) -> None:
+        """Take depth frames; a track does not outlive a deactivation."""
+        if self.tracker is not None:
+            self.tracker.reset()
+        if self.depth is not None:
+            self.depth.subscribe()
+
+    def deactivate(self) -> None:
+        """Stop taking depth frames."""
+        if self.depth is not None:
+            self.depth.unsubscribe()
+
+    def destroy(self) -> None:
+        """Destroy the depth subscriptions and publisher."""
+        if self.depth is not None:
+            self.depth.destroy()
+            self.depth = None
+
+    def status(self) -> Dict[str, Any]:
+        """Return what /diagnostics shows of them."""
+        values: Dict[str, Any] = {'tracker': getattr(self.tracker, 'name', 'none')}
+        if self.depth is not None:
+            values.update(self.depth.status())
+        return values
