@@ -256,9 +256,6 @@ def cost(frames_n: int, classes: int = 1) -> List[str]:
 def main() -> None:
     """Run the comparison, print it and write it under bench/results/<machine>/."""
     warnings.simplefilter('ignore')       # the libraries' notices, once per tracker
-    # bench/supervision.py (the launch supervision bench) would hide the supervision
-    # library that trackers imports: this folder off the path (benchlib is in)
-    sys.path[:] = [p for p in sys.path if pathlib.Path(p or '.').resolve() != benchlib.BENCH_DIR]
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--skip-video', action='store_true')
     ap.add_argument('--skip-cost', action='store_true')

@@ -12,7 +12,7 @@ publishes the demo bag's frames at 10 Hz and records when detections come.
 live process owns, anything in the run's temporary directory.
 
 Used by test/test_launch_supervision.py (CI's robot stage) and
-bench/supervision.py (the issue's goals, measured).
+bench/launch_supervision.py (the issue's goals, measured).
 """
 
 import os

@@ -7,7 +7,7 @@ On a robot with ROS 2, or the stand-in (../shared/robot), after
     source ROBOT/ros_setup.bash && source ROBOT/ws/venv/bin/activate \\
         && source ROBOT/ws/install/setup.bash
     cd ROBOT/ws/src/edge_infer_repo     # the repository: edge_infer.testing is not installed
-    PYTHONPATH=edge_infer:$PYTHONPATH python3 bench/supervision.py --kills 20 --stops 20 \\
+    PYTHONPATH=edge_infer:$PYTHONPATH python3 bench/launch_supervision.py --kills 20 --stops 20 \\
         [--json out.json]
 
 Measures, with ``ros2 launch edge_infer perception.launch.py nodes:=detector``
