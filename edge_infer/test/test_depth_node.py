@@ -9,6 +9,7 @@ distance in front of a wall 2 m further back (1 % noise, 10 % holes). The
 frame's stamp and the 2D ids. Then each bad input (depth of another size,
 an unknown encoding, a CameraInfo whose K is zero, a depth stamp far from
 the colour's) gets its counter on /diagnostics while the 2D results go on.
+A pose node puts its keypoints in 3D on ``~/poses_3d``.
 """
 
 import cv2
@@ -145,5 +146,45 @@ def test_3d_within_2_percent_with_the_2d_ids_and_bad_depth_counted(ros, containe
     finally:
         for s in subs:
             ros.node.destroy_subscription(s)
+        for p in pubs.values():
+            ros.node.destroy_publisher(p)
+
+
+def test_a_pose_node_puts_its_keypoints_in_3d(ros, container, footage):
+    """A wall at 2.5 m: every keypoint with depth comes back at it, NaN never made up."""
+    from edge_infer_msgs.msg import Pose3DArray
+    container({'perception_container': {'nodes': ['pose'], 'telemetry': ''},
+               'pose': {'depth_topic': DEPTH, 'camera_info_topic': INFO,
+                        'backend': 'onnxruntime/cpu/t1'}})
+    lc = LifecycleClient(ros.node, ros.executor)
+    assert lc.get_state('/pose', timeout=60) == 'unconfigured'
+    lc.bring_up('/pose', timeout=120)
+    got = {}
+    sub = ros.node.create_subscription(Pose3DArray, '/pose/poses_3d',
+                                       lambda m: got.__setitem__(_stamp(m.header), m), 10)
+    pubs = {t: ros.node.create_publisher(kind, t, qos_profile_sensor_data)
+            for t, kind in ((CAMERA, Image), (DEPTH, Image), (INFO, CameraInfo))}
+    try:
+        assert ros.spin_until(lambda: all(p.get_subscription_count() for p in pubs.values()),
+                              20), 'the pose node did not subscribe to the camera and depth'
+        cap = cv2.VideoCapture(str(footage['video']))
+        ok, bgr = cap.read()
+        cap.release()
+        assert ok
+        rgb = np.ascontiguousarray(bgr[:, :, ::-1])
+        h, w = rgb.shape[:2]
+        t = 1_800_000_000 * 10**9
+        pubs[INFO].publish(_info(w, h, t))
+        pubs[DEPTH].publish(_depth([], w, h, 0.5, t, seed=3))     # no box: a wall at 2.5 m
+        ros.spin_until(lambda: False, 0.1)
+        pubs[CAMERA].publish(_colour(rgb, t))
+        assert ros.spin_until(lambda: t in got, 30), 'no ~/poses_3d for the frame'
+        msg = got[t]
+        assert msg.keypoint_names and msg.poses and msg.header.frame_id == 'test_camera'
+        zs = [k.z for pose in msg.poses for k in pose.keypoints if np.isfinite(k.z)]
+        assert zs and all(abs(z - 2.5) <= 0.02 * 2.5 for z in zs), zs
+        assert all(len(pose.keypoints) == len(msg.keypoint_names) for pose in msg.poses)
+    finally:
+        ros.node.destroy_subscription(sub)
         for p in pubs.values():
             ros.node.destroy_publisher(p)
