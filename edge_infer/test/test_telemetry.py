@@ -590,9 +590,11 @@ def test_end_callback_and_rail_hook(meters):
     assert done.wait(0.5)
     rec = got[0]
     assert rec.joules == pytest.approx(4.0 * rec.duration_s, rel=1e-6)
-    # error: 2 edge intervals of ~5 ms (1/200 Hz) at 4 W, plus 5 % of E
+    # error: 2 edge intervals of ~5 ms (1/200 Hz) at 4 W, plus 5 % of E; a sampler
+    # thread on a busy machine spaces its samples unevenly (the robot stage saw the
+    # two edges at 8.6 ms together), so each edge counts from half a period
     src_part = 0.05 * rec.joules
-    assert src_part + 2 * 0.9 / 200 * 4.0 <= rec.error_j <= src_part + 2 * 3 / 200 * 4.0
+    assert src_part + 2 * 0.5 / 200 * 4.0 <= rec.error_j <= src_part + 2 * 3 / 200 * 4.0
     g1 = m.begin('gpu_net')  # claims rail b (75 %) only
     g2 = m.begin('other', rails=['b'])
     wait_samples(m, 20)
