@@ -18,7 +18,7 @@ there, with one line.
 from typing import Any, Dict, Mapping, Optional
 
 from .depth_out import DepthOutputs
-from ..core.tracking import make_tracker, TrackerError
+from ..core.tracking import DEFAULT, make_tracker, TrackerError
 
 
 class TracksAndDepth:
@@ -36,7 +36,7 @@ class TracksAndDepth:
         boxes = spec.task in ('detection', 'pose') or (
             spec.task == 'segmentation' and spec.decoder == 'yolov8_seg')
         if not boxes:
-            if name != 'none' or topic:
+            if name not in ('none', DEFAULT) or topic:     # asked for, not the default
                 log.info(f'tracker and depth_topic ignored: a {spec.task} model has no boxes')
             return
         try:
