@@ -52,6 +52,9 @@ class DepthOutputs:
         self.counts: Dict[str, int] = dict.fromkeys(COUNTERS, 0)
         self._lock = threading.Lock()
         self._subs: list = []
+        # Detection3D messages reused from frame to frame (publish() serialises at once):
+        # each carries a pose with a 36-value covariance, slow to build (vision_out.py)
+        self._pool: list = []
         self.pub = node.create_lifecycle_publisher(msg.Detection3DArray,
                                                    '~/vision/detections_3d', 10)
         self.pose_pub = None        # a pose model: its keypoints in 3D too
@@ -85,9 +88,9 @@ class DepthOutputs:
                 self.node.destroy_lifecycle_publisher(pub)
         self.pub = self.pose_pub = None
 
-    def _count(self, what: str, line: str = '') -> None:
+    def _count(self, what: str, line: str = '', n: int = 1) -> None:
         with self._lock:
-            self.counts[what] += 1
+            self.counts[what] += n
         if line:
             self.node.get_logger().warning(line, throttle_duration_sec=5.0)
 
@@ -133,24 +136,24 @@ class DepthOutputs:
         msg = m.Detection3DArray()
         msg.header.stamp, msg.header.frame_id = header.stamp, frame_id or header.frame_id
         ids = out.track_ids.tolist() if out.track_ids is not None else [-1] * len(out)
-        for k, (cid, score, tid, ok) in enumerate(zip(
-                out.class_ids.tolist(), out.scores.tolist(), ids, found.valid.tolist())):
-            if not ok:      # no depth under it: no 3D, never a made-up distance
-                self._count('depth_no_3d')
-                continue
-            centre, size = found.centers[k].tolist(), found.sizes[k].tolist()
-            d = m.Detection3D(header=msg.header, id=str(tid) if tid >= 0 else '')
-            hyp = m.ObjectHypothesisWithPose()
-            hyp.hypothesis.class_id, hyp.hypothesis.score = self.label(cid), float(score)
-            p = hyp.pose.pose
-            p.position.x, p.position.y, p.position.z = centre
-            p.orientation.w = 1.0
-            d.results = [hyp]
-            c = d.bbox.center
-            c.position.x, c.position.y, c.position.z = centre
-            c.orientation.w = 1.0
-            d.bbox.size.x, d.bbox.size.y, d.bbox.size.z = size
-            msg.detections.append(d)
+        centres, sizes = found.centers.tolist(), found.sizes.tolist()
+        keep = [k for k, ok in enumerate(found.valid.tolist()) if ok]
+        missing = len(out) - len(keep)
+        if missing:     # no depth under them: no 3D, never a made-up distance
+            self._count('depth_no_3d', n=missing)
+        while len(self._pool) < len(keep):  # grows to the most boxes a frame had, then reused
+            self._pool.append(m.Detection3D(results=[m.ObjectHypothesisWithPose()]))
+        cids, scores = out.class_ids.tolist(), out.scores.tolist()
+        for d, k in zip(self._pool, keep):
+            d.header, d.id = msg.header, str(ids[k]) if ids[k] >= 0 else ''
+            hyp = d.results[0]
+            hyp.hypothesis.class_id, hyp.hypothesis.score = self.label(cids[k]), float(scores[k])
+            p, c = hyp.pose.pose, d.bbox.center
+            p.position.x, p.position.y, p.position.z = centres[k]
+            c.position.x, c.position.y, c.position.z = centres[k]
+            p.orientation.w = c.orientation.w = 1.0
+            d.bbox.size.x, d.bbox.size.y, d.bbox.size.z = sizes[k]
+        msg.detections = self._pool[:len(keep)]
         assert self.pub is not None, 'publish() after destroy()'
         self.pub.publish(msg)
         if self.pose_pub is not None:
