@@ -12,6 +12,8 @@ the colour's) gets its counter on /diagnostics while the 2D results go on.
 A pose node puts its keypoints in 3D on ``~/poses_3d``.
 """
 
+import contextlib
+
 import cv2
 from diagnostic_msgs.msg import DiagnosticArray
 from edge_infer.nodes.lifecycle_client import LifecycleClient
@@ -70,14 +72,32 @@ def _colour(rgb, stamp_ns) -> Image:
     return msg
 
 
+@contextlib.contextmanager
+def _node_with_depth(ros, container, footage, node: str, params: dict):
+    """Host ``node`` alone with ``params``, make it active; yield (publishers, a video frame)."""
+    container({'perception_container': {'nodes': [node], 'telemetry': ''},
+               node: {'depth_topic': DEPTH, 'camera_info_topic': INFO,
+                      'backend': 'onnxruntime/cpu/t1', **params}})
+    lc = LifecycleClient(ros.node, ros.executor)
+    assert lc.get_state(f'/{node}', timeout=60) == 'unconfigured'
+    lc.bring_up(f'/{node}', timeout=120)
+    pubs = {t: ros.node.create_publisher(kind, t, qos_profile_sensor_data)
+            for t, kind in ((CAMERA, Image), (DEPTH, Image), (INFO, CameraInfo))}
+    try:
+        assert ros.spin_until(lambda: all(p.get_subscription_count() for p in pubs.values()),
+                              20), f'{node} did not subscribe to the camera and depth'
+        cap = cv2.VideoCapture(str(footage['video']))
+        ok, bgr = cap.read()
+        cap.release()
+        assert ok
+        yield pubs, np.ascontiguousarray(bgr[:, :, ::-1])
+    finally:
+        for p in pubs.values():
+            ros.node.destroy_publisher(p)
+
+
 def test_3d_within_2_percent_with_the_2d_ids_and_bad_depth_counted(ros, container, footage):
     from vision_msgs.msg import Detection2DArray, Detection3DArray
-    container({'perception_container': {'nodes': ['detector'], 'telemetry': ''},
-               'detector': {'depth_topic': DEPTH, 'camera_info_topic': INFO,
-                            'depth_tolerance_s': 0.02, 'backend': 'onnxruntime/cpu/t1'}})
-    lc = LifecycleClient(ros.node, ros.executor)
-    assert lc.get_state('/detector', timeout=60) == 'unconfigured'
-    lc.bring_up('/detector', timeout=120)
     d2, d3, diag = {}, {}, {}
     subs = [ros.node.create_subscription(Detection2DArray, '/detector/vision/detections',
                                          lambda m: d2.__setitem__(_stamp(m.header), m), 50),
@@ -88,103 +108,78 @@ def test_3d_within_2_percent_with_the_2d_ids_and_bad_depth_counted(ros, containe
                 lambda m: diag.update({kv.key: kv.value for st in m.status
                                        if st.name.startswith('/detector')
                                        for kv in st.values}), 10)]
-    pubs = {t: ros.node.create_publisher(kind, t, qos_profile_sensor_data)
-            for t, kind in ((CAMERA, Image), (DEPTH, Image), (INFO, CameraInfo))}
-    try:
-        assert ros.spin_until(lambda: all(p.get_subscription_count() for p in pubs.values()),
-                              20), 'the detector did not subscribe to the camera and depth'
-        cap = cv2.VideoCapture(str(footage['video']))
-        ok, bgr = cap.read()
-        cap.release()
-        assert ok
-        rgb = np.ascontiguousarray(bgr[:, :, ::-1])
-        h, w = rgb.shape[:2]
-        t = 1_800_000_000 * 10**9
+    with _node_with_depth(ros, container, footage, 'detector',
+                          {'depth_tolerance_s': 0.02}) as (pubs, rgb):
+        try:
+            h, w = rgb.shape[:2]
+            t = 1_800_000_000 * 10**9
 
-        def frame(stamp, depth=None, info=None, want3d=True):
-            pubs[INFO].publish(info or _info(w, h, stamp))
-            if depth is not None:
-                pubs[DEPTH].publish(depth)
-            ros.spin_until(lambda: False, 0.1)     # depth and K before the colour frame
-            pubs[CAMERA].publish(_colour(rgb, stamp))
-            assert ros.spin_until(lambda: stamp in d2 and (stamp in d3 or not want3d), 30), \
-                f'no result for {stamp}'
-            return d2[stamp], d3.get(stamp)
+            def frame(stamp, depth=None, info=None, want3d=True):
+                pubs[INFO].publish(info or _info(w, h, stamp))
+                if depth is not None:
+                    pubs[DEPTH].publish(depth)
+                ros.spin_until(lambda: False, 0.1)     # depth and K before the colour frame
+                pubs[CAMERA].publish(_colour(rgb, stamp))
+                assert ros.spin_until(lambda: stamp in d2 and (stamp in d3 or not want3d), 30), \
+                    f'no result for {stamp}'
+                return d2[stamp], d3.get(stamp)
 
-        first, none3d = frame(t, want3d=False)      # no depth yet: 2D only, counted
-        assert none3d is None
-        boxes = [(d.bbox.center.position.x - d.bbox.size_x / 2,
-                  d.bbox.center.position.y - d.bbox.size_y / 2,
-                  d.bbox.center.position.x + d.bbox.size_x / 2,
-                  d.bbox.center.position.y + d.bbox.size_y / 2) for d in first.detections]
-        assert len(boxes) >= 2, 'the first video frame shows several people'
-        for k, metres in enumerate((1.5, 3.0, 6.0)):
+            first, none3d = frame(t, want3d=False)      # no depth yet: 2D only, counted
+            assert none3d is None
+            boxes = [(d.bbox.center.position.x - d.bbox.size_x / 2,
+                      d.bbox.center.position.y - d.bbox.size_y / 2,
+                      d.bbox.center.position.x + d.bbox.size_x / 2,
+                      d.bbox.center.position.y + d.bbox.size_y / 2) for d in first.detections]
+            assert len(boxes) >= 2, 'the first video frame shows several people'
+            for k, metres in enumerate((1.5, 3.0, 6.0)):
+                t += 100_000_000
+                got2, got3 = frame(t, _depth(boxes, w, h, metres, t, seed=k))
+                ids = {d.id for d in got2.detections}
+                assert got3.detections and got3.header.frame_id == 'test_camera'
+                for d in got3.detections:
+                    assert d.id in ids
+                    z = d.bbox.center.position.z
+                    assert abs(z - metres) <= 0.02 * metres, (metres, z)
+                    assert d.results[0].pose.pose.position.z == z
+            assert any(d.id for d in got2.detections), 'the tracker gave the boxes ids'
+            # bad inputs: each counted, the 2D results go on
+            rejected = int(diag.get('depth_rejected', 0))
             t += 100_000_000
-            got2, got3 = frame(t, _depth(boxes, w, h, metres, t, seed=k))
-            ids = {d.id for d in got2.detections}
-            assert got3.detections and got3.header.frame_id == 'test_camera'
-            for d in got3.detections:
-                assert d.id in ids
-                z = d.bbox.center.position.z
-                assert abs(z - metres) <= 0.02 * metres, (metres, z)
-                assert d.results[0].pose.pose.position.z == z
-        assert any(d.id for d in got2.detections), 'the tracker gave the boxes ids'
-        # bad inputs: each counted, the 2D results go on
-        rejected = int(diag.get('depth_rejected', 0))
-        t += 100_000_000
-        frame(t, _depth(boxes, w // 2, h // 2, 3.0, t, 9), want3d=False)    # another size
-        t += 100_000_000
-        frame(t, _depth(boxes, w, h, 3.0, t, 9, encoding='8UC1'), want3d=False)
-        t += 100_000_000
-        frame(t, _depth(boxes, w, h, 3.0, t - 10**9, 9), want3d=False)     # 1 s apart
-        t += 100_000_000
-        frame(t, info=_info(w, h, t, k=[0.0] * 9), want3d=False)          # K all zero
-        assert ros.spin_until(lambda: int(diag.get('depth_rejected', 0)) >= rejected + 2 and
-                              int(diag.get('camera_info_rejected', 0)) >= 1 and
-                              int(diag.get('depth_unmatched', 0)) >= 2, 10), diag
-        assert len(d2) == 8 and int(diag.get('depth_matched', 0)) >= 3, (len(d2), diag)
-    finally:
-        for s in subs:
-            ros.node.destroy_subscription(s)
-        for p in pubs.values():
-            ros.node.destroy_publisher(p)
+            frame(t, _depth(boxes, w // 2, h // 2, 3.0, t, 9), want3d=False)    # another size
+            t += 100_000_000
+            frame(t, _depth(boxes, w, h, 3.0, t, 9, encoding='8UC1'), want3d=False)
+            t += 100_000_000
+            frame(t, _depth(boxes, w, h, 3.0, t - 10**9, 9), want3d=False)     # 1 s apart
+            t += 100_000_000
+            frame(t, info=_info(w, h, t, k=[0.0] * 9), want3d=False)          # K all zero
+            assert ros.spin_until(lambda: int(diag.get('depth_rejected', 0)) >= rejected + 2 and
+                                  int(diag.get('camera_info_rejected', 0)) >= 1 and
+                                  int(diag.get('depth_unmatched', 0)) >= 2, 10), diag
+            assert len(d2) == 8 and int(diag.get('depth_matched', 0)) >= 3, (len(d2), diag)
+        finally:
+            for s in subs:
+                ros.node.destroy_subscription(s)
 
 
 def test_a_pose_node_puts_its_keypoints_in_3d(ros, container, footage):
     """A wall at 2.5 m: every keypoint with depth comes back at it, NaN never made up."""
     from edge_infer_msgs.msg import Pose3DArray
-    container({'perception_container': {'nodes': ['pose'], 'telemetry': ''},
-               'pose': {'depth_topic': DEPTH, 'camera_info_topic': INFO,
-                        'backend': 'onnxruntime/cpu/t1'}})
-    lc = LifecycleClient(ros.node, ros.executor)
-    assert lc.get_state('/pose', timeout=60) == 'unconfigured'
-    lc.bring_up('/pose', timeout=120)
     got = {}
     sub = ros.node.create_subscription(Pose3DArray, '/pose/poses_3d',
                                        lambda m: got.__setitem__(_stamp(m.header), m), 10)
-    pubs = {t: ros.node.create_publisher(kind, t, qos_profile_sensor_data)
-            for t, kind in ((CAMERA, Image), (DEPTH, Image), (INFO, CameraInfo))}
-    try:
-        assert ros.spin_until(lambda: all(p.get_subscription_count() for p in pubs.values()),
-                              20), 'the pose node did not subscribe to the camera and depth'
-        cap = cv2.VideoCapture(str(footage['video']))
-        ok, bgr = cap.read()
-        cap.release()
-        assert ok
-        rgb = np.ascontiguousarray(bgr[:, :, ::-1])
-        h, w = rgb.shape[:2]
-        t = 1_800_000_000 * 10**9
-        pubs[INFO].publish(_info(w, h, t))
-        pubs[DEPTH].publish(_depth([], w, h, 0.5, t, seed=3))     # no box: a wall at 2.5 m
-        ros.spin_until(lambda: False, 0.1)
-        pubs[CAMERA].publish(_colour(rgb, t))
-        assert ros.spin_until(lambda: t in got, 30), 'no ~/poses_3d for the frame'
-        msg = got[t]
-        assert msg.keypoint_names and msg.poses and msg.header.frame_id == 'test_camera'
-        zs = [k.z for pose in msg.poses for k in pose.keypoints if np.isfinite(k.z)]
-        assert zs and all(abs(z - 2.5) <= 0.02 * 2.5 for z in zs), zs
-        assert all(len(pose.keypoints) == len(msg.keypoint_names) for pose in msg.poses)
-    finally:
-        ros.node.destroy_subscription(sub)
-        for p in pubs.values():
-            ros.node.destroy_publisher(p)
+    with _node_with_depth(ros, container, footage, 'pose', {}) as (pubs, rgb):
+        try:
+            h, w = rgb.shape[:2]
+            t = 1_800_000_000 * 10**9
+            pubs[INFO].publish(_info(w, h, t))
+            pubs[DEPTH].publish(_depth([], w, h, 0.5, t, seed=3))     # no box: a wall at 2.5 m
+            ros.spin_until(lambda: False, 0.1)
+            pubs[CAMERA].publish(_colour(rgb, t))
+            assert ros.spin_until(lambda: t in got, 30), 'no ~/poses_3d for the frame'
+            msg = got[t]
+            assert msg.keypoint_names and msg.poses and msg.header.frame_id == 'test_camera'
+            zs = [k.z for pose in msg.poses for k in pose.keypoints if np.isfinite(k.z)]
+            assert zs and all(abs(z - 2.5) <= 0.02 * 2.5 for z in zs), zs
+            assert all(len(pose.keypoints) == len(msg.keypoint_names) for pose in msg.poses)
+        finally:
+            ros.node.destroy_subscription(sub)

@@ -28,6 +28,15 @@ IMAGE_SUFFIXES = frozenset({'.png', '.jpg', '.jpeg', '.bmp', '.tif', '.tiff', '.
 _TYPESTORE = get_typestore(Stores.ROS2_JAZZY)
 
 
+def header_msg(stamp_ns: int, frame_id: str):
+    """Return a std_msgs/Header of the bags' typestore (for messages written to a bag)."""
+    types = _TYPESTORE.types
+    sec, nanosec = divmod(stamp_ns, 10**9)
+    return types['std_msgs/msg/Header'](
+        stamp=types['builtin_interfaces/msg/Time'](sec=sec, nanosec=nanosec),
+        frame_id=frame_id)
+
+
 class ImageListError(RuntimeError):
     """Raised for an image path that does not exist or a folder without image files."""
 

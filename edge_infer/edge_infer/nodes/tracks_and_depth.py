@@ -18,6 +18,7 @@ there, with one line.
 from typing import Any, Dict, Mapping, Optional
 
 from .depth_out import DepthOutputs
+from .tasks import instance_decoder
 from ..core.tracking import DEFAULT, make_tracker, TrackerError
 
 
@@ -34,7 +35,7 @@ class TracksAndDepth:
         log = node.get_logger()
         name, topic = values['tracker'], values['depth_topic']
         boxes = spec.task in ('detection', 'pose') or (
-            spec.task == 'segmentation' and spec.decoder == 'yolov8_seg')
+            spec.task == 'segmentation' and instance_decoder(spec.decoder))
         if not boxes:
             if name not in ('none', DEFAULT) or topic:     # asked for, not the default
                 log.info(f'tracker and depth_topic ignored: a {spec.task} model has no boxes')

@@ -26,8 +26,8 @@ import time
 from typing import Any, Callable, Final, Iterable, Iterator, Sequence
 
 import cv2
-from edge_infer.core.bag_read import (_dir_size, _TYPESTORE, COMPRESSED_TYPE, IMAGE_TYPE,
-                                      ImageListError, list_images, PathLike)
+from edge_infer.core.bag_read import (_dir_size, _TYPESTORE, COMPRESSED_TYPE, header_msg,
+                                      IMAGE_TYPE, ImageListError, list_images, PathLike)
 import numpy as np
 from rosbags.interfaces import (Qos, QosDurability, QosHistory, QosLiveliness,
                                 QosReliability, QosTime)
@@ -102,20 +102,12 @@ def _read_image(path: pathlib.Path) -> np.ndarray:
 
 
 # -------------------------------------------------------------------- messages
-def _header(stamp_ns: int, frame_id: str):
-    types = _TYPESTORE.types
-    sec, nanosec = divmod(stamp_ns, 10**9)
-    return types['std_msgs/msg/Header'](
-        stamp=types['builtin_interfaces/msg/Time'](sec=sec, nanosec=nanosec),
-        frame_id=frame_id)
-
-
 def image_cdr(bgr: np.ndarray, stamp_ns: int, frame_id: str) -> bytes:
     """Serialize a BGR OpenCV frame as an rgb8 ``sensor_msgs/msg/Image`` (CDR)."""
     rgb = cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
     height, width = rgb.shape[:2]
     msg = _TYPESTORE.types[IMAGE_TYPE](
-        header=_header(stamp_ns, frame_id), height=height, width=width, encoding='rgb8',
+        header=header_msg(stamp_ns, frame_id), height=height, width=width, encoding='rgb8',
         is_bigendian=0, step=width * 3, data=rgb.reshape(-1))
     return bytes(_TYPESTORE.serialize_cdr(msg, IMAGE_TYPE))
 
@@ -140,7 +132,7 @@ def compressed_cdr(bgr: np.ndarray, stamp_ns: int, frame_id: str, fmt: str = 'jp
     else:
         data = np.frombuffer(encoded, dtype=np.uint8)
     msg = _TYPESTORE.types[COMPRESSED_TYPE](
-        header=_header(stamp_ns, frame_id), format=fmt, data=data)
+        header=header_msg(stamp_ns, frame_id), format=fmt, data=data)
     return bytes(_TYPESTORE.serialize_cdr(msg, COMPRESSED_TYPE))
 
 

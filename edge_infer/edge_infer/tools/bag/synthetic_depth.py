@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from edge_infer.core.bag_read import _TYPESTORE, IMAGE_TYPE
+from edge_infer.core.bag_read import _TYPESTORE, header_msg, IMAGE_TYPE
 import numpy as np
 
 INFO_TYPE = 'sensor_msgs/msg/CameraInfo'
@@ -32,14 +32,6 @@ def intrinsics(width: int, height: int) -> tuple[float, float, float, float]:
     return fx, fx, (width - 1) / 2, (height - 1) / 2
 
 
-def _header(stamp_ns: int, frame_id: str):
-    types = _TYPESTORE.types
-    sec, nanosec = divmod(stamp_ns, 10**9)
-    return types['std_msgs/msg/Header'](
-        stamp=types['builtin_interfaces/msg/Time'](sec=sec, nanosec=nanosec),
-        frame_id=frame_id)
-
-
 def depth_cdr(width: int, height: int, distance_m: float, stamp_ns: int, frame_id: str,
               seed: int) -> bytes:
     """Serialize a 16UC1 depth image of a wall at ``distance_m`` (noise, holes)."""
@@ -48,7 +40,7 @@ def depth_cdr(width: int, height: int, distance_m: float, stamp_ns: int, frame_i
     depth = np.clip(np.round(mm), 1, 65535).astype('<u2')
     depth[rng.random((height, width)) < 0.05] = 0       # holes: no reading
     msg = _TYPESTORE.types[IMAGE_TYPE](
-        header=_header(stamp_ns, frame_id), height=height, width=width, encoding='16UC1',
+        header=header_msg(stamp_ns, frame_id), height=height, width=width, encoding='16UC1',
         is_bigendian=0, step=width * 2, data=depth.reshape(-1).view(np.uint8))
     return bytes(_TYPESTORE.serialize_cdr(msg, IMAGE_TYPE))
 
@@ -58,7 +50,7 @@ def camera_info_cdr(width: int, height: int, stamp_ns: int, frame_id: str) -> by
     fx, fy, cx, cy = intrinsics(width, height)
     types = _TYPESTORE.types
     msg = types[INFO_TYPE](
-        header=_header(stamp_ns, frame_id), height=height, width=width,
+        header=header_msg(stamp_ns, frame_id), height=height, width=width,
         distortion_model='plumb_bob', d=np.zeros(5),
         k=np.array([fx, 0, cx, 0, fy, cy, 0, 0, 1], dtype=np.float64),
         r=np.eye(3).reshape(-1),
