@@ -7,8 +7,10 @@ Candidates: Roboflow's ``trackers`` (OC-SORT, ByteTrack, SORT) through
 edge_infer.core.tracking (the node's interface, with its settings and the
 nominal rate estimated from the stamps; also with the camera's rate given as
 ``frame_rate``, with a wrong one (30), OC-SORT with ``min_hits`` 1), with the
-library's own thresholds, and ``norfair`` (its IoU distance; it counts
-frames, so it is stepped once per nominal frame period that elapsed).
+library's own thresholds, ByteTrack and SORT on the library's general Kalman
+filter in place of core/tracking_filter.py's closed form, and ``norfair``
+(its IoU distance; it counts frames, so it is stepped once per nominal frame
+period that elapsed).
 norfair is not in the pinned set (its metadata asks numpy < 2):
 ``pip install --no-deps norfair==2.3.0 filterpy==1.4.5`` to include it.
 
@@ -40,7 +42,7 @@ import warnings
 
 import benchlib
 from edge_infer import paths
-from edge_infer.core.tracking import make_tracker, SETTINGS
+from edge_infer.core.tracking import CLOSED_FORM, make_tracker, SETTINGS
 from edge_infer.testing import track_scenes as ts
 import numpy as np
 from packaging.requirements import Requirement
@@ -93,6 +95,9 @@ def candidates(fps: float) -> Dict[str, Callable[[], Update]]:
         out[f'trackers {name} (library thresholds)'] = (
             lambda n=name: make_tracker(n, lost_track_s=LOST_S, min_hits=None, min_iou=None,
                                         high_score=None, new_track_score=None).update)
+    for name in CLOSED_FORM:            # the library's general Kalman filter, as before
+        out[f'trackers {name}, library filter'] = (
+            lambda n=name: make_tracker(n, lost_track_s=LOST_S, closed_form=False).update)
     for name, extra in VARIANTS.items():
         out[f"trackers {name}, {', '.join(f'{k} {v}' for k, v in extra.items())}"] = (
             lambda n=name, e=extra: make_tracker(n, lost_track_s=LOST_S, **e).update)
