@@ -2,6 +2,7 @@
 """Tracking libraries compared: ids on exact truth, on the real video with drops, cost.
 
     ./run.sh exec python bench/tracking.py [--skip-video] [--skip-cost] [--cost-frames 300]
+    ./run.sh exec python bench/tracking.py --import-only
 
 Candidates: Roboflow's ``trackers`` (OC-SORT, ByteTrack, SORT) through
 edge_infer.core.tracking (the node's interface, with its settings and the
@@ -26,6 +27,9 @@ norfair is not in the pinned set (its metadata asks numpy < 2):
    exactly), ids per 100 person-boxes, track lengths (s) median / p90.
 3. **Cost**: one update with 20 objects in view, candidates interleaved
    frame by frame, p50 / p90 (ms).
+4. ``--import-only``: what making the first tracker adds to a process that
+   has already imported what the container imports (rclpy, cv2, openvino,
+   the node modules): RSS, USS (psutil) and seconds, 3 fresh processes.
 
 The table is printed and written to bench/results/<machine>/tracking_<date>.md.
 """
@@ -258,6 +262,33 @@ def cost(frames_n: int, classes: int = 1) -> List[str]:
             for name, v in times.items()]
 
 
+IMPORT_PROBE = """
+import sys, time, psutil
+import numpy, cv2, rclpy, openvino, yaml
+import edge_infer.nodes.perception_node, edge_infer.nodes.container_entry
+p = psutil.Process()
+a = p.memory_full_info()
+t = time.perf_counter()
+from edge_infer.core.tracking import make_tracker
+make_tracker('bytetrack')
+dt = time.perf_counter() - t
+b = p.memory_full_info()
+print((b.rss - a.rss) / 2**20, (b.uss - a.uss) / 2**20, dt)
+"""
+
+
+def import_cost(runs: int = 3) -> List[str]:
+    """Return what making the first tracker adds to a process that has the container's imports."""
+    import subprocess
+    rows = []
+    for _ in range(runs):
+        out = subprocess.run([sys.executable, '-c', IMPORT_PROBE], capture_output=True,
+                             text=True, check=True).stdout.split()
+        rss, uss, sec = (float(v) for v in out[-3:])
+        rows.append(f'| {rss:.0f} | {uss:.0f} | {sec:.2f} |')
+    return rows
+
+
 def main() -> None:
     """Run the comparison, print it and write it under bench/results/<machine>/."""
     warnings.simplefilter('ignore')       # the libraries' notices, once per tracker
@@ -265,10 +296,16 @@ def main() -> None:
     ap.add_argument('--skip-video', action='store_true')
     ap.add_argument('--skip-cost', action='store_true')
     ap.add_argument('--cost-frames', type=int, default=300)
+    ap.add_argument('--import-only', action='store_true',
+                    help='only what the first tracker adds to a process (RSS, USS, seconds)')
     ap.add_argument('--seeds', type=int, default=6)
     ap.add_argument('--cache', type=pathlib.Path,
                     default=pathlib.Path(tempfile.gettempdir()) / 'edge_infer_tracking_vtest.npz')
     args = ap.parse_args()
+    if args.import_only:
+        print('| RSS added (MB) | USS added (MB) | seconds |\n|---|---|---|\n'
+              + '\n'.join(import_cost()))
+        return
     lines = [f'# Tracking libraries compared ({datetime.date.today()})', '',
              f'`python bench/tracking.py {" ".join(sys.argv[1:])}`', '',
              ', '.join(f'{k}: {v}' for k, v in benchlib.machine_record().items()), '',
