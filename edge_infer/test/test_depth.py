@@ -274,6 +274,44 @@ def test_depth_buffer_nearest_within_the_tolerance():
     assert buf.nearest(10.1) == ('again', '') and len(buf) == 4
 
 
+def _asked_while_added(buf: DepthBuffer, stamp: float, item: str):
+    """Ask ``nearest(stamp)`` on a worker thread, add ``item`` at ``stamp``; return the answer."""
+    asking = threading.Event()
+    answer = []
+
+    def worker():
+        asking.set()
+        answer.append(buf.nearest(stamp, wait_s=30.0))
+
+    t = threading.Thread(target=worker)
+    t.start()
+    assert asking.wait(10)
+    buf.add(stamp, item)
+    t.join(30)
+    assert not t.is_alive()
+    return answer[0]
+
+
+def test_a_result_waits_for_its_depth_frame_not_an_older_one():
+    """The result is ready first; its depth frame is taken while it waits, and wins."""
+    buf = DepthBuffer(capacity=5, tolerance_s=0.05)
+    buf.add(10.0, 'older')
+    # the subscription takes it while the worker waits
+    assert _asked_while_added(buf, 10.033, 'its own') == ('its own', '')
+    assert buf.nearest(10.02, wait_s=30.0) == ('its own', '')    # here already: no wait
+
+
+def test_a_silent_depth_stream_costs_one_wait():
+    buf = DepthBuffer(capacity=5, tolerance_s=0.05)
+    buf.add(10.0, 'last')
+    assert buf.nearest(10.03, wait_s=0.05) == ('last', '')       # waited, none came
+    # silent now: the next lookups do not wait (a 1000 s wait would hang the test)
+    assert buf.nearest(10.04, wait_s=1000.0) == ('last', '')
+    assert buf.nearest(20.0, wait_s=1000.0)[0] is None
+    buf.add(20.0, 'back')                       # a frame again: waiting is back on
+    assert _asked_while_added(buf, 20.05, 'next') == ('next', '')
+
+
 def test_depth_buffer_keeps_the_newest_capacity_frames():
     buf = DepthBuffer(capacity=3, tolerance_s=0.01)
     for i in range(10):

@@ -72,6 +72,19 @@ def _colour(rgb, stamp_ns) -> Image:
     return msg
 
 
+def _diagnostics(ros, node: str, values: dict):
+    """Subscribe to /diagnostics; ``values`` takes ``node``'s key-values as they come."""
+    return ros.node.create_subscription(
+        DiagnosticArray, '/diagnostics',
+        lambda m: values.update({kv.key: kv.value for st in m.status
+                                 if st.name.startswith(node) for kv in st.values}), 10)
+
+
+def _has_depth(diag: dict, frames: int) -> bool:
+    """Return True once the node has taken ``frames`` depth frames and a valid CameraInfo."""
+    return int(diag.get('depth_frames', 0)) >= frames and diag.get('camera_info_ok') == 'True'
+
+
 @contextlib.contextmanager
 def _node_with_depth(ros, container, footage, node: str, params: dict):
     """Host ``node`` alone with ``params``, make it active; yield (publishers, a video frame)."""
@@ -103,22 +116,22 @@ def test_3d_within_2_percent_with_the_2d_ids_and_bad_depth_counted(ros, containe
                                          lambda m: d2.__setitem__(_stamp(m.header), m), 50),
             ros.node.create_subscription(Detection3DArray, '/detector/vision/detections_3d',
                                          lambda m: d3.__setitem__(_stamp(m.header), m), 50),
-            ros.node.create_subscription(
-                DiagnosticArray, '/diagnostics',
-                lambda m: diag.update({kv.key: kv.value for st in m.status
-                                       if st.name.startswith('/detector')
-                                       for kv in st.values}), 10)]
+            _diagnostics(ros, '/detector', diag)]
     with _node_with_depth(ros, container, footage, 'detector',
-                          {'depth_tolerance_s': 0.02}) as (pubs, rgb):
+                          {'depth_tolerance_s': 0.02, 'diagnostics_period': 0.2}) as (pubs, rgb):
         try:
             h, w = rgb.shape[:2]
             t = 1_800_000_000 * 10**9
+
+            taken = [0]         # good depth frames sent: the node counts them on receipt
 
             def frame(stamp, depth=None, info=None, want3d=True):
                 pubs[INFO].publish(info or _info(w, h, stamp))
                 if depth is not None:
                     pubs[DEPTH].publish(depth)
-                ros.spin_until(lambda: False, 0.1)     # depth and K before the colour frame
+                if want3d:          # its depth and K taken before the colour frame goes
+                    taken[0] += 1
+                    assert ros.spin_until(lambda: _has_depth(diag, taken[0]), 30), diag
                 pubs[CAMERA].publish(_colour(rgb, stamp))
                 assert ros.spin_until(lambda: stamp in d2 and (stamp in d3 or not want3d), 30), \
                     f'no result for {stamp}'
@@ -164,16 +177,18 @@ def test_3d_within_2_percent_with_the_2d_ids_and_bad_depth_counted(ros, containe
 def test_a_pose_node_puts_its_keypoints_in_3d(ros, container, footage):
     """A wall at 2.5 m: every keypoint with depth comes back at it, NaN never made up."""
     from edge_infer_msgs.msg import Pose3DArray
-    got = {}
-    sub = ros.node.create_subscription(Pose3DArray, '/pose/poses_3d',
-                                       lambda m: got.__setitem__(_stamp(m.header), m), 10)
-    with _node_with_depth(ros, container, footage, 'pose', {}) as (pubs, rgb):
+    got, diag = {}, {}
+    subs = [ros.node.create_subscription(Pose3DArray, '/pose/poses_3d',
+                                         lambda m: got.__setitem__(_stamp(m.header), m), 10),
+            _diagnostics(ros, '/pose', diag)]
+    with _node_with_depth(ros, container, footage, 'pose',
+                          {'diagnostics_period': 0.2}) as (pubs, rgb):
         try:
             h, w = rgb.shape[:2]
             t = 1_800_000_000 * 10**9
             pubs[INFO].publish(_info(w, h, t))
             pubs[DEPTH].publish(_depth([], w, h, 0.5, t, seed=3))     # no box: a wall at 2.5 m
-            ros.spin_until(lambda: False, 0.1)
+            assert ros.spin_until(lambda: _has_depth(diag, 1), 30), diag
             pubs[CAMERA].publish(_colour(rgb, t))
             assert ros.spin_until(lambda: t in got, 30), 'no ~/poses_3d for the frame'
             msg = got[t]
@@ -182,4 +197,5 @@ def test_a_pose_node_puts_its_keypoints_in_3d(ros, container, footage):
             assert zs and all(abs(z - 2.5) <= 0.02 * 2.5 for z in zs), zs
             assert all(len(pose.keypoints) == len(msg.keypoint_names) for pose in msg.poses)
         finally:
-            ros.node.destroy_subscription(sub)
+            for s in subs:
+                ros.node.destroy_subscription(s)

@@ -124,7 +124,8 @@ def _check_nothing_left(launch: Launch, children, shm_before: set, tmp_before: s
                   for suffix in ('', '_el') if os.path.exists(f[:-len('_el')] + suffix))
     others = {n for n in _fastdds_files() - shm_before if 'port' not in n} - set(left)
     assert not left, (f'shared memory left behind: {left} (held by {[c.pid for c in children]}'
-                      f' before the stop); other new Fast DDS files: {sorted(others)}')
+                      f' before the stop); other new Fast DDS files: {sorted(others)}\n'
+                      f'{text[-20000:]}')
     assert _launch_folders() <= tmp_before
 
 

@@ -24,6 +24,13 @@ class DepthBuffer:
     The depth subscription ``add``s, the frame worker asks ``nearest``; the
     ``capacity`` newest stamps are kept. ``unmatched`` counts the lookups that
     found none, by NO_DEPTH_YET or TOO_FAR.
+
+    A result may be ready before its own depth frame has been taken (the two
+    topics are separate subscriptions; a fast model or a busy executor):
+    ``nearest(stamp, wait_s)`` then waits up to ``wait_s`` for a frame at or
+    after the stamp instead of taking an older one or none. A depth stream
+    that is silent costs that wait once: a wait that saw no frame at all
+    turns waiting off until the next frame comes.
     """
 
     NO_DEPTH_YET = 'no depth yet'
@@ -39,6 +46,9 @@ class DepthBuffer:
         self._stamps: List[float] = []
         self._items: List[Any] = []
         self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)
+        self._silent = False        # the last wait saw no frame: do not wait again until one
+        self._added = 0             # frames added, ever
         self.matched = 0
         self.unmatched: Counter = Counter()
 
@@ -58,6 +68,9 @@ class DepthBuffer:
             self._items.insert(i, item)
             if len(self._stamps) > self.capacity:
                 del self._stamps[0], self._items[0]
+            self._added += 1
+            self._silent = False
+            self._arrived.notify_all()
 
     def clear(self) -> None:
         """Forget every frame (on deactivation)."""
@@ -65,10 +78,18 @@ class DepthBuffer:
             self._stamps.clear()
             self._items.clear()
 
-    def nearest(self, stamp_s: float) -> Tuple[Optional[Any], str]:
-        """Return (the item nearest ``stamp_s`` within the tolerance, '') or (None, why)."""
+    def nearest(self, stamp_s: float, wait_s: float = 0.0) -> Tuple[Optional[Any], str]:
+        """Return (the item nearest ``stamp_s`` within the tolerance, '') or (None, why).
+
+        ``wait_s``: while no frame at or after ``stamp_s`` is here, wait up to
+        this long (wall seconds) for one; not after a wait that saw no frame.
+        """
         stamp_s = float(stamp_s)
         with self._lock:
+            if wait_s > 0 and not self._silent and not self._reached(stamp_s):
+                added = self._added
+                self._arrived.wait_for(lambda: self._reached(stamp_s), timeout=wait_s)
+                self._silent = self._added == added
             if not self._stamps:
                 self.unmatched[self.NO_DEPTH_YET] += 1
                 return None, self.NO_DEPTH_YET
@@ -82,3 +103,7 @@ class DepthBuffer:
                               f'{self.tolerance_s:.3f} s)')
             self.matched += 1
             return self._items[j], ''
+
+    def _reached(self, stamp_s: float) -> bool:
+        """Return True once a frame at or after ``stamp_s`` is here (the lock held)."""
+        return bool(self._stamps) and self._stamps[-1] >= stamp_s

@@ -29,6 +29,9 @@ from ..core.cdr import CdrError, parse_image
 from ..core.depth import DepthError, from_fields, Intrinsics, keypoints_3d, locate
 from ..core.depth_buffer import DepthBuffer
 
+#: How long a result waits for its depth frame when none at or after its stamp
+#: has been taken yet (wall seconds; a silent depth stream costs it once).
+DEPTH_WAIT_S = 0.1
 COUNTERS = ('depth_frames', 'depth_matched', 'depth_unmatched', 'depth_no_3d',
             'depth_rejected', 'camera_info_rejected')
 
@@ -114,7 +117,7 @@ class DepthOutputs:
     def publish(self, header, result, width: int, height: int) -> None:
         """Publish the 3D of ``result``'s detections (the colour frame's ``header`` and size)."""
         stamp = header.stamp.sec + header.stamp.nanosec * 1e-9
-        item, why = self.buffer.nearest(stamp)
+        item, why = self.buffer.nearest(stamp, wait_s=DEPTH_WAIT_S)
         if item is None:
             self._count('depth_unmatched', f'{self.depth_topic}: no 3D for a result: {why}')
             return
