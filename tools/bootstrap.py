@@ -14,7 +14,9 @@ step reads), so a second run takes seconds:
 3. build and install edge_infer_msgs with cmake into the venv, and
    vision_msgs (tools/vision_msgs: 4.1.1's definitions) when no vision_msgs
    is importable (never where one is: a robot's own must not be shadowed);
-4. install the edge_infer Python package (editable);
+4. install the edge_infer Python package (editable); make the Triton
+   server's own venv ($EDGE_INFER_HOME/triton/venv, config/triton_server.txt;
+   skipped with the reason where the bundled server cannot run);
 5. fetch and convert the trained models, fetch real footage, record the bag.
 """
 
@@ -167,6 +169,12 @@ def install_package(root: pathlib.Path) -> None:
           '-e', str(root / 'edge_infer')])
 
 
+def triton_server(home: pathlib.Path) -> None:
+    """Make the Triton server's own venv (nvidia-pytriton pins numpy<2): `edge_infer serve`."""
+    _run([sys.executable, '-m', 'edge_infer.tools.triton.server_env'],
+         env=dict(os.environ, EDGE_INFER_HOME=str(home)))
+
+
 def fetch_data(root: pathlib.Path, home: pathlib.Path) -> None:
     """Convert the models, fetch footage and record the demo bag (each step caches)."""
     _run([sys.executable, '-m', 'edge_infer.data', 'prepare', '--home', str(home)])
@@ -193,6 +201,8 @@ def main() -> int:
               lambda: build_msgs(vision))
     _step('package', _hash_paths(root / 'edge_infer' / 'setup.py'),
           lambda: install_package(root))
+    triton = root / 'edge_infer' / 'config' / 'triton_server.txt'
+    _step('triton-server', _hash_paths(triton), lambda: triton_server(home))
     # Data steps check their own outputs by checksum: always cheap to call.
     try:
         fetch_data(root, home)

@@ -21,13 +21,16 @@ Verbs::
   edge_infer model list | check NAME IMAGE
                                         your own model: recognised, registered, checked
   edge_infer shm-clean [--min-age S]    remove Fast DDS files dead processes left in /dev/shm
+  edge_infer serve [--models a,b] [--max-batch N] [--queue-delay-us U] [--grpc-port P]
+                                        a Triton server serving the models (docs/triton.md)
+  edge_infer serve --write-repo DIR     a model repository for a stock tritonserver
 """
 
 import shutil
 import sys
 
 VERBS = ('prepare', 'demo', 'record', 'play', 'lifecycle', 'info', 'backends', 'profile',
-         'bringup', 'arm-check', 'model', 'shm-clean')
+         'bringup', 'arm-check', 'model', 'shm-clean', 'serve')
 
 
 def _lifecycle(argv) -> int:
@@ -115,6 +118,8 @@ def main(argv=None) -> int:
         from .tools.models.user import main as run
     elif verb == 'shm-clean':
         from .shm import main as run
+    elif verb == 'serve':
+        from .tools.triton.serve import main as run
     else:
         return _info(rest)
     return run(rest)

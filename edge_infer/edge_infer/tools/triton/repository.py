@@ -1,0 +1,197 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""Triton model repositories: ours (Python backend, measured library) and a stock one.
+
+Both write one folder per registry model, ``<model>/config.pbtxt`` and
+``<model>/1/model.onnx`` (a copy of the file the registry names), and record
+the file's sha256 in the config's parameters (``edge_infer_sha256``): the
+robot reads it with the model's config and refuses a server whose file
+differs from its own (:mod:`edge_infer.backends.libs.triton`).
+
+- :func:`write_served` (``edge_infer serve``): ``backend: "python"`` with
+  :mod:`.served_model` as ``model.py``, which opens the file on the library
+  the backend manager measured best on this machine;
+- :func:`write_stock` (``edge_infer serve --write-repo DIR``): for a stock
+  ``tritonserver`` (NGC container, a GPU box): ``backend: "onnxruntime"`` or
+  ``"openvino"``, nothing of ours inside.
+
+Batching: the dynamic batcher needs ``max_batch_size`` > 0, which makes the
+first dimension the batch. Our Python backend model runs the gathered
+requests one by one (a fixed batch of 1), so it always batches. A stock
+backend hands the model the whole batch: a file whose graph has the batch
+fixed at 1 (NanoDet, MoveNet, the selfie and CenterNet files reshape with
+it; only MobileNetV2 runs at batch 2 here) gets ``max_batch_size: 0`` and
+no batcher there, and the config says why.
+"""
+
+import pathlib
+import shutil
+from typing import List, Optional, Sequence, Tuple
+
+from . import served_model
+
+DTYPES = {1: 'TYPE_FP32', 2: 'TYPE_UINT8', 3: 'TYPE_INT8', 5: 'TYPE_INT16', 6: 'TYPE_INT32',
+          7: 'TYPE_INT64', 9: 'TYPE_BOOL', 10: 'TYPE_FP16', 11: 'TYPE_FP64'}
+SHA_KEY = 'edge_infer_sha256'
+BACKEND_KEY = 'edge_infer_backend'
+
+
+class Tensor:
+    """One input or output of an ONNX file: name, Triton type, shape (batch first)."""
+
+    def __init__(self, name: str, dtype: str, shape: Sequence[int]):
+        self.name, self.dtype, self.shape = name, dtype, list(shape)
+
+
+def io_of(path: pathlib.Path) -> Tuple[List[Tensor], List[Tensor]]:
+    """Return an ONNX file's inputs (initializers left out) and outputs."""
+    import onnx
+    model = onnx.load(str(path), load_external_data=False)
+    inits = {i.name for i in model.graph.initializer}
+
+    def tensor(v) -> Tensor:
+        t = v.type.tensor_type
+        dtype = DTYPES.get(t.elem_type)
+        if dtype is None:
+            raise ValueError(f'{path.name}: {v.name} has ONNX type {t.elem_type}, not served')
+        return Tensor(v.name, dtype, [d.dim_value if d.dim_value > 0 else -1
+                                      for d in t.shape.dim])
+    return ([tensor(v) for v in model.graph.input if v.name not in inits],
+            [tensor(v) for v in model.graph.output])
+
+
+def batch_of_one(tensors: Sequence[Tensor]) -> bool:
+    """Return True when every tensor's first dimension is a fixed 1."""
+    return all(t.shape and t.shape[0] == 1 for t in tensors)
+
+
+def _tensors(kind: str, tensors: Sequence[Tensor], drop_batch: bool) -> str:
+    rows = []
+    for t in tensors:
+        dims = t.shape[1:] if drop_batch else t.shape
+        rows.append(f'  {{ name: "{t.name}" data_type: {t.dtype} '
+                    f'dims: [ {", ".join(str(d) for d in dims)} ] }}')
+    return f'{kind} [\n' + ',\n'.join(rows) + '\n]\n'
+
+
+def _parameters(params: dict) -> str:
+    return ''.join(f'parameters {{ key: "{k}" value: {{ string_value: "{v}" }} }}\n'
+                   for k, v in params.items())
+
+
+def config_text(name: str, backend: str, inputs: Sequence[Tensor], outputs: Sequence[Tensor],
+                max_batch: int, queue_delay_us: int, instances: int, params: dict,
+                note: str = '', extra: str = '') -> str:
+    """Return a config.pbtxt: batching on when ``max_batch`` > 0 (batch dim dropped)."""
+    text = f'# Written by edge_infer. {note}\n' if note else '# Written by edge_infer.\n'
+    text += f'name: "{name}"\nbackend: "{backend}"\nmax_batch_size: {max_batch}\n'
+    text += extra
+    text += _tensors('input', inputs, max_batch > 0) + _tensors('output', outputs, max_batch > 0)
+    if max_batch > 0:
+        text += ('dynamic_batching {\n'
+                 f'  max_queue_delay_microseconds: {int(queue_delay_us)}\n}}\n')
+    text += f'instance_group [ {{ kind: KIND_CPU count: {int(instances)} }} ]\n'
+    return text + _parameters(params)
+
+
+def _copy_model(folder: pathlib.Path, path: pathlib.Path) -> None:
+    version = folder / '1'
+    version.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(path, version / 'model.onnx')
+
+
+def write_served(root: pathlib.Path, name: str, path: pathlib.Path, sha256: str,
+                 backend_name: str, source: pathlib.Path, max_batch: int = 8,
+                 queue_delay_us: int = 100, instances: int = 1) -> pathlib.Path:
+    """Write one model of ``edge_infer serve``'s repository; return its folder.
+
+    ``backend_name``: the candidate the backend manager measured best here
+    (:func:`.served_model.servable`); ``source``: the folder holding the
+    edge_infer package, for the server's Python.
+    """
+    inputs, outputs = io_of(path)
+    outputs.append(Tensor(served_model.COMPUTE_OUTPUT, 'TYPE_INT64', [1, 1]))
+    if not (batch_of_one(inputs) and batch_of_one(outputs)) and max_batch > 0:
+        raise ValueError(f'{name}: batch dimension is not a fixed 1; serve it with '
+                         '--max-batch 0')
+    folder = root / name
+    _copy_model(folder, path)
+    shutil.copyfile(pathlib.Path(served_model.__file__), folder / '1' / 'model.py')
+    note = (f'{backend_name}, measured best on this machine; the requests a batch '
+            'gathers run one by one (the file has a batch of 1).')
+    params = {SHA_KEY: sha256, BACKEND_KEY: backend_name, 'edge_infer_source': str(source),
+              'edge_infer_file': 'model.onnx'}
+    (folder / 'config.pbtxt').write_text(config_text(
+        name, 'python', inputs, outputs, max_batch, queue_delay_us, instances, params, note))
+    return folder
+
+
+def stock_backend(chosen: str) -> str:
+    """Return the stock Triton backend a measured choice maps to: openvino or onnxruntime."""
+    return 'openvino' if chosen.startswith('openvino/') else 'onnxruntime'
+
+
+def write_stock(root: pathlib.Path, name: str, path: pathlib.Path, sha256: str,
+                backend: str, chosen: str = '', max_batch: int = 8, queue_delay_us: int = 100,
+                instances: int = 1, batch_ok: Optional[bool] = None) -> pathlib.Path:
+    """Write one model for a stock tritonserver (``backend`` onnxruntime or openvino).
+
+    ``batch_ok``: whether the file runs a batch > 1 (the caller tried it);
+    False writes ``max_batch_size: 0`` and no batcher, with the reason.
+    """
+    if backend not in ('onnxruntime', 'openvino'):
+        raise ValueError(f"backend '{backend}': use onnxruntime or openvino")
+    inputs, outputs = io_of(path)
+    folder = root / name
+    _copy_model(folder, path)
+    note = ''
+    if max_batch > 0 and not batch_ok:
+        note = ("max_batch_size 0, no dynamic batching: the file's graph fixes the batch "
+                'at 1 (a batch of 2 failed in ONNX Runtime).')
+        max_batch = 0
+    extra = ''
+    params = {SHA_KEY: sha256}
+    if chosen:
+        params['edge_infer_measured'] = chosen
+    if backend == 'openvino':
+        extra = 'default_model_filename: "model.onnx"\n'
+        threads = chosen.split('/')[2][1:] if chosen.startswith('openvino/cpu/t') else ''
+        params['PERFORMANCE_HINT'] = 'LATENCY'
+        if threads.isdigit():
+            params['INFERENCE_NUM_THREADS'] = threads
+    text = config_text(name, backend, inputs, outputs, max_batch, queue_delay_us, instances,
+                       params, note, extra)
+    if max_batch > 0:       # the file is fed batches: its first dimension must be free
+        _free_batch(folder / '1' / 'model.onnx')
+    (folder / 'config.pbtxt').write_text(text)
+    return folder
+
+
+def _free_batch(path: pathlib.Path) -> None:
+    import onnx
+    model = onnx.load(str(path))
+    for v in list(model.graph.input) + list(model.graph.output):
+        v.type.tensor_type.shape.dim[0].dim_param = 'batch'
+    onnx.save(model, str(path))
+
+
+def runs_batched(path: pathlib.Path) -> bool:
+    """Return True when the file, its batch dimension freed, runs a batch of 2 in ONNX Runtime."""
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    model = onnx.load(str(path))
+    for v in list(model.graph.input) + list(model.graph.output):
+        v.type.tensor_type.shape.dim[0].dim_param = 'batch'
+    try:
+        so = ort.SessionOptions()
+        so.log_severity_level = 4
+        sess = ort.InferenceSession(model.SerializeToString(), so,
+                                    providers=['CPUExecutionProvider'])
+        feed = {}
+        for i in sess.get_inputs():
+            shape = [2] + [d if isinstance(d, int) else 1 for d in i.shape[1:]]
+            feed[i.name] = np.zeros(shape, np.float32)
+        sess.run(None, feed)
+    except Exception:  # any ORT error: the graph fixes the batch
+        return False
+    return True
