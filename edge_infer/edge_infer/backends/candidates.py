@@ -3,7 +3,9 @@
 
 :func:`configured_candidates` gives the model-independent ones (every library
 module's own list); :func:`variant_candidates` the fp16 / int8 files of one
-model (:mod:`.precision.variants`, :mod:`.precision.quantize`). The manager filters both by
+model (:mod:`.precision.variants`, :mod:`.precision.quantize`);
+:func:`remote_candidates` one model on each Triton server of
+``remote_servers`` (:mod:`.libs.triton`). The manager filters them by
 ``exclude`` and its thread budget.
 """
 
@@ -77,3 +79,12 @@ def variant_candidates(cfg: dict, cache_dir: pathlib.Path, thread_budget: int,
         out += [VariantBackend(b, 'int8-nncf', cache_dir, settings, log)
                 for b in bases if b.precision == best]
     return out
+
+
+def remote_candidates(cfg: dict, model: str, model_path: pathlib.Path) -> List[Backend]:
+    """Return ``triton/<host>/<model>`` for each of ``remote_servers`` (grpc://host:port)."""
+    if not cfg.get('remote_servers'):
+        return []
+    from .libs.triton import triton_candidates
+    return list(triton_candidates(cfg['remote_servers'], model, model_path,
+                                  float(cfg.get('remote_timeout_ms', 1000.0))))

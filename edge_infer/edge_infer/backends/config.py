@@ -23,6 +23,8 @@ DEFAULTS: Dict[str, Any] = {
     'ncnn_fp16': True,
     'ncnn_vulkan': True,
     'torch_precisions': ['fp32', 'fp16'],
+    'remote_servers': [],
+    'remote_timeout_ms': 1000.0,
     'budget_s': 1.0,
     'screen_s': 0.3,
     'cut_factor': 3.0,

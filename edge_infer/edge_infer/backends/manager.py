@@ -116,7 +116,7 @@ class BackendManager:
     def candidates(self, spec: Optional[ModelSpec] = None,
                    model_path: Optional[pathlib.Path] = None) -> List[Backend]:
         """Return every configured candidate (variants only when a model is given)."""
-        from .candidates import configured_candidates, variant_candidates
+        from .candidates import configured_candidates, remote_candidates, variant_candidates
         cfg = self.config
         out = configured_candidates(cfg, self.cache_dir, self.log)
         if spec is not None and model_path is not None:
@@ -127,6 +127,7 @@ class BackendManager:
                 return spec, floor, frames, self._cancel
             out += variant_candidates(cfg, self.cache_dir, self.thread_budget, settings,
                                       self.log)
+            out += remote_candidates(cfg, spec.name, model_path)
         excluded = set(cfg['exclude'] or ())
         return [b for b in out if b.name not in excluded]
 
@@ -159,8 +160,8 @@ class BackendManager:
     def probe(self, backend: Backend, use_cache: bool = True) -> Tuple[bool, str]:
         """Return (available, reason) for one candidate (cached by board and versions)."""
         ok, found = backend.available()     # cheap, never cached: a new driver shows at once
-        if not ok:
-            return False, found
+        if not ok or getattr(backend, 'remote', False):     # a server: asked, never cached
+            return ok, found
         parts = {'kind': 'probe', 'found': found, **self._versions_key(backend)}
         key = entry_key(parts)
         if use_cache:

@@ -4,6 +4,7 @@
     edge_infer backends [--no-cache]
     edge_infer profile MODEL [--objective latency|energy|edp] [--max-latency-ms X]
                        [--budget S] [--no-cache] [--energy] [--png FILE]
+                       [--remote-servers grpc://host:port,...]
 
 The nodes run the same code (BackendManager.choose); these print what it
 found: a table (backend, status, run p50/p90/max, the CPU preprocessing per
@@ -151,6 +152,9 @@ def profile_main(argv=None) -> int:
     ap.add_argument('--no-cache', action='store_true', help='measure everything again')
     ap.add_argument('--energy', action='store_true',
                     help='meter energy per inference (power meter at 100 Hz)')
+    ap.add_argument('--remote-servers', default='',
+                    help='Triton servers as candidates too: grpc://host:port[,...] '
+                         '(adds to remote_servers of config/backends.yaml)')
     ap.add_argument('--png', type=pathlib.Path, default=None,
                     help='bar chart path (default: out/profile_<model>.png)')
     args = ap.parse_args(argv)
@@ -167,6 +171,8 @@ def profile_main(argv=None) -> int:
     config = load_config()
     if args.budget:
         config['budget_s'] = args.budget
+    config['remote_servers'] = list(config['remote_servers'] or []) + [
+        u for u in args.remote_servers.split(',') if u]
     # a bar on a terminal, one line per candidate otherwise (never both)
     bar = ProgressBar() if sys.stderr.isatty() else None
     mgr = BackendManager(config=config, log=print, meter=meter)

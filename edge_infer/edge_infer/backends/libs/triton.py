@@ -1,0 +1,351 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""A Triton Inference Server on the network as candidates: ``triton/<host>/<model>``.
+
+One candidate per server of the manager's ``remote_servers`` (``grpc://host:port``)
+and model. It is measured like every candidate, as the node sees it: the
+input written out, the network, the server's queue and compute, the outputs
+read back. The accuracy check judges it like any other library.
+
+- **Transport.** On the same host (loopback address) the tensors go through
+  Triton's system shared memory (``tritonclient.utils.shared_memory``): the
+  input is copied into a region the server reads, the outputs land in a
+  region read in place; only the request's header travels over gRPC. Where
+  registering the regions fails (a server in another container that does not
+  share ``/dev/shm``) it uses plain gRPC, and says so. Elsewhere: gRPC.
+- **Never stalled by a slow answer.** Each request is sent asynchronously and
+  waited for at most ``remote_timeout_ms``; a late answer fails that frame
+  (the caller's fallback serves it) and lands, unread, in its own regions:
+  the next frame takes another pair (at most :data:`MAX_REGIONS`).
+- **Refusals.** ``available()`` asks the server (a short timeout): down or
+  unreachable, the model not served, or the server's copy of the file
+  differs from the robot's (``edge_infer_sha256`` in the model's config,
+  written by ``edge_infer serve``; a repository without it is refused too):
+  unavailable, with that reason in one line. Nothing is cached about a
+  server's availability: it is asked again at every profile.
+- The server's own compute time per request, where it reports it (our
+  Python backend model's ``edge_infer_compute_us`` output), is kept on the
+  session (``remote_compute_ms``): bench/triton_overhead.py subtracts it.
+"""
+
+import itertools
+import os
+import pathlib
+import threading
+from typing import Any, Dict, List, Optional, Tuple
+from urllib.parse import urlsplit
+
+import numpy as np
+
+from . import installed
+from ...core.backend import Backend, BackendError, first_line, Session
+
+SHA_KEY = 'edge_infer_sha256'
+COMPUTE_OUTPUT = 'edge_infer_compute_us'
+DEFAULT_PORT = 8001
+MAX_REGIONS = 4         # region pairs one session may hold while answers are late
+ASK_TIMEOUT_S = 1.0     # a server that does not answer availability within this is down
+INSTALL = "pip install 'tritonclient[grpc]'"
+LOOPBACK = ('localhost', '127.0.0.1', '::1', 'ip6-localhost')
+_ids = itertools.count()
+
+
+def parse_url(url: str) -> Tuple[str, int]:
+    """Return (host, port) of ``grpc://host:port`` (ValueError for another form)."""
+    parts = urlsplit(url if '://' in url else f'grpc://{url}')
+    if parts.scheme != 'grpc' or not parts.hostname:
+        raise ValueError(f"remote server '{url}': use grpc://host:port")
+    return parts.hostname, parts.port or DEFAULT_PORT
+
+
+def is_loopback(host: str) -> bool:
+    """Return True for an address of this host's loopback interface."""
+    return host in LOOPBACK or host.startswith('127.')
+
+
+def _np_type(triton_type: str):
+    return {'TYPE_FP32': np.float32, 'TYPE_FP16': np.float16, 'TYPE_INT64': np.int64,
+            'TYPE_INT32': np.int32, 'TYPE_UINT8': np.uint8}.get(triton_type)
+
+
+class _Model:
+    """What the server says about a model: shapes of its outputs, file hash, backend."""
+
+    def __init__(self, config: dict):
+        self.config = config
+        self.params = {k: v.get('string_value', '')
+                       for k, v in config.get('parameters', {}).items()}
+        self.sha256 = self.params.get(SHA_KEY, '')
+        self.served_by = self.params.get('edge_infer_backend', '') or config.get('backend', '')
+        batched = int(config.get('max_batch_size', 0) or 0) > 0
+        self.input_name = config['input'][0]['name']
+        self.outputs: List[Tuple[str, List[int], np.dtype]] = []
+        self.has_compute = False
+        for o in config['output']:
+            if o['name'] == COMPUTE_OUTPUT:
+                self.has_compute = True
+                continue
+            dims = [int(d) for d in o['dims']]
+            self.outputs.append((o['name'], [1] + dims if batched else dims,
+                                 np.dtype(_np_type(o['data_type']) or np.float32)))
+
+
+class TritonSession(Session):
+    """A model on a Triton server: each run one asynchronous request, waited for with a limit."""
+
+    def __init__(self, backend: 'TritonBackend', client, model: _Model):
+        import tritonclient.grpc as grpcclient
+        self._g = grpcclient
+        self._client = client
+        self._model = model
+        self._backend = backend
+        self.backend_name = backend.name
+        self.input_name = model.input_name
+        self.output_names = [n for n, _, _ in model.outputs]
+        self.remote_compute_ms = float('nan')
+        self.transport = 'shm' if backend.loopback else 'grpc'
+        self._timeout_s = backend.timeout_ms / 1e3
+        self._pairs: List[dict] = []        # shared-memory regions: input, outputs, views
+        self._requested = [grpcclient.InferRequestedOutput(n) for n in self.output_names]
+        if model.has_compute:
+            self._requested.append(grpcclient.InferRequestedOutput(COMPUTE_OUTPUT))
+        self.note = ''
+
+    # ------------------------------------------------------------ shared memory
+    def _new_pair(self, x: np.ndarray) -> Optional[dict]:
+        """Create and register one input and one output region; None when it cannot."""
+        import tritonclient.utils.shared_memory as shm
+        out_bytes = sum(int(np.prod(s)) * np.dtype(t).itemsize
+                        for _, s, t in self._model.outputs)
+        tag = f'edge_infer_{os.getpid()}_{next(_ids)}'
+        handles = []
+        try:
+            hin = shm.create_shared_memory_region(f'{tag}_in', f'/{tag}_in', x.nbytes)
+            handles.append(hin)
+            hout = shm.create_shared_memory_region(f'{tag}_out', f'/{tag}_out', out_bytes)
+            handles.append(hout)
+            self._client.register_system_shared_memory(f'{tag}_in', f'/{tag}_in', x.nbytes)
+            self._client.register_system_shared_memory(f'{tag}_out', f'/{tag}_out', out_bytes)
+        except Exception as exc:  # no /dev/shm in common with the server
+            self.note = f'system shared memory refused ({first_line(exc)}): plain gRPC'
+            self._drop(tag, handles)
+            return None
+        inp = self._g.InferInput(self.input_name, list(x.shape), 'FP32')
+        inp.set_shared_memory(f'{tag}_in', x.nbytes)
+        requested, views, offset = [], [], 0
+        for name, shape, dtype in self._model.outputs:
+            size = int(np.prod(shape)) * np.dtype(dtype).itemsize
+            req = self._g.InferRequestedOutput(name)
+            req.set_shared_memory(f'{tag}_out', size, offset)
+            requested.append(req)
+            views.append(shm.get_contents_as_numpy(hout, dtype, shape, offset))
+            offset += size
+        if self._model.has_compute:
+            requested.append(self._g.InferRequestedOutput(COMPUTE_OUTPUT))
+        pair = {'tag': tag, 'in': hin, 'out': hout, 'input': inp, 'requested': requested,
+                'views': views, 'busy': False, 'shape': x.shape,
+                'in_view': shm.get_contents_as_numpy(hin, np.float32, x.shape)}
+        self._pairs.append(pair)
+        return pair
+
+    def _drop(self, tag: str, handles) -> None:
+        import tritonclient.utils.shared_memory as shm
+        for suffix in ('_in', '_out'):
+            try:
+                self._client.unregister_system_shared_memory(f'{tag}{suffix}')
+            except Exception:  # never registered, or the server is gone
+                pass
+        for h in handles:
+            try:
+                shm.destroy_shared_memory_region(h)
+            except Exception:  # already gone
+                pass
+
+    def _pair_for(self, x: np.ndarray) -> Optional[dict]:
+        for pair in self._pairs:
+            if not pair['busy'] and pair['shape'] == x.shape:
+                return pair
+        if len(self._pairs) >= MAX_REGIONS:
+            raise BackendError(f'{self.backend_name}: {MAX_REGIONS} requests still '
+                               'unanswered: the server stalls')
+        return self._new_pair(x)
+
+    # --------------------------------------------------------------------- run
+    def run(self, tensor: np.ndarray) -> List[np.ndarray]:
+        """Send one frame and wait for its answer (BackendError when late or refused)."""
+        x = tensor if tensor.dtype == np.float32 else tensor.astype(np.float32)
+        pair = self._pair_for(x) if self.transport == 'shm' else None
+        if pair is None:
+            self.transport = 'grpc'
+            inp = self._g.InferInput(self.input_name, list(x.shape), 'FP32')
+            inp.set_data_from_numpy(np.ascontiguousarray(x))
+            inputs, requested = [inp], self._requested
+        else:
+            np.copyto(pair['in_view'], x)
+            inputs, requested = [pair['input']], pair['requested']
+            pair['busy'] = True
+        done = threading.Event()
+        box: Dict[str, Any] = {}
+
+        def answered(result, error) -> None:
+            box['result'], box['error'] = result, error
+            if pair is not None:
+                pair['busy'] = False    # a late answer frees its regions when it lands
+            done.set()
+        try:
+            self._client.async_infer(self._model.config['name'], inputs, answered,
+                                     outputs=requested, client_timeout=self._timeout_s)
+        except Exception as exc:  # the channel is gone
+            if pair is not None:
+                pair['busy'] = False
+            raise BackendError(f'{self.backend_name}: {first_line(exc)}') from None
+        if not done.wait(self._timeout_s):
+            raise BackendError(f'{self.backend_name}: no answer within '
+                               f'{self._timeout_s * 1e3:.0f} ms')
+        if box.get('error') is not None:
+            raise BackendError(f"{self.backend_name}: {first_line(box['error'])}")
+        result = box['result']
+        if self._model.has_compute:
+            self.remote_compute_ms = float(result.as_numpy(COMPUTE_OUTPUT).flat[0]) / 1e3
+        if pair is not None:
+            return pair['views']
+        return [result.as_numpy(n) for n in self.output_names]
+
+    def close(self) -> None:
+        """Unregister and free the shared-memory regions; close the channel."""
+        for pair in self._pairs:
+            self._drop(pair['tag'], (pair['in'], pair['out']))
+        self._pairs = []
+        try:
+            self._client.close()
+        except Exception:  # already closed
+            pass
+
+
+class TritonBackend(Backend):
+    """One model on one Triton server, reached over gRPC (shared memory on loopback)."""
+
+    library = 'triton'
+    remote = True       # the manager asks available() instead of running the probe model
+
+    def __init__(self, url: str, model: str, model_path: Optional[pathlib.Path] = None,
+                 timeout_ms: float = 1000.0):
+        self.url = url
+        self.host, self.port = parse_url(url)
+        self.model = model
+        self.model_path = pathlib.Path(model_path) if model_path else None
+        self.timeout_ms = float(timeout_ms)
+        self.loopback = is_loopback(self.host)
+        where = self.host if self.port == DEFAULT_PORT else f'{self.host}:{self.port}'
+        self.name = f'triton/{where}/{model}'
+        self.device = f'remote:{self.host}:{self.port}'
+        self.tensor_passing = ('system shared memory (same host), header over gRPC'
+                               if self.loopback else 'gRPC (tensors serialized)')
+        self._sha = ''
+        self._seen: Optional[_Model] = None
+        self._asked = False
+        self._server_version = ''
+
+    def _client(self):
+        import tritonclient.grpc as grpcclient
+        # never through an HTTP proxy of the environment: gRPC would take
+        # http_proxy for any non-local server (seen here: a 404 from the proxy)
+        return grpcclient.InferenceServerClient(f'{self.host}:{self.port}',
+                                                channel_args=[('grpc.enable_http_proxy', 0)])
+
+    def _local_sha(self) -> str:
+        if not self._sha and self.model_path is not None and self.model_path.is_file():
+            from ...checksums import sha256_file
+            self._sha = sha256_file(self.model_path)
+        return self._sha
+
+    def options(self) -> Dict[str, object]:
+        """Return the server, model, transport and what the server runs it on (cache key).
+
+        The server is asked once per candidate object: a server that is down
+        (no ``served_by``) matches no cached figures, so a profile asks it
+        again instead of reusing them.
+        """
+        if self._seen is None and not self._asked:
+            self._asked = True
+            self._seen, _ = self._ask()
+        return {'url': f'grpc://{self.host}:{self.port}', 'model': self.model,
+                'transport': 'shm' if self.loopback else 'grpc',
+                'served_by': self._seen.served_by if self._seen else '',
+                'timeout_ms': self.timeout_ms}
+
+    def versions(self) -> Dict[str, str]:
+        """Return the tritonclient version and the server's, when it was asked."""
+        _, version = installed.dist_version('tritonclient')
+        out = {'tritonclient': version}
+        if self._server_version:
+            out['triton_server'] = self._server_version
+        return out
+
+    def _ask(self) -> Tuple[Optional[_Model], str]:
+        """Return (the model as the server has it, '') or (None, why it is refused)."""
+        try:
+            import tritonclient.grpc  # noqa: F401
+        except ImportError as exc:
+            return None, f'tritonclient not installed ({exc}): {INSTALL}'
+        where = f'grpc://{self.host}:{self.port}'
+        client = self._client()
+        try:
+            try:
+                meta = client.get_server_metadata(as_json=True, client_timeout=ASK_TIMEOUT_S)
+            except Exception as exc:  # refused, unreachable, timed out
+                return None, f'Triton server {where} is down or unreachable: {first_line(exc)}'
+            self._server_version = str(meta.get('version', ''))
+            try:
+                ready = client.is_model_ready(self.model, client_timeout=ASK_TIMEOUT_S)
+            except Exception:  # an unknown model is an error on some versions
+                ready = False
+            if not ready:
+                try:
+                    index = client.get_model_repository_index(as_json=True,
+                                                              client_timeout=ASK_TIMEOUT_S)
+                    names = sorted(m['name'] for m in index.get('models', []))
+                except Exception:  # listing may be restricted
+                    names = []
+                return None, (f"refused: {where} does not serve '{self.model}' (serves: "
+                              f"{', '.join(names) or 'nothing it lists'})")
+            got = client.get_model_config(self.model, as_json=True,
+                                          client_timeout=ASK_TIMEOUT_S)
+        finally:
+            client.close()
+        model = _Model(got.get('config', got))
+        ours = self._local_sha()
+        if not model.sha256:
+            return None, (f"refused: {where}'s '{self.model}' has no {SHA_KEY} in its config, "
+                          'so it cannot be told to be the same file (edge_infer serve writes '
+                          'it)')
+        if ours and model.sha256 != ours:
+            return None, (f"refused: {where}'s '{self.model}' is sha256 {model.sha256[:12]}, "
+                          f"this robot's file is {ours[:12]} (version mismatch)")
+        return model, ''
+
+    def available(self) -> Tuple[bool, str]:
+        """Ask the server: live, serving the model, the same file (one line why not)."""
+        model, why = self._ask()
+        if model is None:
+            return False, why
+        self._seen = model
+        return True, (f'Triton {self._server_version} at grpc://{self.host}:{self.port}, '
+                      f"'{self.model}' on {model.served_by or 'its backend'}, same file "
+                      f'(sha256 {model.sha256[:12]}), {self.tensor_passing}')
+
+    def open_session(self, model_path: pathlib.Path, strict: bool = False,
+                     input_spec=None) -> Session:
+        """Check the server again and return a session (BackendError with the reason)."""
+        if model_path is not None and self.model_path is None:
+            self.model_path = pathlib.Path(model_path)
+        model, why = self._ask()
+        if model is None:
+            raise BackendError(f'{self.name}: {why}')
+        self._seen = model
+        return TritonSession(self, self._client(), model)
+
+
+def triton_candidates(servers, model: str, model_path: pathlib.Path,
+                      timeout_ms: float = 1000.0) -> List[TritonBackend]:
+    """Return one candidate per server URL for a model (ValueError for a bad URL)."""
+    return [TritonBackend(url, model, model_path, timeout_ms) for url in servers or ()]
