@@ -102,7 +102,7 @@ class TritonSession(Session):
         self.input_name = model.input_name
         self.output_names = [n for n, _, _ in model.outputs]
         self.remote_compute_ms = float('nan')
-        self.transport = 'shm' if backend.loopback else 'grpc'
+        self.transport = 'shm' if backend.use_shm else 'grpc'
         self._timeout_s = backend.timeout_ms / 1e3
         self._pairs: List[dict] = []        # shared-memory regions: input, outputs, views
         self._requested = [grpcclient.InferRequestedOutput(n) for n in self.output_names]
@@ -228,18 +228,18 @@ class TritonBackend(Backend):
     remote = True       # the manager asks available() instead of running the probe model
 
     def __init__(self, url: str, model: str, model_path: Optional[pathlib.Path] = None,
-                 timeout_ms: float = 1000.0):
+                 timeout_ms: float = 1000.0, shm: bool = True):
         self.url = url
         self.host, self.port = parse_url(url)
         self.model = model
         self.model_path = pathlib.Path(model_path) if model_path else None
         self.timeout_ms = float(timeout_ms)
-        self.loopback = is_loopback(self.host)
+        self.use_shm = is_loopback(self.host) and shm     # shm=False: gRPC on loopback too
         where = self.host if self.port == DEFAULT_PORT else f'{self.host}:{self.port}'
         self.name = f'triton/{where}/{model}'
         self.device = f'remote:{self.host}:{self.port}'
         self.tensor_passing = ('system shared memory (same host), header over gRPC'
-                               if self.loopback else 'gRPC (tensors serialized)')
+                               if self.use_shm else 'gRPC (tensors serialized)')
         self._sha = ''
         self._seen: Optional[_Model] = None
         self._asked = False
@@ -269,7 +269,7 @@ class TritonBackend(Backend):
             self._asked = True
             self._seen, _ = self._ask()
         return {'url': f'grpc://{self.host}:{self.port}', 'model': self.model,
-                'transport': 'shm' if self.loopback else 'grpc',
+                'transport': 'shm' if self.use_shm else 'grpc',
                 'served_by': self._seen.served_by if self._seen else '',
                 'timeout_ms': self.timeout_ms}
 

@@ -1,0 +1,128 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""Triton repositories and the served backend's mapping, without a server.
+
+What ``edge_infer serve`` runs a model on (a measured choice the server's
+venv can run, else the best of those), the config.pbtxt it writes (dynamic
+batching, the file's sha256, the compute-time output), and the stock
+repository of ``--write-repo`` (a file with its batch fixed at 1 gets no
+batcher, and says why).
+"""
+
+import pathlib
+import types
+
+from edge_infer import paths
+from edge_infer.backends.libs.triton import is_loopback, parse_url
+from edge_infer.core.registry import load_models
+from edge_infer.tools.triton import repository, serve
+from edge_infer.tools.triton.served_model import backend_for, servable
+import pytest
+
+
+def _model_path(name: str) -> pathlib.Path:
+    path = paths.models_dir() / load_models()[name].file
+    if not path.is_file():
+        pytest.skip(f'{path} missing: edge_infer prepare')
+    return path
+
+
+def test_what_the_server_runs_itself():
+    for name in ('onnxruntime/cpu/t1', 'onnxruntime/cpu/t2', 'openvino/cpu/t1',
+                 'openvino/cpu/t2/bf16', 'openvino/cpu/t1/fp16'):
+        assert servable(name), name
+    for name in ('openvino/cpu/t1/bf16+pre', 'onnxruntime/cpu/t2/int8', 'ncnn/cpu/t1',
+                 'opencv-dnn/cpu', 'numpy-blas/cpu', 'onnxruntime/cuda',
+                 'openvino/cpu/t1/bf16/int8', 'triton/host/nanodet'):
+        assert not servable(name), name
+    ov = backend_for('openvino/cpu/t2/bf16')
+    assert (ov.name, ov.intra_op_threads, ov.precision) == ('openvino/cpu/t2/bf16', 2, 'bf16')
+    assert backend_for('onnxruntime/cpu/t1').name == 'onnxruntime/cpu/t1'
+    with pytest.raises(ValueError, match='not servable'):
+        backend_for('ncnn/cpu/t1')
+
+
+def test_urls_and_loopback():
+    assert parse_url('grpc://gpu-box:8001') == ('gpu-box', 8001)
+    assert parse_url('grpc://10.0.0.5') == ('10.0.0.5', 8001)
+    assert parse_url('127.0.0.1:9001') == ('127.0.0.1', 9001)
+    with pytest.raises(ValueError, match='grpc://host:port'):
+        parse_url('http://gpu-box:8000')
+    assert is_loopback('localhost') and is_loopback('127.0.0.2') and not is_loopback('10.0.0.5')
+
+
+def test_the_served_config_batches_and_names_the_file(tmp_path):
+    path = _model_path('nanodet')
+    folder = repository.write_served(tmp_path / 'repo', 'nanodet', path, 'ab' * 32,
+                                     'openvino/cpu/t1/bf16', tmp_path, max_batch=4,
+                                     queue_delay_us=250)
+    text = (folder / 'config.pbtxt').read_text()
+    assert 'backend: "python"' in text and 'max_batch_size: 4' in text
+    assert 'max_queue_delay_microseconds: 250' in text
+    assert '{ name: "input" data_type: TYPE_FP32 dims: [ 3, 416, 416 ] }' in text
+    assert 'edge_infer_compute_us" data_type: TYPE_INT64 dims: [ 1 ]' in text
+    assert f'string_value: "{"ab" * 32}"' in text and 'openvino/cpu/t1/bf16' in text
+    assert (folder / '1' / 'model.onnx').read_bytes() == path.read_bytes()
+    assert (folder / '1' / 'model.py').is_file()
+    unbatched = repository.write_served(tmp_path / 'r0', 'nanodet', path, 'ab' * 32,
+                                        'onnxruntime/cpu/t1', tmp_path, max_batch=0)
+    text = (unbatched / 'config.pbtxt').read_text()
+    assert 'dynamic_batching' not in text and 'dims: [ 1, 3, 416, 416 ]' in text
+
+
+def test_a_stock_repository_batches_only_what_runs_batched(tmp_path):
+    nanodet, mobilenet = _model_path('nanodet'), _model_path('mobilenet_v2')
+    assert not repository.runs_batched(nanodet) and repository.runs_batched(mobilenet)
+    fixed = repository.write_stock(tmp_path, 'nanodet', nanodet, 'cd' * 32, 'openvino',
+                                   'openvino/cpu/t1/bf16', batch_ok=False)
+    text = (fixed / 'config.pbtxt').read_text()
+    assert 'max_batch_size: 0' in text and 'fixes the batch at 1' in text
+    assert 'dynamic_batching' not in text and 'default_model_filename: "model.onnx"' in text
+    assert 'INFERENCE_NUM_THREADS" value: { string_value: "1"' in text
+    free = repository.write_stock(tmp_path, 'mobilenet_v2', mobilenet, 'ef' * 32,
+                                  'onnxruntime', batch_ok=True)
+    text = (free / 'config.pbtxt').read_text()
+    assert 'backend: "onnxruntime"' in text and 'max_batch_size: 8' in text
+    assert 'dynamic_batching' in text and 'dims: [ 3, 224, 224 ]' in text
+    assert repository.stock_backend('openvino/cpu/t2/bf16') == 'openvino'
+    assert repository.stock_backend('ncnn/cpu/t1') == 'onnxruntime'
+
+
+class _Manager:
+    """Answers as a backend manager whose profile chose ``best``."""
+
+    def __init__(self, best: str, names):
+        self.best, self.names = best, names
+
+    def profile(self, spec, path, measure=True):
+        return types.SimpleNamespace(results=[self.best])
+
+    def select(self, results, spec):
+        return types.SimpleNamespace(backend=results[0]), 'best'
+
+    def candidates(self, spec, path):
+        return [types.SimpleNamespace(name=n) for n in self.names]
+
+    def choose(self, spec, path, only=(), use_cache=True):
+        return None, types.SimpleNamespace(chosen=only[-1], why=f'among {len(only)}')
+
+
+def test_the_measured_choice_maps_to_what_the_server_runs():
+    names = ['onnxruntime/cpu/t1', 'ncnn/cpu/t2', 'openvino/cpu/t1/bf16+pre',
+             'openvino/cpu/t1/bf16']
+    chosen, why = serve.choose_served(_Manager('openvino/cpu/t1/bf16', names), None,
+                                      pathlib.Path('x'), print)
+    assert chosen == 'openvino/cpu/t1/bf16' and why == 'among 2'
+    chosen, why = serve.choose_served(_Manager('ncnn/cpu/t2', names), None,
+                                      pathlib.Path('x'), print)
+    assert chosen == 'openvino/cpu/t1/bf16'
+    assert why.startswith('the profile chose ncnn/cpu/t2, which this server does not run')
+
+
+def test_the_server_listens_for_grpc_only(tmp_path):
+    env = types.SimpleNamespace(server=pathlib.Path('/x/tritonserver'),
+                                backends=pathlib.Path('/x/backends'))
+    cmd = serve.Server(env, tmp_path / 'repo', 9001, '127.0.0.1').command()
+    assert cmd[cmd.index('--grpc-port') + 1] == '9001'
+    assert cmd[cmd.index('--allow-http') + 1] == 'false'
+    assert cmd[cmd.index('--allow-metrics') + 1] == 'false'
+    assert cmd[cmd.index('--grpc-address') + 1] == '127.0.0.1'
