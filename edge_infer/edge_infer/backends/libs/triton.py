@@ -31,6 +31,7 @@ import itertools
 import os
 import pathlib
 import threading
+import time
 from typing import Any, Dict, List, Optional, Tuple
 from urllib.parse import urlsplit
 
@@ -150,10 +151,14 @@ class TritonSession(Session):
     def _drop(self, tag: str, handles) -> None:
         import tritonclient.utils.shared_memory as shm
         for suffix in ('_in', '_out'):
-            try:
-                self._client.unregister_system_shared_memory(f'{tag}{suffix}')
-            except Exception:  # never registered, or the server is gone
-                pass
+            for _ in range(40):     # Triton holds a region a moment after the answer
+                try:
+                    self._client.unregister_system_shared_memory(f'{tag}{suffix}')
+                    break
+                except Exception as exc:  # in use, never registered, or the server is gone
+                    if 'in use' not in str(exc):
+                        break
+                    time.sleep(0.005)
         for h in handles:
             try:
                 shm.destroy_shared_memory_region(h)
@@ -192,8 +197,10 @@ class TritonSession(Session):
                 pair['busy'] = False    # a late answer frees its regions when it lands
             done.set()
         try:
+            # no gRPC deadline: an expired one would free the regions while the
+            # server may still write the answer into them (the next frame's)
             self._client.async_infer(self._model.config['name'], inputs, answered,
-                                     outputs=requested, client_timeout=self._timeout_s)
+                                     outputs=requested)
         except Exception as exc:  # the channel is gone
             if pair is not None:
                 pair['busy'] = False
