@@ -39,8 +39,9 @@ def source_link(root: pathlib.Path) -> pathlib.Path:
     main environment's site-packages (numpy 2), which the server's Python
     must not see.
     """
-    import edge_infer
-    package = pathlib.Path(edge_infer.__file__).resolve().parent
+    # this file's package, not edge_infer.__file__: run from a checkout's root,
+    # 'edge_infer' may resolve to the ament package folder (a namespace, no file)
+    package = pathlib.Path(__file__).resolve().parents[2]
     folder = root / 'source'
     folder.mkdir(parents=True, exist_ok=True)
     link = folder / 'edge_infer'
