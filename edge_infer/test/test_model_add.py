@@ -222,3 +222,26 @@ def test_an_ultralytics_classify_export_reads_probabilities_from_its_metadata(tm
         255, 255, 255]
     plain = _single_output_model(tmp_path / 'plain.onnx', [1, 5])     # no metadata: logits
     assert user.propose(plain).output['softmax'] is True
+
+
+def test_the_reference_preprocessing_is_ultralytics_named_or_a_stated_default(tmp_path):
+    reg, models = tmp_path / 'reg.yaml', tmp_path / 'm'
+    yolo = _single_output_model(tmp_path / 'y.onnx', [1, 84, 8400],
+                                {'author': 'Ultralytics', 'task': 'detect'})
+    name, prop = user.add(yolo, registry=reg, models_dir=models)
+    pre = load_registry(reg)[name].preprocess
+    assert (pre.pipeline, pre.interpolation, pre.pad_value) == ('cv2_resize', 'linear', 114)
+    assert 'LetterBox' in pre.source and not pre.default
+    assert any("Ultralytics' LetterBox" in w for w in prop.why)
+    grid = _single_output_model(tmp_path / 'g.onnx', [1, 8400, 85])
+    name, _ = user.add(grid, family='yolox', registry=reg, models_dir=models)
+    pre = load_registry(reg)[name].preprocess
+    assert pre.default and 'INTER_LINEAR' in pre.default and pre.color == 'bgr'
+    name, _ = user.add(grid, name='named', family='yolox', registry=reg, models_dir=models,
+                       preprocess={'pipeline': 'warp_perspective', 'color': 'bgr',
+                                   'source': 'train.py L3'})
+    pre = load_registry(reg)[name].preprocess
+    assert (pre.pipeline, pre.source, pre.default) == ('warp_perspective', 'train.py L3', '')
+    with pytest.raises(user.ModelError, match="pipeline 'bicubic' unknown"):
+        user.add(grid, name='bad', family='yolox', registry=reg, models_dir=models,
+                 preprocess='bicubic')

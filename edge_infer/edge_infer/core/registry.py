@@ -22,6 +22,7 @@ from .obb import YoloObbDecoder
 from .pose import keypoint_set, MoveNetDecoder, YoloPoseDecoder
 from .postprocess import NanoDetDecoder, TopKDecoder
 from .preprocess import InputSpec
+from .reference_preprocess import AuthorsPreprocess, check as check_preprocess
 from .segmentation import SemanticDecoder, YoloSegDecoder
 
 TASKS = ('detection', 'classification', 'pose', 'segmentation')
@@ -73,6 +74,7 @@ class ModelSpec:
     calibration: str = ''   # int8 calibration frames: a folder or bag ('' = bundled video)
     keypoint_names: List[str] = field(default_factory=list)        # pose: K names
     skeleton: List[Tuple[int, int]] = field(default_factory=list)  # pose: index pairs
+    preprocess: AuthorsPreprocess = field(default_factory=AuthorsPreprocess)  # the authors'
 
     def label(self, class_id: int) -> str:
         """Return the label of ``class_id`` (or its number when out of range)."""
@@ -162,6 +164,60 @@ def _calibration(value, base: pathlib.Path, where: str) -> str:
     return str((base / pathlib.Path(value).expanduser()).resolve())
 
 
+# Decoders of Ultralytics' export layouts: their models are fed with its LetterBox.
+ULTRALYTICS_DECODERS = ('yolov8', 'yolov8_pose', 'yolov8_seg', 'yolov8_obb')
+ULTRALYTICS_SOURCE = ('Ultralytics ultralytics/data/augment.py LetterBox: cv2.resize '
+                      'INTER_LINEAR, centred, border 114')
+PREPROCESS_KEYS = ('pipeline', 'resize', 'interpolation', 'antialias', 'crop', 'resize_size',
+                   'scale_by', 'pad_value', 'color', 'source')
+
+
+def default_preprocess(spec: InputSpec, decoder: str) -> AuthorsPreprocess:
+    """Return the reference preprocessing of an entry without a ``preprocess`` block, said so.
+
+    An Ultralytics layout gets Ultralytics' LetterBox (INTER_LINEAR, pad
+    114); any other model cv2.resize's default (INTER_LINEAR, no antialias)
+    with its input block's resize, pad and colour order.
+    """
+    if decoder in ULTRALYTICS_DECODERS and spec.resize == 'letterbox':
+        return AuthorsPreprocess('cv2_resize', 'letterbox', 'linear', pad_value=114,
+                                 color=spec.color, source=ULTRALYTICS_SOURCE,
+                                 default=f'Ultralytics LetterBox (decoder {decoder})')
+    return AuthorsPreprocess('cv2_resize', spec.resize, 'linear', pad_value=spec.pad_value,
+                             color=spec.color, source='cv2.resize default (INTER_LINEAR)',
+                             default='cv2.resize INTER_LINEAR with the resize and pad of '
+                                     'the input block (no preprocess block)')
+
+
+def _preprocess(value, spec: InputSpec, decoder: str, where: str) -> AuthorsPreprocess:
+    """Return the entry's ``preprocess`` block validated, or the stated default."""
+    if value is None:
+        return default_preprocess(spec, decoder)
+    if not isinstance(value, dict):
+        raise RegistryError(f'{where}: preprocess must be a mapping')
+    unknown = sorted(set(value) - set(PREPROCESS_KEYS))
+    if unknown:
+        raise RegistryError(f"{where}: preprocess takes no {', '.join(unknown)} "
+                            f"(its keys: {', '.join(PREPROCESS_KEYS)})")
+    if not str(value.get('source', '')).strip():
+        raise RegistryError(f'{where}: preprocess needs a source (file and line, or paper)')
+    try:
+        pre = AuthorsPreprocess(
+            pipeline=str(value.get('pipeline', 'cv2_resize')),
+            resize=str(value.get('resize', spec.resize)),
+            interpolation=str(value.get('interpolation', 'linear')),
+            antialias=bool(value.get('antialias', False)), crop=str(value.get('crop', 'none')),
+            resize_size=int(value.get('resize_size', 0)),
+            scale_by=str(value.get('scale_by', 'size')),
+            pad_value=int(value.get('pad_value', spec.pad_value)),
+            color=str(value.get('color', spec.color)).lower(),
+            source=' '.join(str(value['source']).split()))
+        check_preprocess(pre, spec)
+    except (TypeError, ValueError) as exc:
+        raise RegistryError(f'{where}: preprocess: {exc}') from None
+    return pre
+
+
 def _parse(name: str, entry: dict, base: pathlib.Path) -> ModelSpec:
     where = f"model '{name}'"
     if not isinstance(entry, dict):
@@ -202,7 +258,8 @@ def _parse(name: str, entry: dict, base: pathlib.Path) -> ModelSpec:
     model = ModelSpec(name=name, file=str(_need(entry, 'file', where)), task=task,
                       input_spec=spec, decoder=decoder, decoder_args=out, labels=labels,
                       sha256=entry.get('sha256'), source=dict(entry.get('source', {})),
-                      calibration=_calibration(entry.get('calibration', ''), base, where))
+                      calibration=_calibration(entry.get('calibration', ''), base, where),
+                      preprocess=_preprocess(entry.get('preprocess'), spec, decoder, where))
     unknown = sorted(set(out) - set(DECODER_ARGS.get(decoder, out)))
     if unknown:
         raise RegistryError(f"{where}: decoder '{decoder}' takes no {', '.join(unknown)} "

@@ -39,6 +39,7 @@ class Proposal:
     why: List[str] = field(default_factory=list)
     derived: Optional[Any] = None       # the ONNX model to register instead (derive.py)
     checked: List[str] = field(default_factory=list)   # the trial run's lines (add's try_on)
+    preprocess: Optional[dict] = None   # the authors' pipeline (registry key), where known
 
 
 def read_onnx(path: pathlib.Path) -> Tuple[Any, list, list, Dict[str, str]]:
@@ -363,4 +364,13 @@ def propose(path: pathlib.Path, family: str = '', labels: Optional[List[str]] = 
                                                            'std': [1, 1, 1]}:
         inp['normalize'] = {'mean': [0, 0, 0], 'std': [1, 1, 1]}
         why.append(f'{kind} input: fed 0..255 pixels (its own scaling is inside the model)')
-    return Proposal(fam, task, inp, out, list(names), why, derived)
+    prop = Proposal(fam, task, inp, out, list(names), why, derived)
+    if ultralytics and inp.get('resize') == 'letterbox':
+        from ...core.registry import ULTRALYTICS_SOURCE
+        prop.preprocess = {'pipeline': 'cv2_resize', 'resize': 'letterbox',
+                           'interpolation': 'linear', 'antialias': False,
+                           'pad_value': int(inp.get('pad_value', 114)),
+                           'color': inp.get('color', 'rgb'), 'source': ULTRALYTICS_SOURCE}
+        why.append("reference preprocessing: Ultralytics' LetterBox (INTER_LINEAR, pad "
+                   f"{prop.preprocess['pad_value']})")
+    return prop

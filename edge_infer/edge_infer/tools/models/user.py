@@ -35,7 +35,8 @@ def add(path: pathlib.Path, name: str = '', labels_file: Optional[pathlib.Path] 
         calibration: Optional[pathlib.Path] = None,
         imgsz: Optional[Tuple[int, int]] = None,
         try_on: Optional[pathlib.Path] = None,
-        out_png: Optional[pathlib.Path] = None) -> Tuple[str, Proposal]:
+        out_png: Optional[pathlib.Path] = None,
+        preprocess=None) -> Tuple[str, Proposal]:
     """Register ``path`` in the user's registry; return (name, proposal).
 
     ``calibration``: a folder of images or a rosbag2 folder whose frames
@@ -43,7 +44,9 @@ def add(path: pathlib.Path, name: str = '', labels_file: Optional[pathlib.Path] 
     without it they calibrate on the bundled video. ``try_on``: an image the
     model must run on before anything is kept (its lines: ``proposal.checked``).
     On any failure the registry, the models directory and the labels are as
-    they were.
+    they were. ``preprocess``: the authors' pipeline (a registry ``preprocess``
+    mapping, or a pipeline name: ``--preprocess``); without it, what the file
+    says (Ultralytics' LetterBox) or the registry's stated default.
     """
     from ... import paths
     from ...checksums import sha256_file
@@ -56,6 +59,13 @@ def add(path: pathlib.Path, name: str = '', labels_file: Optional[pathlib.Path] 
         labels = [ln.strip() for ln in pathlib.Path(labels_file).read_text().splitlines()
                   if ln.strip()]
     prop = propose(path, family, labels, imgsz)
+    if isinstance(preprocess, str):
+        preprocess = {'pipeline': preprocess}
+    if preprocess is not None:
+        if not isinstance(preprocess, dict):
+            raise ModelError('--preprocess: a pipeline name or a mapping of its keys')
+        prop.preprocess = {'source': 'edge_infer model add --preprocess (no source given)',
+                           **preprocess}
     if calibration is not None:
         from ...backends.precision.calibration_sources import QuantizeError, source_frames
         calibration = pathlib.Path(calibration).expanduser().resolve()
@@ -93,6 +103,8 @@ def add(path: pathlib.Path, name: str = '', labels_file: Optional[pathlib.Path] 
             doc['models'][name]['source']['sha256_of_the_original'] = sha256_file(path)
         if calibration is not None:
             doc['models'][name]['calibration'] = str(calibration)
+        if prop.preprocess is not None:
+            doc['models'][name]['preprocess'] = prop.preprocess
         registry.parent.mkdir(parents=True, exist_ok=True)
         tmp.write_text("# Your models (edge_infer model add); read beside the package's "
                        'config/models.yaml, and wins on the same name.\n'
@@ -220,6 +232,12 @@ def main(argv=None) -> int:
     a.add_argument('--imgsz', default=None, metavar='W[xH]',
                    help='input size of a model whose input size is free and whose metadata '
                         "does not say it (default: Ultralytics' 640)")
+    a.add_argument('--preprocess', default=None, metavar='PIPELINE|{...}',
+                   help="how the model's authors make its input, the accuracy guard's "
+                        'reference: a pipeline name (warp_perspective, cv2_resize, '
+                        'tf_resize_with_pad, pil_resize_center_crop) or a YAML mapping of '
+                        "config/models.yaml's preprocess keys (default: Ultralytics' "
+                        'LetterBox for its exports, else cv2.resize INTER_LINEAR, said)')
     a.add_argument('--calibration', type=pathlib.Path, default=None,
                    help='a folder of images or a rosbag2 folder from your camera: int8 '
                         'variants calibrate on it (default: the bundled video)')
@@ -233,15 +251,19 @@ def main(argv=None) -> int:
         if args.verb == 'add':
             imgsz = parse_imgsz(args.imgsz) if args.imgsz else None
             out_png = pathlib.Path('out') / f'{args.name or args.file.stem}.png'
+            pre = yaml.safe_load(args.preprocess) if args.preprocess else None
             name, prop = add(args.file, args.name, args.labels, args.family,
                              calibration=args.calibration, imgsz=imgsz, try_on=_photo(),
-                             out_png=out_png)
+                             out_png=out_png, preprocess=pre)
             print(f"added '{name}': {prop.task}, {prop.inputs['width']}x{prop.inputs['height']}, "
                   f'{len(prop.labels)} classes')
             for line in prop.why:
                 print(f'  {line}')
             spec = load_models()[name]
             print(f'  in {spec.origin}')
+            print(f'  reference preprocessing: {spec.preprocess.describe()}'
+                  + (f' (default: {spec.preprocess.default}; --preprocess to name the '
+                     "authors' own)" if spec.preprocess.default else ''))
             print('  int8 calibration: ' + (
                 spec.calibration or "the bundled video's first half (--calibration FOLDER|BAG "
                 'for frames from your own camera)'))
