@@ -213,3 +213,21 @@ def test_every_pipeline_keeps_a_frame_of_any_colour_order(registry, frames):
     b, _ = rp.reference_input(Frame(frames[0], 'bgr'), registry['centernet'].input_spec,
                               registry['centernet'].preprocess)
     np.testing.assert_array_equal(a, b)     # 768 x 2/3 is whole: the two calls agree
+
+
+@pytest.mark.parametrize('model', ['selfie', 'nanodet'])
+def test_the_runtime_warp_resize_gives_the_authors_warp(registry, frames, model):
+    from edge_infer.core.preprocess import Preprocessor
+    spec = registry[model]
+    warp = Preprocessor(dataclasses.replace(spec.input_spec, interpolation='warp'))
+    for kind in ('float', 'u8'):
+        pre = Preprocessor(warp.spec, kind)
+        for bgr in frames[:2]:      # whole offsets: the letterbox region is placed alike
+            want, wtf = rp.reference_input(Frame(bgr, 'bgr'), spec.input_spec,
+                                           spec.preprocess)
+            got, tf = pre(Frame(bgr, 'bgr'))
+            got = _pixels(got, spec.input_spec) if kind == 'float' else got[0]
+            diff = np.abs(got.astype(np.float32) - _pixels(want, spec.input_spec))
+            assert diff.max() <= 1 and (diff > 0).mean() < 0.01, (kind, diff.max())
+            assert (tf.scale_x, tf.pad_x, tf.pad_y) == pytest.approx(
+                (wtf.scale_x, wtf.pad_x, wtf.pad_y))

@@ -49,8 +49,8 @@ Log = Callable[[str], None]
 # frame that loses all its objects counts; v3: frames spread over the whole video;
 # v4: a classifier's top-1 flip between classes tied in the reference agrees;
 # v5: judged on the video's second half + photos: int8 calibrates on the first;
-# v6: up to 24 frames, a classifier judged on its clear frames, with intervals).
-ACCURACY_CHECK_VERSION = 6
+# v6: 24 frames, a classifier on its clear frames, intervals; v7: authors' reference).
+ACCURACY_CHECK_VERSION = 7
 # What a cached profile's figures cover: the run, with the CPU preprocessing
 # of the candidate's input kind beside it (CandidateResult.frame_ms).
 FIGURES = 'run+preprocess_ms'
@@ -382,6 +382,7 @@ class BackendManager:
         """Return what keys a profile entry: model file, check, board, backend, versions."""
         return {'kind': 'profile', 'model': spec.name, 'model_sha256': sha,
                 'accuracy_check': ACCURACY_CHECK_VERSION, 'min_accuracy': floor,
+                'preprocess': [spec.input_spec, spec.preprocess],   # both paths judged
                 'metered': self.meter is not None, 'figures': FIGURES,
                 **self._versions_key(backend)}
 
