@@ -40,18 +40,14 @@ class InputSpec:
 
 # The u8 resize when the frame is larger than the model input. 'area'
 # averages every source pixel (cv2.INTER_AREA); 'linear' reads 4 per output
-# pixel (cv2.INTER_LINEAR): NanoDet's whole preprocessing of a 768x576 frame
-# 0.27 ms instead of 0.84 on a 2-core EPYC, but it changes the results
-# (bench/preprocess.py, 24 real frames, agreement with 'area': MoveNet 0.26,
-# selfie mask IoU 0.64, MobileNetV2 top-1 0.83, NanoDet 0.95). 'area2'
-# averages too, in two steps: first by the whole factor (2 for MobileNetV2's
-# 504 x 504 crop of a 768x576 frame: an exact box average, OpenCV's fast
-# path), then 'area' for what is left (252 -> 224): its preprocessing in
-# 0.41 ms instead of 0.70; the pixels differ by rounding, and that flipped
-# MobileNetV2's top-1 on 6 of 24 frames (selfie mask IoU 0.85), so it is a
-# per-model choice like 'linear'.
-# 'area' is the default; config/models.yaml names another per model where
-# measured to keep the results.
+# pixel (cv2.INTER_LINEAR, half-pixel centres: tf.image.resize's and
+# Ultralytics' own); 'area2' averages in two steps: first by the whole
+# factor (2 for MobileNetV2's 504 x 504 crop of a 768x576 frame: an exact box
+# average, OpenCV's fast path), then 'area' for what is left: the closest to
+# torchvision's antialiased bilinear. Each model's registry entry names the
+# one whose results agree with its authors' preprocessing
+# (core/reference_preprocess.py, bench/authors_reference.py: MoveNet agrees
+# 1.000 with 'linear' and 0.222 with 'area'); 'area' is the default.
 # 'warp' samples bilinearly at corner-aligned positions (source index = input
 # index / scale, cv2.warpAffine), as the authors' cv2.warpPerspective does
 # (NanoDet's warp.py, MediaPipe's ImageToTensor): 'linear' (half-pixel
