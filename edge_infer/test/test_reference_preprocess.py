@@ -149,6 +149,8 @@ def test_mobilenet_is_torchvision_on_a_pil_image(registry, frames):
         assert got.shape == (1, 3, 224, 224)
         np.testing.assert_array_equal(_pixels(got, spec.input_spec), want)
         assert tf.scale_x == pytest.approx(size[0] / w)
+        # without Pillow: the same pixels from numpy
+        np.testing.assert_array_equal(rp.pil_bilinear_numpy(rgb, *size), big)
 
 
 def test_registry_records_every_bundled_pipeline(registry):
