@@ -34,7 +34,7 @@ class InputSpec:
     pad_value: int = 0                 # letterbox border, in pixel units
     mean: Sequence[float] = (0.0, 0.0, 0.0)   # per model channel, pixel units
     std: Sequence[float] = (1.0, 1.0, 1.0)
-    interpolation: str = 'area'        # downscaling: 'area' or 'linear' (see INTERPOLATIONS)
+    interpolation: str = 'area'        # downscaling: one of INTERPOLATIONS (below)
     jpeg_dct_scaling: bool = False     # decode JPEG frames at 1/2, 1/4, 1/8 where enough
 
 
