@@ -45,11 +45,10 @@ from ..core.registry import ModelSpec
 Log = Callable[[str], None]
 
 # Part of every profile's cache key: bump when the accuracy check changes, so
-# candidates accepted by an older check are measured again (v2: a detector
-# frame that loses all its objects counts; v3: frames spread over the whole video;
-# v4: a classifier's top-1 flip between classes tied in the reference agrees;
-# v5: judged on the video's second half + photos: int8 calibrates on the first;
-# v6: 24 frames, a classifier on its clear frames, intervals; v7: authors' reference).
+# candidates accepted by an older check are measured again (v2: a detector frame that
+# loses all its objects counts; v3: frames over the whole video; v4: a classifier's
+# top-1 flip between tied classes agrees; v5: the video's second half + photos; v6: 24
+# frames, a classifier on its clear frames, intervals; v7: the authors' preprocessing).
 ACCURACY_CHECK_VERSION = 7
 # What a cached profile's figures cover: the run, with the CPU preprocessing
 # of the candidate's input kind beside it (CandidateResult.frame_ms).
