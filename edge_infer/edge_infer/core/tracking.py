@@ -32,9 +32,14 @@ filter in closed form, through its ``state_estimator_class`` option: the same
 states and ids (test_tracking_filter.py), a fraction of the time.
 ``closed_form=False`` keeps the library's own.
 
-**Classes.** The library matches boxes whatever their class, so each class
-has its own library tracker: a person never takes a chair's id. Ids come
-from one counter over all classes: unique in the node's life, from 1.
+**Classes.** The library matches boxes whatever their class. So that a
+person never takes a chair's id, each class's boxes are moved
+``class_id x CLASS_STRIDE`` pixels along x before the library sees them: boxes
+of two classes never overlap (IoU 0, under every ``min_iou``), and the box
+filters, linear in the coordinates, track each class as they would alone.
+One library tracker serves all classes (one per class cost ~0.075 ms more
+per class present: 0.69 ms for 8 objects in 8 classes, 0.18 in one). Ids
+come from one counter over all classes: unique in the node's life, from 1.
 
 **Ids.** ``update`` returns one id per input box, in input order; ``-1``
 for a box not confirmed yet (a new track needs ``min_hits`` consecutive
@@ -43,7 +48,7 @@ keeps its id through misses and occlusions shorter than ``lost_track_s``.
 """
 
 from collections import deque
-from typing import Any, Deque, Dict, Optional, Tuple
+from typing import Any, Deque, Dict, Optional
 
 import numpy as np
 
@@ -62,6 +67,8 @@ SETTINGS: Dict[str, Dict[str, Any]] = {
     'bytetrack': {'new_track_score': 0.5, 'high_score': 0.5, 'min_iou': 0.1, 'min_hits': 2},
     'sort': {'min_iou': 0.1, 'min_hits': 2},
 }
+#: Pixels between two classes' copies of the image plane (larger than any frame).
+CLASS_STRIDE = 100_000.0
 #: The algorithms whose box filter runs in closed form (tracking_filter.py).
 CLOSED_FORM = ('bytetrack', 'sort')
 #: What to install for the algorithms (requirements-nodeps.txt pins them).
@@ -113,7 +120,7 @@ def _library_options(name: str, lost_track_s: float, frame_rate: float,
 
 
 class Tracker:
-    """One algorithm of the library, one instance per class id, ids unique across classes."""
+    """One algorithm of the library for every class (classes kept apart), ids unique."""
 
     def __init__(self, name: str, lost_track_s: float = 3.0, frame_rate: Optional[float] = None,
                  min_hits: Optional[int] = None, min_iou: Optional[float] = None,
@@ -137,8 +144,8 @@ class Tracker:
         self._cls(**self._opts)         # a bad option fails here, not on the first frame
         import supervision
         self._sv = supervision
-        self._per_class: Dict[int, Any] = {}             # class id -> library tracker
-        self._ids: Dict[Tuple[int, int], int] = {}       # (class, library id) -> our id
+        self._lib: Any = None                            # the library tracker, all classes
+        self._ids: Dict[int, int] = {}                   # library id -> our id
         self._next_id = 1
         self._last_stamp: Optional[float] = None
 
@@ -150,7 +157,7 @@ class Tracker:
         after the previous one (a frame out of order) leaves the tracks as
         they are and returns -1 for every box.
         """
-        boxes = np.asarray(boxes_xyxy, dtype=np.float32).reshape(-1, 4)
+        boxes = np.asarray(boxes_xyxy, dtype=np.float64).reshape(-1, 4)
         n = len(boxes)
         out = np.full(n, -1, dtype=np.int64)
         stamp = float(stamp_s)
@@ -162,23 +169,19 @@ class Tracker:
         rate = self.frame_rate()
         scores = np.asarray(scores, dtype=np.float32).reshape(n)
         classes = np.asarray(class_ids).astype(np.int64).reshape(n)
-        present = set(np.unique(classes).tolist())
-        # every live class's tracker steps, with no boxes where its class is absent:
-        # its lost tracks age on the same clock
-        for cls in sorted(present | set(self._per_class)):
-            trk = self._per_class.get(cls)
-            if trk is None:
-                trk = self._per_class[cls] = self._cls(**{**self._opts, 'frame_rate': rate})
-            trk._frame_rate = rate      # what the library scales elapsed seconds by, each update
-            rows = np.flatnonzero(classes == cls)
-            dets = self._sv.Detections(xyxy=boxes[rows], confidence=scores[rows],
-                                       class_id=classes[rows], data={'row': rows})
-            res = trk.update(dets, timestamp=stamp)
-            lib_ids = np.asarray(res.tracker_id, dtype=np.int64)
-            if len(lib_ids):
-                out[np.asarray(res.data['row'], dtype=np.int64)] = [
-                    self._our_id(cls, int(i)) for i in lib_ids]
-            self._forget(cls, trk)
+        if self._lib is None:
+            self._lib = self._cls(**{**self._opts, 'frame_rate': rate})
+        self._lib._frame_rate = rate    # what the library scales elapsed seconds by, each update
+        shifted = boxes.copy()
+        shifted[:, 0::2] += (classes * CLASS_STRIDE)[:, None]     # each class apart
+        dets = self._sv.Detections(xyxy=shifted, confidence=scores, class_id=classes,
+                                   data={'row': np.arange(n)})
+        res = self._lib.update(dets, timestamp=stamp)
+        lib_ids = np.asarray(res.tracker_id, dtype=np.int64)
+        if len(lib_ids):
+            out[np.asarray(res.data['row'], dtype=np.int64)] = [
+                self._our_id(int(i)) for i in lib_ids]
+        self._forget()
         return out
 
     def frame_rate(self) -> float:
@@ -193,24 +196,21 @@ class Tracker:
             return FALLBACK_RATE
         return 1.0 / sorted(self._gaps)[len(self._gaps) // 4]     # (np.percentile: 20 us)
 
-    def _our_id(self, cls: int, lib_id: int) -> int:
-        """Return the node-wide id of the library's track ``lib_id`` of class ``cls``."""
+    def _our_id(self, lib_id: int) -> int:
+        """Return the node-wide id of the library's track ``lib_id``."""
         if lib_id < 0:
             return -1
-        key = (cls, lib_id)
-        our = self._ids.get(key)
+        our = self._ids.get(lib_id)
         if our is None:
-            our = self._ids[key] = self._next_id
+            our = self._ids[lib_id] = self._next_id
             self._next_id += 1
         return our
 
-    def _forget(self, cls: int, trk: Any) -> None:
-        """Drop the ids of tracks the library dropped, and a class with no track left."""
-        alive = {int(t.tracker_id) for t in trk.tracks}
-        for key in [k for k in self._ids if k[0] == cls and k[1] not in alive]:
+    def _forget(self) -> None:
+        """Drop the ids of tracks the library dropped."""
+        alive = {int(t.tracker_id) for t in self._lib.tracks}
+        for key in [k for k in self._ids if k not in alive]:
             del self._ids[key]
-        if not trk.tracks:
-            del self._per_class[cls]
 
     def live_tracks(self) -> int:
         """Return the number of confirmed tracks alive (matched, or lost under lost_track_s)."""
@@ -218,7 +218,7 @@ class Tracker:
 
     def reset(self) -> None:
         """Forget every track (a new scene, a camera that restarted); ids keep counting up."""
-        self._per_class.clear()
+        self._lib = None
         self._ids.clear()
         self._last_stamp = None
         self._gaps.clear()
