@@ -31,6 +31,7 @@ ROSDEP_KEYS = {
     'hypothesis': 'python3-hypothesis',
     'matplotlib': 'python3-matplotlib',
     'numpy': 'python3-numpy',
+    'PIL': 'python3-pil',
     'psutil': 'python3-psutil',
     'pytest': 'python3-pytest',
     'setuptools': 'python3-setuptools',
