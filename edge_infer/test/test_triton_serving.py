@@ -117,9 +117,13 @@ def test_the_candidate_is_measured_beside_the_local_rows(server, tmp_path):
     rows = {r.backend: r for r in run.results}
     assert rows[name].status == 'ok', rows[name].reason
     assert rows[name].runs >= 3 and rows[name].p50_ms > 0
-    assert rows[name].accuracy >= 0.99        # the same library on the server
     assert rows[name].library == 'triton' and rows[name].device.startswith('remote:')
-    assert rows['onnxruntime/cpu/t1'].status == 'ok'
+    local = rows[SERVED]
+    assert local.status == 'ok'
+    # the same library on the server, fed the same input: judged the same against the
+    # authors' preprocessing (the runtime's resize differs from it a little)
+    assert rows[name].accuracy == pytest.approx(local.accuracy, abs=0.01), (
+        rows[name].accuracy, local.accuracy)
     assert run.chosen in rows
 
 
