@@ -25,7 +25,7 @@ def skip_reason() -> str:
         return why
     try:
         import tritonclient.grpc  # noqa: F401
-    except ImportError as exc:
+    except (ImportError, RuntimeError) as exc:     # RuntimeError: no grpc extra
         return f"tritonclient not installed ({exc}): pip install 'tritonclient[grpc]'"
     return ''
 

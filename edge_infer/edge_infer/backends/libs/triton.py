@@ -292,7 +292,7 @@ class TritonBackend(Backend):
         """Return (the model as the server has it, '') or (None, why it is refused)."""
         try:
             import tritonclient.grpc  # noqa: F401
-        except ImportError as exc:
+        except (ImportError, RuntimeError) as exc:   # RuntimeError: installed without grpc
             return None, f'tritonclient not installed ({exc}): {INSTALL}'
         where = f'grpc://{self.host}:{self.port}'
         client = self._client()
