@@ -235,15 +235,19 @@ class _U8Input(_Delayed):
 
 
 def test_candidates_are_ranked_on_preprocessing_plus_run(mobilenet):
-    """A run 2 ms slower wins when its input kind saves 5 ms of CPU preprocessing."""
+    """A run 4 ms slower wins when its input kind saves 10 ms of CPU preprocessing.
+
+    (2 and 5 ms once lost the first check to a robot stage beside 32 client
+    processes on 2 cores: a 2 ms delay was under that load's noise.)
+    """
     spec, path = mobilenet
     frames, what = calibration_frames(1)
     ref = Reference(spec, path, frames, what)
     feeds = ref.first_inputs()
     assert set(feeds) == {'float', 'u8'} and feeds['u8'].dtype == np.uint8
     plain = OrtBackend(intra_op_threads=1).open_session(path)
-    in_graph = _U8Input(OrtBackend(intra_op_threads=1).open_session(path), feeds['float'], 0.002)
-    results = {'plain': CandidateResult('plain', status='ok', preprocess_ms=5.0),
+    in_graph = _U8Input(OrtBackend(intra_op_threads=1).open_session(path), feeds['float'], 0.004)
+    results = {'plain': CandidateResult('plain', status='ok', preprocess_ms=10.0),
                'in-graph': CandidateResult('in-graph', status='ok', input_kind='u8',
                                            preprocess_ms=0.0)}
     try:
@@ -257,5 +261,5 @@ def test_candidates_are_ranked_on_preprocessing_plus_run(mobilenet):
     for r in results.values():
         r.accuracy = 1.0
     best, why = select(results.values())
-    assert best.backend == 'in-graph' and 'preprocess 5.00' in why, why
+    assert best.backend == 'in-graph' and 'preprocess 10.00' in why, why
     assert best.frame_ms == pytest.approx(best.p50_ms)

@@ -72,6 +72,11 @@ class DepthBuffer:
             self._silent = False
             self._arrived.notify_all()
 
+    def newest(self) -> Optional[float]:
+        """Return the newest frame's stamp (seconds), or None before the first."""
+        with self._lock:
+            return self._stamps[-1] if self._stamps else None
+
     def clear(self) -> None:
         """Forget every frame (on deactivation)."""
         with self._lock:

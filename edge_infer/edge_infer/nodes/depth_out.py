@@ -179,6 +179,8 @@ class DepthOutputs:
             values: Dict[str, Any] = dict(self.counts)
         values['depth_topic'] = self.node.resolve_topic_name(self.depth_topic)
         values['camera_info_ok'] = self.intrinsics is not None
+        newest = self.buffer.newest()       # is depth flowing, and how recent is it
+        values['depth_newest_stamp'] = '' if newest is None else f'{newest:.6f}'
         return values
 
 
