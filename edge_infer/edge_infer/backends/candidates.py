@@ -87,4 +87,11 @@ def remote_candidates(cfg: dict, model: str, model_path: pathlib.Path) -> List[B
         return []
     from .libs.triton import triton_candidates
     return list(triton_candidates(cfg['remote_servers'], model, model_path,
-                                  float(cfg.get('remote_timeout_ms', 1000.0))))
+                                  float(cfg.get('remote_timeout_ms', 1000.0)),
+                                  security=security_of(cfg)))
+
+
+def security_of(cfg: dict) -> dict:
+    """Return the TLS files and token of ``cfg`` as TritonBackend's ``security``."""
+    return {k: str(cfg.get(k) or '') for k in ('remote_tls_ca', 'remote_tls_cert',
+                                               'remote_tls_key', 'remote_token')}

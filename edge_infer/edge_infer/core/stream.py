@@ -133,4 +133,5 @@ class StreamStats:
             return {'received': self.received, 'processed': self.processed,
                     'dropped': self.dropped, 'rejected': self.rejected, 'lost': self.lost,
                     'energy_missing': self.energy_missing,
-                    'energy_after_stop': self.energy_after_stop, 'last_error': self.last_error}
+                    'energy_after_stop': self.energy_after_stop, 'last_error': self.last_error,
+                    'fallbacks': self.fallbacks}

@@ -42,6 +42,7 @@ from ..backends.live.choice import LiveChoice
 from ..backends.live.metered import MeteredChoice
 from ..backends.manager import shared_manager
 from ..backends.measure.memory import release_freed_memory
+from ..backends.remote_config import apply_remote
 from ..core.backend import BackendError
 from ..core.cdr import CdrError, parse_compressed_image, parse_image
 from ..core.image import from_compressed, from_raw, ImageError, JPEG_DETECTS_CORRUPTION
@@ -179,6 +180,8 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
         if self._param('energy_metering'):
             self._meter = shared_meter.acquire(None, log=shared_log)
         self._manager = shared_manager(meter=self._meter, log=shared_log)
+        for change in apply_remote(self._manager.config, values):
+            self.get_logger().info(f"remote servers: {change} (the process's manager)")
         forced = '' if self._param('backend') in ('', 'auto') else self._param('backend')
         self._report_pub = self.create_publisher(BackendReport, '~/backend_report', QoSProfile(
             depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,

@@ -10,6 +10,7 @@ config/perception.yaml; `ros2 param describe` shows the descriptions.
 from typing import Any, Mapping
 
 from ..backends.live.rule import LiveSettings
+from ..backends.remote_config import check_remote
 from ..core.tracking import ALGORITHMS, DEFAULT as DEFAULT_TRACKER
 from ..executor.core import POLICIES
 
@@ -77,6 +78,18 @@ PARAMETERS = {
                               'depth_topic'),
     'depth_tolerance_s': (0.05, 'a result takes the depth frame nearest in stamp within this '
                                 'many seconds; none within: counted, no 3D'),
+    'remote_servers': ([''], 'Triton servers (grpc://host:port) whose models are candidates '
+                             "triton/<host>/<model>, added to config/backends.yaml's; "
+                             "[''] = only those (docs/triton.md)"),
+    'remote_timeout_ms': (0.0, 'a remote answer later than this fails its frame (the best '
+                               "local candidate serves it); 0 = config/backends.yaml's"),
+    'remote_tls_ca': ('', "root certificate (PEM) to check a server's TLS certificate; "
+                          "'' = no TLS unless remote_tls_cert is set"),
+    'remote_tls_cert': ('', "this robot's client certificate (PEM), for a server that asks "
+                            "for one (mutual TLS); '' = none"),
+    'remote_tls_key': ('', "the private key (PEM) of remote_tls_cert; '' = none"),
+    'remote_token': ('', "sent with every request as gRPC metadata 'authorization: Bearer "
+                         "<token>'; '' = none (set it from a file or the environment)"),
     'energy_metering': (True, 'attribute energy to each model run: ~/energy publishes an '
                               "EnergyRecord per frame (the result's header); results carry "
                               "the estimator's, a measured one follows them"),
@@ -123,4 +136,5 @@ def check(p: Mapping[str, Any]) -> LiveSettings:
         raise bad('tracker', 'one of ' + ', '.join(repr(t) for t in ('none',) + ALGORITHMS))
     if not p['depth_tolerance_s'] > 0:
         raise bad('depth_tolerance_s', 'a positive number of seconds')
+    check_remote(p)
     return settings

@@ -180,6 +180,13 @@ class PerceptionStatus(_Node):
             values['reselect_share'] = f'{live.overhead():.3f}'
         if live is not None:
             values['runners_up_open'] = len(live.runners)
+            values['fallbacks'] = snap['fallbacks']
+            fell = [s for s in live.switches if s['trigger'] == 'fallback']
+            if fell and live.clock.monotonic() - fell[-1]['t'] < window:
+                st.level = bytes([max(st.level[0], WARN)])
+                st.message = '; '.join(
+                    ([] if st.message in ('ok', 'inactive') else [st.message]) +
+                    [f"{fell[-1]['evidence']}: fell back to {fell[-1]['to']}"])
         if self._extras is not None:
             values.update(self._extras.status())
         # memory per node state: the process's, shared by the nodes it hosts

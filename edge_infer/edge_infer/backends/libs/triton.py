@@ -110,6 +110,7 @@ class TritonSession(Session):
         if model.has_compute:
             self._requested.append(grpcclient.InferRequestedOutput(COMPUTE_OUTPUT))
         self.note = ''
+        self.broken = False     # a frame failed: the server died, stalls or refused
 
     # ------------------------------------------------------------ shared memory
     def _new_pair(self, x: np.ndarray) -> Optional[dict]:
@@ -118,14 +119,16 @@ class TritonSession(Session):
         out_bytes = sum(int(np.prod(s)) * np.dtype(t).itemsize
                         for _, s, t in self._model.outputs)
         tag = f'edge_infer_{os.getpid()}_{next(_ids)}'
+        ask = {'headers': self._backend.headers, 'client_timeout': ASK_TIMEOUT_S}
         handles = []
         try:
             hin = shm.create_shared_memory_region(f'{tag}_in', f'/{tag}_in', x.nbytes)
             handles.append(hin)
             hout = shm.create_shared_memory_region(f'{tag}_out', f'/{tag}_out', out_bytes)
             handles.append(hout)
-            self._client.register_system_shared_memory(f'{tag}_in', f'/{tag}_in', x.nbytes)
-            self._client.register_system_shared_memory(f'{tag}_out', f'/{tag}_out', out_bytes)
+            self._client.register_system_shared_memory(f'{tag}_in', f'/{tag}_in', x.nbytes, **ask)
+            self._client.register_system_shared_memory(f'{tag}_out', f'/{tag}_out', out_bytes,
+                                                       **ask)
         except Exception as exc:  # no /dev/shm in common with the server
             self.note = f'system shared memory refused ({first_line(exc)}): plain gRPC'
             self._drop(tag, handles)
@@ -153,7 +156,9 @@ class TritonSession(Session):
         for suffix in ('_in', '_out'):
             for _ in range(40):     # Triton holds a region a moment after the answer
                 try:
-                    self._client.unregister_system_shared_memory(f'{tag}{suffix}')
+                    self._client.unregister_system_shared_memory(
+                        f'{tag}{suffix}', headers=self._backend.headers,
+                        client_timeout=ASK_TIMEOUT_S)
                     break
                 except Exception as exc:  # in use, never registered, or the server is gone
                     if 'in use' not in str(exc):
@@ -200,15 +205,18 @@ class TritonSession(Session):
             # no gRPC deadline: an expired one would free the regions while the
             # server may still write the answer into them (the next frame's)
             self._client.async_infer(self._model.config['name'], inputs, answered,
-                                     outputs=requested)
+                                     outputs=requested, headers=self._backend.headers)
         except Exception as exc:  # the channel is gone
+            self.broken = True
             if pair is not None:
                 pair['busy'] = False
             raise BackendError(f'{self.backend_name}: {first_line(exc)}') from None
         if not done.wait(self._timeout_s):
+            self.broken = True
             raise BackendError(f'{self.backend_name}: no answer within '
                                f'{self._timeout_s * 1e3:.0f} ms')
         if box.get('error') is not None:
+            self.broken = True
             raise BackendError(f"{self.backend_name}: {first_line(box['error'])}")
         result = box['result']
         if self._model.has_compute:
@@ -218,14 +226,25 @@ class TritonSession(Session):
         return [result.as_numpy(n) for n in self.output_names]
 
     def close(self) -> None:
-        """Unregister and free the shared-memory regions; close the channel."""
-        for pair in self._pairs:
-            self._drop(pair['tag'], (pair['in'], pair['out']))
-        self._pairs = []
-        try:
-            self._client.close()
-        except Exception:  # already closed
-            pass
+        """Unregister and free the shared-memory regions; close the channel.
+
+        After a failed frame (the server died or stalls: the fallback closes
+        this session on the frame thread) that happens in a thread of its own,
+        so the next frame never waits for a server that does not answer.
+        """
+        pairs, self._pairs = self._pairs, []
+
+        def release() -> None:
+            for pair in pairs:
+                self._drop(pair['tag'], (pair['in'], pair['out']))
+            try:
+                self._client.close()
+            except Exception:  # already closed
+                pass
+        if self.broken:
+            threading.Thread(target=release, name='triton-close', daemon=True).start()
+        else:
+            release()
 
 
 class TritonBackend(Backend):
@@ -235,8 +254,14 @@ class TritonBackend(Backend):
     remote = True       # the manager asks available() instead of running the probe model
 
     def __init__(self, url: str, model: str, model_path: Optional[pathlib.Path] = None,
-                 timeout_ms: float = 1000.0, shm: bool = True):
+                 timeout_ms: float = 1000.0, shm: bool = True,
+                 security: Optional[Dict[str, str]] = None):
         self.url = url
+        sec = security or {}
+        self.tls = {k: str(sec.get(f'remote_tls_{k}') or '') for k in ('ca', 'cert', 'key')}
+        self.use_tls = bool(self.tls['ca'] or self.tls['cert'])
+        token = str(sec.get('remote_token') or '')
+        self.headers = {'authorization': f'Bearer {token}'} if token else None
         self.host, self.port = parse_url(url)
         self.model = model
         self.model_path = pathlib.Path(model_path) if model_path else None
@@ -247,6 +272,10 @@ class TritonBackend(Backend):
         self.device = f'remote:{self.host}:{self.port}'
         self.tensor_passing = ('system shared memory (same host), header over gRPC'
                                if self.use_shm else 'gRPC (tensors serialized)')
+        if self.use_tls:
+            self.tensor_passing += ', TLS'
+        elif not is_loopback(self.host):
+            self.tensor_passing += ', WARNING: no TLS on a non-loopback address'
         self._sha = ''
         self._seen: Optional[_Model] = None
         self._asked = False
@@ -256,8 +285,14 @@ class TritonBackend(Backend):
         import tritonclient.grpc as grpcclient
         # never through an HTTP proxy of the environment: gRPC would take
         # http_proxy for any non-local server (seen here: a 404 from the proxy)
+        tls = {}
+        if self.use_tls:
+            tls = {'ssl': True, 'root_certificates': self.tls['ca'] or None,
+                   'private_key': self.tls['key'] or None,
+                   'certificate_chain': self.tls['cert'] or None}
         return grpcclient.InferenceServerClient(f'{self.host}:{self.port}',
-                                                channel_args=[('grpc.enable_http_proxy', 0)])
+                                                channel_args=[('grpc.enable_http_proxy', 0)],
+                                                **tls)
 
     def _local_sha(self) -> str:
         if not self._sha and self.model_path is not None and self.model_path.is_file():
@@ -276,7 +311,7 @@ class TritonBackend(Backend):
             self._asked = True
             self._seen, _ = self._ask()
         return {'url': f'grpc://{self.host}:{self.port}', 'model': self.model,
-                'transport': 'shm' if self.use_shm else 'grpc',
+                'transport': 'shm' if self.use_shm else 'grpc', 'tls': self.use_tls,
                 'served_by': self._seen.served_by if self._seen else '',
                 'timeout_ms': self.timeout_ms}
 
@@ -298,25 +333,27 @@ class TritonBackend(Backend):
         client = self._client()
         try:
             try:
-                meta = client.get_server_metadata(as_json=True, client_timeout=ASK_TIMEOUT_S)
+                meta = client.get_server_metadata(as_json=True, client_timeout=ASK_TIMEOUT_S,
+                                                  headers=self.headers)
             except Exception as exc:  # refused, unreachable, timed out
                 return None, f'Triton server {where} is down or unreachable: {first_line(exc)}'
             self._server_version = str(meta.get('version', ''))
             try:
-                ready = client.is_model_ready(self.model, client_timeout=ASK_TIMEOUT_S)
+                ready = client.is_model_ready(self.model, client_timeout=ASK_TIMEOUT_S,
+                                              headers=self.headers)
             except Exception:  # an unknown model is an error on some versions
                 ready = False
             if not ready:
                 try:
-                    index = client.get_model_repository_index(as_json=True,
-                                                              client_timeout=ASK_TIMEOUT_S)
+                    index = client.get_model_repository_index(
+                        as_json=True, client_timeout=ASK_TIMEOUT_S, headers=self.headers)
                     names = sorted(m['name'] for m in index.get('models', []))
                 except Exception:  # listing may be restricted
                     names = []
                 return None, (f"refused: {where} does not serve '{self.model}' (serves: "
                               f"{', '.join(names) or 'nothing it lists'})")
             got = client.get_model_config(self.model, as_json=True,
-                                          client_timeout=ASK_TIMEOUT_S)
+                                          client_timeout=ASK_TIMEOUT_S, headers=self.headers)
         finally:
             client.close()
         model = _Model(got.get('config', got))
@@ -353,6 +390,12 @@ class TritonBackend(Backend):
 
 
 def triton_candidates(servers, model: str, model_path: pathlib.Path,
-                      timeout_ms: float = 1000.0) -> List[TritonBackend]:
-    """Return one candidate per server URL for a model (ValueError for a bad URL)."""
-    return [TritonBackend(url, model, model_path, timeout_ms) for url in servers or ()]
+                      timeout_ms: float = 1000.0,
+                      security: Optional[Dict[str, str]] = None) -> List[TritonBackend]:
+    """Return one candidate per server URL for a model (ValueError for a bad URL).
+
+    ``security``: remote_tls_ca / remote_tls_cert / remote_tls_key (PEM file
+    paths) and remote_token, as in config/backends.yaml.
+    """
+    return [TritonBackend(url, model, model_path, timeout_ms, security=security)
+            for url in servers or ()]

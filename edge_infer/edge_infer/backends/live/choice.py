@@ -169,6 +169,7 @@ class LiveChoice:
             self.load_watch.start()
             self.looks.watching = True
             self.hours.cue(self.clock.monotonic())      # a fresh choice: look for a while
+            self.hours.standby = (chosen.backend if chosen else '').startswith('triton/')
             if not self.hours.lazy:     # always open; else the first frame opens them
                 self._spawn(self._open_runners, 'runners')      # within the memory budget
 
@@ -351,6 +352,7 @@ class LiveChoice:
             self.drift.rebase(expected_ms if expected_ms is not None else
                               res.p50_ms if res else self.drift.expected_ms)
         self.hours.cue(self.clock.monotonic())
+        self.hours.standby = new.startswith('triton/')     # a server: the runners-up stay open
         self.switches.append({'t': self.clock.monotonic(), 'from': old, 'to': new,
                               'trigger': trigger, 'evidence': evidence})
         if trigger == 'fallback':

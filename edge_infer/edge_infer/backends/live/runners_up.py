@@ -296,7 +296,10 @@ class RunnerHours:
     look after a fresh choice, a cue that the load changed, a drift alarm or
     a switch, and every ``runners_recheck_s``: until the look is answered
     (:meth:`answered`) or ``runners_idle_s`` has passed, whichever is first;
-    then closed until the next. 0: open all the time. Reads no clock.
+    then closed until the next. 0: open all the time. While ``standby`` (the
+    chosen backend is a server on the network) they stay open: the best local
+    one takes a frame at once when the server dies or stalls (a fallback that
+    had to open a session took 20-30 ms more here). Reads no clock.
     """
 
     def __init__(self, settings: LiveSettings):
@@ -305,6 +308,7 @@ class RunnerHours:
         self.next_check = float('inf')  # the next look without a cue
         self.since = float('-inf')      # the current look began then (its pairs count)
         self.answered_at = float('-inf')    # the last look that was answered ended then
+        self.standby = False    # the chosen one is remote: keep them open
 
     @property
     def lazy(self) -> bool:
@@ -328,6 +332,8 @@ class RunnerHours:
         """
         if not self.lazy:
             return None
+        if self.standby:
+            return 'open' if not pool else None
         want = self.want_open(now)
         if want and not pool:
             return 'open'

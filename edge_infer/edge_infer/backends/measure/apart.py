@@ -54,6 +54,7 @@ class MeasuringChild:
         self._lock = threading.Lock()
         self._timer: Optional[threading.Timer] = None
         self.started = 0        # children started (a test and the log read it)
+        self._sent: dict = {}   # the config the running child was started with
 
     def profile(self, spec, model_path: pathlib.Path, cancel=None,
                 progress: Optional[Callable[[dict], None]] = None, **kwargs):
@@ -80,7 +81,9 @@ class MeasuringChild:
 
     def _start(self) -> Tuple[subprocess.Popen, Connection]:
         if self._proc is not None and self._conn is not None and self._proc.poll() is None:
-            return self._proc, self._conn
+            if self._sent == self.manager.config:
+                return self._proc, self._conn
+            self._kill()    # a node changed the config (its remote servers): a fresh child
         mine, theirs = socket.socketpair()
         m = self.manager
         try:
@@ -91,6 +94,7 @@ class MeasuringChild:
         finally:
             theirs.close()
         conn = self._conn = Connection(mine.detach())
+        self._sent = dict(m.config)
         conn.send({'cache_dir': str(m.cache_dir), 'config': m.config,
                    'threads': m.thread_budget, 'why': m.thread_budget_why,
                    'metered': m.meter is not None, 'parent': os.getpid()})
