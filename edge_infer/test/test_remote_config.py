@@ -57,7 +57,7 @@ def test_the_node_adds_servers_and_replaces_the_rest(tmp_path):
     cands = remote_candidates(cfg, 'nanodet', tmp_path / 'nanodet.onnx')
     assert [c.name for c in cands] == ['triton/a/nanodet', 'triton/b:9001/nanodet']
     assert all(c.use_tls and c.timeout_ms == 80.0 for c in cands)
-    assert cands[0].headers == {'authorization': 'Bearer s3cret'}
+    assert cands[0].headers['authorization'] == 'Bearer s3cret'
     assert 'TLS' in cands[0].tensor_passing
 
 

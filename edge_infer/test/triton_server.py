@@ -68,11 +68,14 @@ class Running:
 
 @contextlib.contextmanager
 def served(root: pathlib.Path, models: Dict[str, str], max_batch: int = 8,
-           queue_delay_us: int = 100, port: int = 0) -> Iterator[Running]:
-    """Serve ``models`` ({registry name: servable backend}) on loopback; stop on exit."""
+           queue_delay_us: int = 100, port: int = 0, **security: str) -> Iterator[Running]:
+    """Serve ``models`` ({registry name: servable backend}) on loopback; stop on exit.
+
+    ``security``: serve.Server's tls_cert, tls_key, tls_client_ca, token.
+    """
     env = server_env.ensure(log=lambda line: None)
     repo = write_repo(root, models, max_batch, queue_delay_us)
-    server = serve.Server(env, repo, port or free_port(), '127.0.0.1').start()
+    server = serve.Server(env, repo, port or free_port(), '127.0.0.1', **security).start()
     try:
         yield Running(server, server.wait_ready())
     finally:

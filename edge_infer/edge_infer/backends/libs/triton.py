@@ -261,7 +261,12 @@ class TritonBackend(Backend):
         self.tls = {k: str(sec.get(f'remote_tls_{k}') or '') for k in ('ca', 'cert', 'key')}
         self.use_tls = bool(self.tls['ca'] or self.tls['cert'])
         token = str(sec.get('remote_token') or '')
-        self.headers = {'authorization': f'Bearer {token}'} if token else None
+        # 'authorization' for a gateway in front of the server; Triton's own check
+        # (--grpc-restricted-protocol, edge_infer serve --token-file) reads its key
+        # with this prefix
+        self.headers = {'authorization': f'Bearer {token}',
+                        'triton-grpc-protocol-authorization': f'Bearer {token}'} \
+            if token else None
         self.host, self.port = parse_url(url)
         self.model = model
         self.model_path = pathlib.Path(model_path) if model_path else None
@@ -335,7 +340,11 @@ class TritonBackend(Backend):
             try:
                 meta = client.get_server_metadata(as_json=True, client_timeout=ASK_TIMEOUT_S,
                                                   headers=self.headers)
-            except Exception as exc:  # refused, unreachable, timed out
+            except Exception as exc:  # refused, unreachable, timed out, no token
+                if 'restricted' in str(exc) or 'UNAUTHENTICATED' in str(exc):
+                    return None, (f'refused: {where} wants a token (remote_token), '
+                                  f"{'and this one is not it' if self.headers else 'none set'}: "
+                                  f'{first_line(exc)}')
                 return None, f'Triton server {where} is down or unreachable: {first_line(exc)}'
             self._server_version = str(meta.get('version', ''))
             try:

@@ -3,6 +3,7 @@
 
     edge_infer serve [--models nanodet,mobilenet_v2] [--max-batch 8] [--queue-delay-us 100]
                      [--instances 1] [--address 0.0.0.0] [--grpc-port 8001] [--repo DIR]
+                     [--tls-cert C --tls-key K [--tls-client-ca CA]] [--token-file F]
     edge_infer serve --write-repo DIR [--backend auto|onnxruntime|openvino]
 
 The engine is the ``tritonserver`` binary nvidia-pytriton bundles, run from
@@ -30,6 +31,8 @@ from .served_model import servable
 Log = Callable[[str], None]
 READY_LINE = 'Started GRPCInferenceService at'
 PYTHON_SHM_BYTES = 16 << 20     # the Python backend's region per model instance
+TOKEN_PROTOCOLS = ('health,metadata,inference,shared-memory,model-config,model-repository,'
+                   'statistics,trace,logging')
 
 
 def source_link(root: pathlib.Path) -> pathlib.Path:
@@ -74,8 +77,12 @@ class Server:
     """A tritonserver process serving a repository (started, awaited, stopped)."""
 
     def __init__(self, env: server_env.ServerEnv, repo: pathlib.Path, grpc_port: int = 8001,
-                 address: str = '0.0.0.0', log_path: Optional[pathlib.Path] = None):
+                 address: str = '0.0.0.0', log_path: Optional[pathlib.Path] = None,
+                 tls_cert: str = '', tls_key: str = '', tls_client_ca: str = '',
+                 token: str = ''):
         self.env, self.repo, self.port, self.address = env, repo, grpc_port, address
+        self.tls_cert, self.tls_key, self.tls_client_ca = tls_cert, tls_key, tls_client_ca
+        self.token = token
         self.log_path = log_path or repo.parent / f'tritonserver_{grpc_port}.log'
         self.proc: Optional[subprocess.Popen] = None
 
@@ -87,7 +94,20 @@ class Server:
                 '--allow-http', 'false', '--allow-metrics', 'false',
                 '--backend-config', f'python,shm-default-byte-size={PYTHON_SHM_BYTES}',
                 '--backend-config', f'python,shm-growth-byte-size={PYTHON_SHM_BYTES}',
-                '--exit-on-error', 'true', '--log-verbose', '0']
+                '--exit-on-error', 'true', '--log-verbose', '0'] + self.security_args()
+
+    def security_args(self) -> List[str]:
+        """Return the TLS and token flags (none without --tls-cert or a token)."""
+        out: List[str] = []
+        if self.tls_cert:
+            out += ['--grpc-use-ssl', 'true', '--grpc-server-cert', self.tls_cert,
+                    '--grpc-server-key', self.tls_key]
+            if self.tls_client_ca:      # mutual TLS: robots show a certificate it signed
+                out += ['--grpc-use-ssl-mutual', 'true', '--grpc-root-cert', self.tls_client_ca]
+        if self.token:      # every gRPC protocol wants 'authorization: Bearer <token>'
+            out.append(f'--grpc-restricted-protocol={TOKEN_PROTOCOLS}:authorization=Bearer '
+                       f'{self.token}')
+        return out
 
     def start(self) -> 'Server':
         """Start the server process (its output goes to ``log_path``)."""
@@ -130,6 +150,16 @@ class Server:
         except subprocess.TimeoutExpired:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
+
+
+def exposure(address: str, tls: bool, token: bool) -> str:
+    """Return what a listener on ``address`` exposes ('' on loopback or with TLS)."""
+    if address in ('127.0.0.1', 'localhost', '::1') or address.startswith('127.'):
+        return ''
+    if not tls:
+        return ('without TLS: the frames and results cross the network in clear' +
+                (', the token too' if token else ', and anyone on it can use the server'))
+    return ''
 
 
 def failure(log: str) -> str:
@@ -214,7 +244,17 @@ def main(argv=None) -> int:
                     help='--write-repo: auto (the measured choice) | onnxruntime | openvino; '
                          'serving: auto or a servable candidate, e.g. onnxruntime/cpu/t1')
     ap.add_argument('--no-cache', action='store_true', help='measure again')
+    ap.add_argument('--tls-cert', default='', help='gRPC over TLS: the server certificate (PEM)')
+    ap.add_argument('--tls-key', default='', help='gRPC over TLS: its private key (PEM)')
+    ap.add_argument('--tls-client-ca', default='',
+                    help='mutual TLS: robots must show a certificate this CA (PEM) signed')
+    ap.add_argument('--token-file', type=pathlib.Path, default=None,
+                    help="a file holding a token every request must carry as 'authorization: "
+                         "Bearer <token>' (the robot's remote_token)")
     args = ap.parse_args(argv)
+    if bool(args.tls_cert) != bool(args.tls_key) or (args.tls_client_ca and not args.tls_cert):
+        ap.error('--tls-cert and --tls-key go together; --tls-client-ca needs them')
+    token = args.token_file.read_text().strip() if args.token_file else ''
     if args.max_batch < 0 or args.queue_delay_us < 0 or args.instances < 1:
         ap.error('--max-batch and --queue-delay-us must be >= 0, --instances >= 1')
     from ...backends.config import load_config
@@ -242,10 +282,13 @@ def main(argv=None) -> int:
     repo = args.repo or server_env.home() / 'repo'
     build_served_repo(repo, models, manager, args.max_batch, args.queue_delay_us,
                       args.instances, print, not args.no_cache, force)
-    if args.address not in ('127.0.0.1', 'localhost', '::1'):
-        print(f'[serve] WARNING: gRPC on {args.address}:{args.grpc_port} without TLS or a '
-              'token: anyone on the network can use it (docs/triton.md, security)')
-    server = Server(env, repo, args.grpc_port, args.address).start()
+    warning = exposure(args.address, bool(args.tls_cert), bool(token))
+    if warning:
+        print(f'[serve] WARNING: gRPC on {args.address}:{args.grpc_port} {warning} '
+              '(docs/triton.md, security)')
+    server = Server(env, repo, args.grpc_port, args.address, tls_cert=args.tls_cert,
+                    tls_key=args.tls_key, tls_client_ca=args.tls_client_ca,
+                    token=token).start()
     try:
         took = server.wait_ready()
         print(f'[serve] ready in {took:.1f} s: grpc://{args.address}:{args.grpc_port}, '
