@@ -222,3 +222,16 @@ def test_a_first_start_settles_through_the_child(tmp_path, mobilenet):
     assert not live.provisional and live.run.chosen == live.backend_name
     assert mgr.apart.started >= 1
     live.close()
+
+
+def test_a_config_that_changed_starts_a_fresh_child(tmp_path):
+    mgr, _ = _manager(tmp_path)
+    try:
+        first, _ = mgr.apart._start()
+        assert mgr.apart._start()[0] is first and mgr.apart.started == 1
+        mgr.config['remote_servers'] = ['grpc://127.0.0.1:1']    # a node added its server
+        second, _ = mgr.apart._start()
+        assert second is not first and mgr.apart.started == 2
+        assert first.poll() is not None     # the old child, with the old config, is gone
+    finally:
+        mgr.apart.close()
