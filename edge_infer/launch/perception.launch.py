@@ -39,6 +39,7 @@ import pathlib
 import signal
 
 from edge_infer import graph, paths, procs
+from edge_infer.backends.remote_config import from_argument
 from edge_infer.supervise import RespawnPolicy, Supervisor
 from edge_infer.validate import check_arguments
 from launch import LaunchDescription
@@ -63,6 +64,8 @@ ARGUMENTS = {
                     "'-' = the params file's)"),
     'camera_info_topic': ('-', "the depth camera's CameraInfo ('' = beside depth_topic, "
                           "'-' = the params file's)"),
+    'remote_servers': ('-', 'comma-separated Triton servers (grpc://host:port) of every '
+                       "perception node ('' = none, '-' = the params file's; docs/triton.md)"),
     'nodes': ('', "comma-separated perception nodes to host ('' = the params file's)"),
     'namespace': ('', 'namespace of every node'),
     'params_file': ('', "params file ('' = the package's config/perception.yaml)"),
@@ -116,11 +119,14 @@ def _processes(context):
         return LaunchConfiguration(name).perform(context)
     checked = check_arguments({k: arg(k) for k in ARGUMENTS})
     policy = arg('executor_policy')
+    node_params = {k: arg(k) for k in ('tracker', 'depth_topic', 'camera_info_topic')
+                   if arg(k) != '-'}
+    servers = from_argument(arg('remote_servers'))
+    if servers is not None:
+        node_params['remote_servers'] = servers
     plans = graph.plan(camera_topic=arg('camera_topic'), objective=arg('objective'),
                        executor_policy=None if policy == '-' else policy,
-                       node_params={k: arg(k) for k in ('tracker', 'depth_topic',
-                                                        'camera_info_topic')
-                                    if arg(k) != '-'},
+                       node_params=node_params,
                        nodes=[n for n in arg('nodes').split(',') if n],
                        namespace=arg('namespace'),
                        params_file=pathlib.Path(arg('params_file')) if arg('params_file')

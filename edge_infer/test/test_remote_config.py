@@ -1,9 +1,10 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
 """The remote servers' settings: the node's parameters over config/backends.yaml (no server)."""
 
+from edge_infer import graph
 from edge_infer.backends.candidates import remote_candidates
 from edge_infer.backends.config import DEFAULTS
-from edge_infer.backends.remote_config import apply_remote, check_remote, KEYS
+from edge_infer.backends.remote_config import apply_remote, check_remote, from_argument, KEYS
 from edge_infer.nodes.perception_params import check, PARAMETERS
 import pytest
 
@@ -66,3 +67,13 @@ def test_no_tls_on_a_network_address_is_said():
                               'nanodet', None)
     assert 'no TLS on a non-loopback address' in cands[0].tensor_passing
     assert cands[0].headers is None
+
+
+def test_the_launch_argument_sets_every_perception_node():
+    assert from_argument('-') is None and from_argument('') == ['']
+    servers = from_argument('grpc://gpu:8001, grpc://b:9001')
+    assert servers == ['grpc://gpu:8001', 'grpc://b:9001']
+    (p,) = graph.plan(node_params={'remote_servers': servers})
+    assert p.params['detector']['ros__parameters']['remote_servers'] == servers
+    with pytest.raises(graph.GraphError, match='grpc://host:port'):
+        graph.plan(node_params={'remote_servers': ['http://gpu:8000']})

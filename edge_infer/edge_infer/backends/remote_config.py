@@ -10,7 +10,7 @@ servers are added to the file's, and a value it sets replaces the file's.
 """
 
 import pathlib
-from typing import Any, Dict, List, Mapping
+from typing import Any, Dict, List, Mapping, Optional
 
 from .libs.triton import parse_url
 
@@ -22,6 +22,16 @@ FILES = ('remote_tls_ca', 'remote_tls_cert', 'remote_tls_key')
 def servers(p: Mapping[str, Any]) -> List[str]:
     """Return the non-empty server URLs of ``p['remote_servers']`` ([''] is ROS's empty list)."""
     return [str(u) for u in (p.get('remote_servers') or ()) if u]
+
+
+def from_argument(value: str) -> Optional[List[str]]:
+    """Return the launch argument ``remote_servers`` as the parameter (None for '-').
+
+    Comma-separated URLs; '' = none (ROS's empty string list: ['']).
+    """
+    if value.strip() == '-':
+        return None
+    return [u.strip() for u in value.split(',') if u.strip()] or ['']
 
 
 def check_remote(p: Mapping[str, Any]) -> None:
