@@ -13,6 +13,8 @@ have something to take away:
   locally; the count and the line say so;
 - a slow network (a delay proxy, tensors over gRPC through it): +40 ms moves
   the choice to local within 5 s, and its removal moves it back within 5 s.
+- a server that comes back after a kill is asked again (``remote_retry_s``)
+  and chosen again where it wins.
 """
 
 import os
@@ -134,3 +136,33 @@ def test_a_slow_network_moves_the_choice_to_local_and_back(tmp_path, nanodet, fr
     assert moves[0][0] == LOCAL and moves[-1][0].startswith('triton/'), moves
     print(f'slow network: on local {t_local - t_slow:.2f} s after +40 ms, back on the server '
           f'{t_back - t_fast:.2f} s after its removal; {len(served)} frames')
+
+
+def test_a_server_that_comes_back_is_chosen_again(tmp_path, nanodet, frames):
+    warns, served = [], []
+    port = triton_server.free_port()
+    with triton_server.served(tmp_path / 'a', {'nanodet': SERVED}, port=port) as server:
+        url = server.url
+        # the node's defaults look at the runners-up for 30 s after a cue and every
+        # 120 s; shortened here, with the retry of a failed server (30 s by default)
+        live = start(WeakRobot(tmp_path / 'cache', url), *nanodet, warns.append,
+                     runners_idle_s=2.0, runners_recheck_s=3.0, remote_retry_s=1.0)
+        try:
+            feed(live, frames, served, lambda: len(served) > 10, 20.0)
+            os.killpg(server.server.proc.pid, signal.SIGKILL)
+            feed(live, frames, served, lambda: live.backend_name == LOCAL, 10.0)
+        except BaseException:
+            live.close()
+            raise
+    assert live.backend_name == LOCAL, live.switches
+    try:
+        with triton_server.served(tmp_path / 'b', {'nanodet': SERVED}, port=port):
+            t_up = time.monotonic()
+            feed(live, frames, served, lambda: live.backend_name.startswith('triton/'), 30.0)
+            back = live.backend_name
+    finally:
+        live.close()
+    triggers = [(s['to'], s['trigger']) for s in live.switches]
+    assert back.startswith('triton/'), (triggers, warns[-3:])
+    assert triggers[0] == (LOCAL, 'fallback') and triggers[-1][1] == 'online', triggers
+    print(f'server back: chosen again {time.monotonic() - t_up:.1f} s after its restart')

@@ -45,7 +45,7 @@ from .background import BackgroundWork
 from .budget import RunnerBudget
 from .context import ChoiceContext, Log
 from .drift import DriftMonitor, Reevaluated, Reevaluation
-from .fallback import next_best
+from .fallback import Failures, next_best
 from .load_watch import Foreign, LoadWatch, Observer
 from .looks import RunnerLooks
 from .pacing import Pacing
@@ -100,7 +100,7 @@ class LiveChoice:
         self._can_fall_back = True          # False for a fixed executor backend
         self.drift: Optional[DriftMonitor] = None
         self.switches: List[dict] = []      # every switch: time, from, to, trigger, evidence
-        self._failed: set = set()
+        self._failed = Failures(self.clock, self.settings.remote_retry_s)
         self.runners = RunnerPool(self.settings)
         self.hours = RunnerHours(self.settings)
         self._drift_look = float('-inf')    # a drift alarm's look began then

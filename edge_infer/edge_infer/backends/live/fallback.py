@@ -5,7 +5,7 @@ The frame is then run again on it (:meth:`.choice.LiveChoice.infer`): no
 frame is lost. An open runner-up takes over without opening a session.
 """
 
-from typing import Optional, Set, Tuple
+from typing import Dict, Optional, Tuple
 
 from .context import ChoiceContext
 from .runners_up import RunnerPool
@@ -14,7 +14,33 @@ from ...core.backend import first_line
 from ...core.model import Model
 
 
-def next_best(ctx: ChoiceContext, run: ProfileRun, failed: Set[str], pool: RunnerPool,
+class Failures:
+    """The backends that raised: left out for good, a server for ``retry_s`` only.
+
+    A local library that raised (a driver gone, a device lost) stays out. A
+    Triton server (``triton/...``) is mostly restarted or reachable again
+    after a while, so ``retry_s`` after its failure it is a candidate again:
+    the next look at the runners-up asks it, and the online re-selection
+    moves back to it where it wins. Used like a set (``in``, ``add``).
+    """
+
+    def __init__(self, clock, retry_s: float = 30.0):
+        self.clock, self.retry_s = clock, float(retry_s)
+        self._at: Dict[str, float] = {}
+
+    def add(self, name: str) -> None:
+        """Record that ``name`` raised now."""
+        self._at[name] = self.clock.monotonic()
+
+    def __contains__(self, name: object) -> bool:
+        at = self._at.get(str(name))
+        if at is None:
+            return False
+        return not (str(name).startswith('triton/') and
+                    self.clock.monotonic() - at >= self.retry_s)
+
+
+def next_best(ctx: ChoiceContext, run: ProfileRun, failed: 'Failures', pool: RunnerPool,
               model: Model, exc: Exception) -> Optional[Tuple[str, Model, str]]:
     """Return (backend, a model serving on it, evidence) after ``model`` raised ``exc``.
 

@@ -164,6 +164,7 @@ class LiveSettings:
     provisional: bool = True            # incomplete profile: serve at once, profile behind
     profile_after_s: float = 3.0        # ... from the first frame served, or after this long
     settle_first: bool = True           # ... the likely winners first, the rest after (settle.py)
+    remote_retry_s: float = 30.0        # a server that failed is a candidate again after this
 
     def check(self, names: Optional[Dict[str, str]] = None) -> 'LiveSettings':
         """Raise ValueError naming the first bad setting; return self.
