@@ -31,7 +31,8 @@ import pytest
 import triton_server
 
 WHY = triton_server.skip_reason()
-pytestmark = pytest.mark.skipif(bool(WHY), reason=WHY or 'the bundled server runs here')
+pytestmark = [pytest.mark.skipif(bool(WHY), reason=WHY or 'the bundled server runs here'),
+              pytest.mark.slow]     # real servers started and stopped: 8-12 s a test
 
 
 @pytest.fixture(scope='module')

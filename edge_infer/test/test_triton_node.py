@@ -25,7 +25,8 @@ from sensor_msgs.msg import Image
 import triton_server
 
 WHY = triton_server.skip_reason()
-pytestmark = pytest.mark.skipif(bool(WHY), reason=WHY or 'the bundled server runs here')
+pytestmark = [pytest.mark.skipif(bool(WHY), reason=WHY or 'the bundled server runs here'),
+              pytest.mark.slow]     # real servers started and stopped: 8-12 s a test
 
 
 def test_the_node_chooses_its_server_and_falls_back_when_it_dies(ros, tmp_path,
