@@ -38,7 +38,7 @@ import math
 import statistics
 import threading
 import time
-from typing import Callable, Optional, Set, Tuple
+from typing import Callable, Container, Optional, Tuple
 
 from .context import ChoiceContext
 from ..measure.profiling import ProfileRun
@@ -148,7 +148,8 @@ class Reevaluation:
     """
 
     def __init__(self, ctx: ChoiceContext,
-                 current: Callable[[], Tuple[Optional[ProfileRun], Set[str]]], observer=None):
+                 current: Callable[[], Tuple[Optional[ProfileRun], Container[str]]],
+                 observer=None):
         self.ctx = ctx
         self._current = current
         self._observer = observer
