@@ -31,11 +31,17 @@ def test_the_defaults_pass_and_change_nothing():
 @pytest.mark.parametrize('over, says', [
     ({'remote_servers': ['http://box:8000']}, 'grpc://host:port'),
     ({'remote_timeout_ms': -1.0}, 'remote_timeout_ms'),
+    ({'remote_retry_s': 0.0}, "'remote_retry_s' is 0.0"),
     ({'remote_tls_ca': '/nonexistent/ca.pem'}, 'no such file'),
 ])
 def test_a_bad_remote_parameter_is_named(over, says):
     with pytest.raises(ValueError, match=says):
         check(_node(**over))
+
+
+def test_the_retry_reaches_the_run_time_choice():
+    assert check(_node(remote_retry_s=5.0)).remote_retry_s == 5.0
+    assert check(_node()).remote_retry_s == 30.0
 
 
 def test_a_client_certificate_needs_its_key(tmp_path):

@@ -83,6 +83,9 @@ PARAMETERS = {
                              "[''] = only those (docs/triton.md)"),
     'remote_timeout_ms': (0.0, 'a remote answer later than this fails its frame (the best '
                                "local candidate serves it); 0 = config/backends.yaml's"),
+    'remote_retry_s': (30.0, 'a server that failed mid-stream (down, stalled) is a candidate '
+                             'again after this many seconds (a local library that raised '
+                             'stays out)'),
     'remote_tls_ca': ('', "root certificate (PEM) to check a server's TLS certificate; "
                           "'' = no TLS unless remote_tls_cert is set"),
     'remote_tls_cert': ('', "this robot's client certificate (PEM), for a server that asks "
@@ -117,7 +120,8 @@ def check(p: Mapping[str, Any]) -> LiveSettings:
         min_accuracy=p['min_accuracy'], latency_percentile=p['latency_percentile'],
         drift_threshold=p['drift_threshold'], drift_window_s=p['drift_window_s'],
         duty=p['reselect_duty'], serve=p['reselect_serve'], runners_idle_s=p['reselect_idle_s'],
-        runners_memory_mb=p['reselect_memory_mb'], provisional=p['provisional'])
+        runners_memory_mb=p['reselect_memory_mb'], provisional=p['provisional'],
+        remote_retry_s=p['remote_retry_s'])
     settings.check({'duty': 'reselect_duty', 'runners_idle_s': 'reselect_idle_s',
                     'runners_memory_mb': 'reselect_memory_mb'})
     for key in ('diagnostics_period', 'debug_image_rate_hz', 'top_k'):

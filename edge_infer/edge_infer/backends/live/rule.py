@@ -196,6 +196,8 @@ class LiveSettings:
             raise bad('confirm_pairs', f'0 (one look) or {self.min_pairs} to {self.max_pairs}')
         if self.dwell_s < 0:
             raise bad('dwell_s', '0 or more seconds')
+        if not self.remote_retry_s > 0:
+            raise bad('remote_retry_s', 'a positive number of seconds')
         if self.runners_idle_s < 0:
             raise bad('runners_idle_s', '0 (always open) or more seconds')
         if self.runners_idle_s and self.runners_recheck_s <= self.runners_idle_s:
