@@ -15,7 +15,6 @@ launch_testing cannot be installed one test stands in, skipped with the reason.
 
 import collections
 import os
-import pathlib
 import threading
 import time
 import unittest
@@ -34,42 +33,20 @@ if launch_testing is None:
         pytest.skip('launch_testing is not installable here (no ROS 2 apt packages); '
                     'test_depth_node.py covers the node with depth on this machine')
 else:
-    import launch
-    from launch.actions import (IncludeLaunchDescription, RegisterEventHandler,
-                                SetEnvironmentVariable, ExecuteProcess)
-    from launch.event_handlers import OnProcessIO
-    from launch.launch_description_sources import PythonLaunchDescriptionSource
-    import launch_testing.actions
     import launch_testing.asserts
 
     from edge_infer import data, paths, procs  # noqa: I100
     from edge_infer.testing.launching import Listener
-    from test_launch_perception import _when_active, wait_for_playback
+    from test_launch_perception import graph_with_bag, wait_for_playback
 
-    LAUNCH = pathlib.Path(__file__).resolve().parents[1] / 'launch' / 'perception.launch.py'
     BAG = paths.bags_dir() / data.DEPTH_BAG
     DOMAIN = procs.free_domain_id(os.getpid() + 7)
 
     @pytest.mark.launch_test
     def generate_test_description():
         """Bring up the detector with depth (autostart); play the depth bag once it is active."""
-        env = procs.ros_env(DOMAIN)
-        setup = [SetEnvironmentVariable(k, env[k]) for k in
-                 ('ROS_DOMAIN_ID', 'ROS_AUTOMATIC_DISCOVERY_RANGE',
-                  'FASTRTPS_DEFAULT_PROFILES_FILE')]
-        perception = IncludeLaunchDescription(
-            PythonLaunchDescriptionSource(str(LAUNCH)),
-            launch_arguments={'autostart': 'true', 'nodes': 'detector',
-                              'depth_topic': '/camera/depth/image_raw'}.items())
-        player = ExecuteProcess(cmd=procs.bag_player_cmd(BAG), name='bag_player',
-                                output='screen')
-        started = _when_active(player)
-        return launch.LaunchDescription([
-            *setup,
-            perception,
-            RegisterEventHandler(OnProcessIO(on_stdout=started, on_stderr=started)),
-            launch_testing.actions.ReadyToTest(),
-        ]), {'player': player}
+        return graph_with_bag(DOMAIN, BAG, nodes='detector',
+                              depth_topic='/camera/depth/image_raw')
 
     class TestTracksAnd3D(unittest.TestCase):
         """Ids on the 2D boxes, stable over frames; 3D with the same ids at the wall's distance."""

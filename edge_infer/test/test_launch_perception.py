@@ -83,17 +83,19 @@ else:
             return None
         return on_output
 
-    @pytest.mark.launch_test
-    def generate_test_description():
-        """Bring up the graph (autostart); play the demo bag once every node is active."""
-        env = procs.ros_env(DOMAIN)
+    def graph_with_bag(domain: int, bag: pathlib.Path, **arguments: str):
+        """Return the launch file (autostart, ``arguments``) and a player of ``bag``.
+
+        The player starts once every node is active; the context names it 'player'.
+        """
+        env = procs.ros_env(domain)
         setup = [SetEnvironmentVariable(k, env[k]) for k in
                  ('ROS_DOMAIN_ID', 'ROS_AUTOMATIC_DISCOVERY_RANGE',
                   'FASTRTPS_DEFAULT_PROFILES_FILE')]
         perception = IncludeLaunchDescription(
             PythonLaunchDescriptionSource(str(LAUNCH)),
-            launch_arguments={'autostart': 'true'}.items())
-        player = ExecuteProcess(cmd=procs.bag_player_cmd(BAG), name='bag_player',
+            launch_arguments={'autostart': 'true', **arguments}.items())
+        player = ExecuteProcess(cmd=procs.bag_player_cmd(bag), name='bag_player',
                                 output='screen')
         started = _when_active(player)
         return launch.LaunchDescription([
@@ -102,6 +104,11 @@ else:
             RegisterEventHandler(OnProcessIO(on_stdout=started, on_stderr=started)),
             launch_testing.actions.ReadyToTest(),
         ]), {'player': player}
+
+    @pytest.mark.launch_test
+    def generate_test_description():
+        """Bring up the graph (autostart); play the demo bag once every node is active."""
+        return graph_with_bag(DOMAIN, BAG)
 
     def _output(proc_output) -> str:
         # ROS log lines go to stderr: proc_output holds both streams
