@@ -3,19 +3,24 @@
 
 What ``edge_infer serve`` runs a model on (a measured choice the server's
 venv can run, else the best of those), the config.pbtxt it writes (dynamic
-batching, the file's sha256, the compute-time output), and the stock
+batching, the file's sha256, the compute-time output, the uint8 frame
+input and the server's normalisation of it), and the stock
 repository of ``--write-repo`` (a file with its batch fixed at 1 gets no
 batcher, and says why).
 """
 
 import pathlib
+import re
 import types
 
 from edge_infer import paths
 from edge_infer.backends.libs.triton import is_loopback, parse_url
+from edge_infer.core.image import Frame
+from edge_infer.core.preprocess import Preprocessor
 from edge_infer.core.registry import load_models
-from edge_infer.tools.triton import repository, serve
+from edge_infer.tools.triton import repository, serve, served_model
 from edge_infer.tools.triton.served_model import backend_for, servable
+import numpy as np
 import pytest
 
 
@@ -67,6 +72,37 @@ def test_the_served_config_batches_and_names_the_file(tmp_path):
                                         'onnxruntime/cpu/t1', tmp_path, max_batch=0)
     text = (unbatched / 'config.pbtxt').read_text()
     assert 'dynamic_batching' not in text and 'dims: [ 1, 3, 416, 416 ]' in text
+
+
+def test_the_served_input_is_the_uint8_frame_with_the_normalisation(tmp_path):
+    spec = load_models()['nanodet'].input_spec
+    folder = repository.write_served(tmp_path / 'repo', 'nanodet', _model_path('nanodet'),
+                                     'ab' * 32, 'onnxruntime/cpu/t1', tmp_path, max_batch=4,
+                                     input_spec=spec)
+    text = (folder / 'config.pbtxt').read_text()
+    assert '{ name: "input" data_type: TYPE_UINT8 dims: [ 416, 416, 3 ] }' in text
+    params = dict(re.findall(r'key: "(\w+)" value: \{ string_value: "([^"]*)"', text))
+    assert params['edge_infer_input'] == 'u8' and params['edge_infer_layout'] == spec.layout
+    assert [float(v) for v in params['edge_infer_mean'].split(',')] == list(spec.mean)
+    assert [float(v) for v in params['edge_infer_std'].split(',')] == list(spec.std)
+    inputs, _ = repository.io_of(_model_path('nanodet'))
+    with pytest.raises(ValueError, match='--input float'):
+        repository.u8_input('two', inputs * 2, spec)
+
+
+@pytest.mark.parametrize('name', ['nanodet', 'movenet_lightning', 'mobilenet_v2'])
+def test_the_server_normalises_the_uint8_frame_as_the_robot_does(name):
+    """The robot's u8 frame, normalised by the served model, is the robot's float input."""
+    spec = load_models()[name].input_spec
+    rng = np.random.default_rng(4)
+    frame = Frame(rng.integers(0, 256, (300, 500, 3), np.uint8), 'bgr')
+    floats, _ = Preprocessor(spec, 'float')(frame)
+    frame_u8, _ = Preprocessor(spec, 'u8')(frame)
+    _, params = repository.u8_input(name, [repository.Tensor('x', 'TYPE_FP32', floats.shape)],
+                                    spec)
+    got = served_model.Normalise(params, np)(frame_u8)
+    assert got.shape == floats.shape and got.dtype == np.float32
+    np.testing.assert_allclose(got, floats, rtol=1e-6, atol=1e-5)
 
 
 def test_a_stock_repository_batches_only_what_runs_batched(tmp_path):

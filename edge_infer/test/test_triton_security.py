@@ -82,7 +82,7 @@ def test_tls_and_the_token_serve_frames(server, certs, model_path):
     assert ok and 'TLS' in why, why
     sess = robot.open_session(model_path)
     try:
-        out = sess.run(np.random.default_rng(1).random((1, 3, 416, 416), np.float32))
+        out = sess.run(np.random.default_rng(1).integers(0, 256, (1, 416, 416, 3), np.uint8))
         assert out and all(np.isfinite(o).all() for o in out)
     finally:
         sess.close()

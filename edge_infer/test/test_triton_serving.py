@@ -1,10 +1,13 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
 """The Triton candidate against the REAL bundled server (edge_infer serve's tritonserver).
 
-One server for the module (nanodet on ONNX Runtime, 1 thread, inside it):
-its answers equal local ONNX Runtime's, over system shared memory on loopback
-and over plain gRPC; the candidate is measured and judged in a profile beside
-the local rows; a late answer fails only its own frame. The refusals: a
+One server for the module (nanodet on ONNX Runtime, 1 thread, inside it;
+the uint8 frame in, normalised on the server: edge_infer serve's default):
+its answers equal local ONNX Runtime's on the robot's float input, over
+system shared memory on loopback and over plain gRPC, and so do those of a
+server fed the float tensor (``--input float``); the candidate is
+measured and judged in a profile beside the local rows; a late answer
+fails only its own frame. The refusals: a
 server that is down, a model it does not serve, a file that differs.
 Skipped, with the reason, only where the bundled server cannot run
 (:func:`triton_server.skip_reason`).
@@ -42,12 +45,36 @@ def server(tmp_path_factory):
 
 @pytest.fixture(scope='module')
 def frame():
-    return np.random.default_rng(3).random((1, 3, 416, 416), np.float32)
+    """Return the resized frame a robot sends: 1 x 416 x 416 x 3 uint8, model colours."""
+    return np.random.default_rng(3).integers(0, 256, (1, 416, 416, 3), np.uint8)
+
+
+def _as_float(frame):
+    """Return the robot's own float input for ``frame``: (x - mean) / std, NCHW."""
+    spec = load_models()['nanodet'].input_spec
+    x = (frame.astype(np.float32) - np.float32(spec.mean)) / np.float32(spec.std)
+    return np.ascontiguousarray(x.transpose(0, 3, 1, 2))
 
 
 def _reference(x):
     sess = OrtBackend(intra_op_threads=1).open_session(_model_path('nanodet'))
-    return [np.array(o, copy=True) for o in sess.run(x)]
+    return [np.array(o, copy=True) for o in sess.run(x if x.dtype == np.float32
+                                                     else _as_float(x))]
+
+
+def _same_answers(backend, x, transport):
+    sess = backend.open_session(_model_path('nanodet'))
+    try:
+        ref = _reference(x)
+        for _ in range(3):      # the regions are reused from frame to frame
+            out = sess.run(x)
+            assert [o.shape for o in out] == [r.shape for r in ref]
+            for o, r in zip(out, ref):
+                np.testing.assert_allclose(o, r, rtol=1e-4, atol=1e-4)
+        assert sess.transport == transport, sess.note
+        assert 0 < sess.remote_compute_ms < 1e4
+    finally:
+        sess.close()
 
 
 @pytest.mark.parametrize('shm', [True, False], ids=['shm', 'grpc'])
@@ -55,19 +82,18 @@ def test_served_answers_equal_local_onnxruntime(server, frame, shm):
     backend = TritonBackend(server.url, 'nanodet', _model_path('nanodet'), shm=shm)
     ok, why = backend.available()
     assert ok, why
-    assert SERVED in why and 'same file' in why
-    sess = backend.open_session(_model_path('nanodet'))
-    try:
-        ref = _reference(frame)
-        for _ in range(3):      # the regions are reused from frame to frame
-            out = sess.run(frame)
-            assert [o.shape for o in out] == [r.shape for r in ref]
-            for o, r in zip(out, ref):
-                np.testing.assert_allclose(o, r, rtol=1e-4, atol=1e-4)
-        assert sess.transport == ('shm' if shm else 'grpc'), sess.note
-        assert 0 < sess.remote_compute_ms < 1e4
-    finally:
-        sess.close()
+    assert SERVED in why and 'same file' in why and 'uint8 frame sent' in why
+    assert backend.input_kind == 'u8'       # the node prepares the u8 frame for it
+    _same_answers(backend, frame, 'shm' if shm else 'grpc')
+
+
+def test_a_server_fed_the_float_tensor_answers_the_same(frame, tmp_path):
+    with triton_server.served(tmp_path, {'nanodet': SERVED}, max_batch=0, u8=False) as s:
+        backend = TritonBackend(s.url, 'nanodet', _model_path('nanodet'))
+        ok, why = backend.available()
+        assert ok and 'float tensor sent' in why, why
+        assert backend.input_kind == 'float'
+        _same_answers(backend, _as_float(frame), 'shm')
 
 
 def test_shared_memory_is_used_on_loopback_and_freed(server, frame):

@@ -38,9 +38,11 @@ def free_port() -> int:
 
 
 def write_repo(root: pathlib.Path, models: Dict[str, str], max_batch: int = 8,
-               queue_delay_us: int = 100, sha_override: Optional[Dict[str, str]] = None
-               ) -> pathlib.Path:
+               queue_delay_us: int = 100, sha_override: Optional[Dict[str, str]] = None,
+               u8: bool = True) -> pathlib.Path:
     """Write a served repository of registry models on named backends; return it.
+
+    ``u8``: the served input is the uint8 frame (edge_infer serve's default).
 
     ``sha_override``: a model's recorded sha256 replaced (a server whose file
     differs from the config, which must refuse to load it).
@@ -54,7 +56,7 @@ def write_repo(root: pathlib.Path, models: Dict[str, str], max_batch: int = 8,
         path = paths.models_dir() / reg[name].file
         sha = (sha_override or {}).get(name) or sha256_file(path)
         repository.write_served(repo, name, path, sha, backend, source, max_batch,
-                                queue_delay_us)
+                                queue_delay_us, input_spec=reg[name].input_spec if u8 else None)
     return repo
 
 
@@ -68,13 +70,14 @@ class Running:
 
 @contextlib.contextmanager
 def served(root: pathlib.Path, models: Dict[str, str], max_batch: int = 8,
-           queue_delay_us: int = 100, port: int = 0, **security: str) -> Iterator[Running]:
+           queue_delay_us: int = 100, port: int = 0, u8: bool = True,
+           **security: str) -> Iterator[Running]:
     """Serve ``models`` ({registry name: servable backend}) on loopback; stop on exit.
 
     ``security``: serve.Server's tls_cert, tls_key, tls_client_ca, token.
     """
     env = server_env.ensure(log=lambda line: None)
-    repo = write_repo(root, models, max_batch, queue_delay_us)
+    repo = write_repo(root, models, max_batch, queue_delay_us, u8=u8)
     server = serve.Server(env, repo, port or free_port(), '127.0.0.1', **security).start()
     try:
         yield Running(server, server.wait_ready())

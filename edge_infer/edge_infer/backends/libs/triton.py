@@ -79,6 +79,11 @@ class _Model:
         self.served_by = self.params.get('edge_infer_backend', '') or config.get('backend', '')
         batched = int(config.get('max_batch_size', 0) or 0) > 0
         self.input_name = config['input'][0]['name']
+        # TYPE_UINT8: the resized frame, normalised on the server (edge_infer serve's
+        # default); else the model's float tensor
+        self.input_type = 'UINT8' if config['input'][0]['data_type'] == 'TYPE_UINT8' else 'FP32'
+        self.input_kind = 'u8' if self.input_type == 'UINT8' else 'float'
+        self.input_dtype = np.dtype(np.uint8 if self.input_kind == 'u8' else np.float32)
         self.outputs: List[Tuple[str, List[int], np.dtype]] = []
         self.has_compute = False
         for o in config['output']:
@@ -101,6 +106,7 @@ class TritonSession(Session):
         self._backend = backend
         self.backend_name = backend.name
         self.input_name = model.input_name
+        self.input_kind = model.input_kind
         self.output_names = [n for n, _, _ in model.outputs]
         self.remote_compute_ms = float('nan')
         self.transport = 'shm' if backend.use_shm else 'grpc'
@@ -133,7 +139,7 @@ class TritonSession(Session):
             self.note = f'system shared memory refused ({first_line(exc)}): plain gRPC'
             self._drop(tag, handles)
             return None
-        inp = self._g.InferInput(self.input_name, list(x.shape), 'FP32')
+        inp = self._g.InferInput(self.input_name, list(x.shape), self._model.input_type)
         inp.set_shared_memory(f'{tag}_in', x.nbytes)
         requested, views, offset = [], [], 0
         for name, shape, dtype in self._model.outputs:
@@ -147,7 +153,7 @@ class TritonSession(Session):
             requested.append(self._g.InferRequestedOutput(COMPUTE_OUTPUT))
         pair = {'tag': tag, 'in': hin, 'out': hout, 'input': inp, 'requested': requested,
                 'views': views, 'busy': False, 'shape': x.shape,
-                'in_view': shm.get_contents_as_numpy(hin, np.float32, x.shape)}
+                'in_view': shm.get_contents_as_numpy(hin, x.dtype, x.shape)}
         self._pairs.append(pair)
         return pair
 
@@ -182,11 +188,12 @@ class TritonSession(Session):
     # --------------------------------------------------------------------- run
     def run(self, tensor: np.ndarray) -> List[np.ndarray]:
         """Send one frame and wait for its answer (BackendError when late or refused)."""
-        x = tensor if tensor.dtype == np.float32 else tensor.astype(np.float32)
+        dtype = self._model.input_dtype
+        x = tensor if tensor.dtype == dtype else tensor.astype(dtype)
         pair = self._pair_for(x) if self.transport == 'shm' else None
         if pair is None:
             self.transport = 'grpc'
-            inp = self._g.InferInput(self.input_name, list(x.shape), 'FP32')
+            inp = self._g.InferInput(self.input_name, list(x.shape), self._model.input_type)
             inp.set_data_from_numpy(np.ascontiguousarray(x))
             inputs, requested = [inp], self._requested
         else:
@@ -282,6 +289,7 @@ class TritonBackend(Backend):
         elif not is_loopback(self.host):
             self.tensor_passing += ', WARNING: no TLS on a non-loopback address'
         self._sha = ''
+        self.input_kind = 'float'   # 'u8' once the server says it takes the uint8 frame
         self._seen: Optional[_Model] = None
         self._asked = False
         self._server_version = ''
@@ -314,10 +322,11 @@ class TritonBackend(Backend):
         """
         if self._seen is None and not self._asked:
             self._asked = True
-            self._seen, _ = self._ask()
+            self._remember(self._ask()[0])
         return {'url': f'grpc://{self.host}:{self.port}', 'model': self.model,
                 'transport': 'shm' if self.use_shm else 'grpc', 'tls': self.use_tls,
                 'served_by': self._seen.served_by if self._seen else '',
+                'input': self.input_kind,
                 'timeout_ms': self.timeout_ms}
 
     def versions(self) -> Dict[str, str]:
@@ -376,15 +385,23 @@ class TritonBackend(Backend):
                           f"this robot's file is {ours[:12]} (version mismatch)")
         return model, ''
 
+    def _remember(self, model: Optional[_Model]) -> None:
+        """Keep what the server said of the model; its input kind is this candidate's."""
+        if model is not None:
+            self._seen = model
+            self.input_kind = model.input_kind
+
     def available(self) -> Tuple[bool, str]:
         """Ask the server: live, serving the model, the same file (one line why not)."""
         model, why = self._ask()
         if model is None:
             return False, why
-        self._seen = model
+        self._remember(model)
+        sent = ('the uint8 frame sent, normalised on the server' if model.input_kind == 'u8'
+                else 'the float tensor sent')
         return True, (f'Triton {self._server_version} at grpc://{self.host}:{self.port}, '
                       f"'{self.model}' on {model.served_by or 'its backend'}, same file "
-                      f'(sha256 {model.sha256[:12]}), {self.tensor_passing}')
+                      f'(sha256 {model.sha256[:12]}), {self.tensor_passing}; {sent}')
 
     def open_session(self, model_path: pathlib.Path, strict: bool = False,
                      input_spec=None) -> Session:
@@ -394,7 +411,7 @@ class TritonBackend(Backend):
         model, why = self._ask()
         if model is None:
             raise BackendError(f'{self.name}: {why}')
-        self._seen = model
+        self._remember(model)
         return TritonSession(self, self._client(), model)
 
 

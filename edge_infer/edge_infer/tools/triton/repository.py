@@ -99,16 +99,40 @@ def _copy_model(folder: pathlib.Path, path: pathlib.Path) -> None:
     shutil.copyfile(path, version / 'model.onnx')
 
 
+def u8_input(name: str, inputs: Sequence[Tensor], spec) -> Tuple[Tensor, dict]:
+    """Return the served uint8 frame input (1 x H x W x 3) and its parameters.
+
+    ``spec``: the model's InputSpec (mean, std, layout), which the server
+    applies. ValueError for a model that does not take one float image.
+    """
+    if len(inputs) != 1 or inputs[0].dtype != 'TYPE_FP32' or len(inputs[0].shape) != 4:
+        raise ValueError(f'{name}: a uint8 frame input needs one float32 4-D image input; '
+                         'serve it with --input float')
+    shape = inputs[0].shape
+    h, w = (shape[2], shape[3]) if spec.layout == 'NCHW' else (shape[1], shape[2])
+    params = {'edge_infer_input': 'u8', 'edge_infer_layout': spec.layout,
+              'edge_infer_mean': ','.join(repr(float(m)) for m in spec.mean),
+              'edge_infer_std': ','.join(repr(float(s)) for s in spec.std)}
+    return Tensor(inputs[0].name, 'TYPE_UINT8', [1, h, w, 3]), params
+
+
 def write_served(root: pathlib.Path, name: str, path: pathlib.Path, sha256: str,
                  backend_name: str, source: pathlib.Path, max_batch: int = 8,
-                 queue_delay_us: int = 100, instances: int = 1) -> pathlib.Path:
+                 queue_delay_us: int = 100, instances: int = 1,
+                 input_spec=None) -> pathlib.Path:
     """Write one model of ``edge_infer serve``'s repository; return its folder.
 
     ``backend_name``: the candidate the backend manager measured best here
     (:func:`.served_model.servable`); ``source``: the folder holding the
-    edge_infer package, for the server's Python.
+    edge_infer package, for the server's Python. ``input_spec`` (the
+    model's InputSpec): the served input is the resized uint8 frame, and the
+    server normalises it (:func:`u8_input`); None: the float tensor itself.
     """
     inputs, outputs = io_of(path)
+    extra_params: dict = {}
+    if input_spec is not None:
+        u8, extra_params = u8_input(name, inputs, input_spec)
+        inputs = [u8]
     outputs.append(Tensor(served_model.COMPUTE_OUTPUT, 'TYPE_INT64', [1, 1]))
     if not (batch_of_one(inputs) and batch_of_one(outputs)) and max_batch > 0:
         raise ValueError(f'{name}: batch dimension is not a fixed 1; serve it with '
@@ -119,7 +143,7 @@ def write_served(root: pathlib.Path, name: str, path: pathlib.Path, sha256: str,
     note = (f'{backend_name}, measured best on this machine; the requests a batch '
             'gathers run one by one (the file has a batch of 1).')
     params = {SHA_KEY: sha256, BACKEND_KEY: backend_name, 'edge_infer_source': str(source),
-              'edge_infer_file': 'model.onnx'}
+              'edge_infer_file': 'model.onnx', **extra_params}
     (folder / 'config.pbtxt').write_text(config_text(
         name, 'python', inputs, outputs, max_batch, queue_delay_us, instances, params, note))
     return folder

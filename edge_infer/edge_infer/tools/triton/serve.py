@@ -2,7 +2,8 @@
 """``edge_infer serve``: a real Triton Inference Server serving the registry's models.
 
     edge_infer serve [--models nanodet,mobilenet_v2] [--max-batch 8] [--queue-delay-us 100]
-                     [--instances 1] [--address 0.0.0.0] [--grpc-port 8001] [--repo DIR]
+                     [--instances 1] [--input u8|float]
+                     [--address 0.0.0.0] [--grpc-port 8001] [--repo DIR]
                      [--tls-cert C --tls-key K [--tls-client-ca CA]] [--token-file F]
     edge_infer serve --write-repo DIR [--backend auto|onnxruntime|openvino]
 
@@ -67,7 +68,9 @@ def choose_served(manager, spec, path: pathlib.Path, log: Log,
     names = [b.name for b in manager.candidates(spec, path) if servable(b.name)]
     _, run = manager.choose(spec, path, only=names, use_cache=use_cache)
     why = run.why
-    if best is not None and best.backend != run.chosen:
+    # a +pre twin is its library with the normalisation in the graph: served as
+    # that library (the server takes the u8 frame with --input u8 either way)
+    if best is not None and best.backend.replace('+pre', '') != run.chosen:
         why = (f'the profile chose {best.backend}, which this server does not run '
                f'(ONNX Runtime CPU and OpenVINO CPU only): the best of those instead; {why}')
     return run.chosen, why
@@ -207,8 +210,12 @@ def write_repo(out: pathlib.Path, models, manager, backend: str, max_batch: int,
 
 def build_served_repo(repo: pathlib.Path, models, manager, max_batch: int,
                       queue_delay_us: int, instances: int, log: Log,
-                      use_cache: bool = True, force: str = '') -> None:
-    """Write the repository ``edge_infer serve`` serves (old model folders removed)."""
+                      use_cache: bool = True, force: str = '', u8: bool = True) -> None:
+    """Write the repository ``edge_infer serve`` serves (old model folders removed).
+
+    ``u8``: the robots send the resized uint8 frame and the server normalises
+    it (a quarter of the float tensor's bytes on the network).
+    """
     import shutil
     if repo.exists():
         shutil.rmtree(repo)
@@ -220,8 +227,9 @@ def build_served_repo(repo: pathlib.Path, models, manager, max_batch: int,
         else:
             chosen, why = choose_served(manager, spec, path, log, use_cache)
         repository.write_served(repo, spec.name, path, sha, chosen, source, max_batch,
-                                queue_delay_us, instances)
-        log(f'[serve] {spec.name}: {chosen} ({why.split(";")[0]}), sha256 {sha[:12]}')
+                                queue_delay_us, instances, spec.input_spec if u8 else None)
+        log(f'[serve] {spec.name}: {chosen} ({why.split(";")[0]}), '
+            f"{'uint8 frame' if u8 else 'float tensor'} in, sha256 {sha[:12]}")
 
 
 def main(argv=None) -> int:
@@ -233,6 +241,9 @@ def main(argv=None) -> int:
     ap.add_argument('--queue-delay-us', type=int, default=100,
                     help='dynamic batching: how long a request may wait for others')
     ap.add_argument('--instances', type=int, default=1, help='model instances (processes)')
+    ap.add_argument('--input', choices=('u8', 'float'), default='u8',
+                    help='what robots send: u8 = the resized frame, normalised on the server '
+                         "(a quarter of the bytes); float = the model's own input tensor")
     ap.add_argument('--address', default='0.0.0.0', help='gRPC listen address')
     ap.add_argument('--grpc-port', type=int, default=8001)
     ap.add_argument('--repo', type=pathlib.Path, default=None,
@@ -281,7 +292,7 @@ def main(argv=None) -> int:
         return 1
     repo = args.repo or server_env.home() / 'repo'
     build_served_repo(repo, models, manager, args.max_batch, args.queue_delay_us,
-                      args.instances, print, not args.no_cache, force)
+                      args.instances, print, not args.no_cache, force, args.input == 'u8')
     warning = exposure(args.address, bool(args.tls_cert), bool(token))
     if warning:
         print(f'[serve] WARNING: gRPC on {args.address}:{args.grpc_port} {warning} '

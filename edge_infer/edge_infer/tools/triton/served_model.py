@@ -14,6 +14,13 @@ after the repository was written is refused).
 Dynamic batching: Triton hands ``execute`` the requests it gathered (at most
 ``max_batch_size``). Our ONNX files have a fixed batch of 1 (their graphs
 reshape with it), so the requests run one after another in that one call.
+Input: with ``edge_infer_input: u8`` (``edge_infer serve``'s default) the
+robot sends the resized uint8 frame (1 x H x W x 3, the model's colour
+order: a quarter of the float tensor's bytes) and the server normalises it
+with the model's ``edge_infer_mean`` / ``edge_infer_std`` into its
+``edge_infer_layout``: in OpenVINO's graph (the ``+pre`` candidate of the
+same library), in numpy before ONNX Runtime.
+
 Each response carries the time its run took on the library in one more
 output, ``edge_infer_compute_us`` (int64; this Python backend, 2.51, has no
 response parameters): what the robot subtracts to see the remote overhead.
@@ -40,8 +47,11 @@ def servable(name: str) -> bool:
             and (len(parts) == 3 or (parts[0] == 'openvino' and parts[3] in ('fp16', 'bf16'))))
 
 
-def backend_for(name: str):
-    """Return the backend of a servable candidate name (ValueError for any other)."""
+def backend_for(name: str, graph_preprocessing: bool = False):
+    """Return the backend of a servable candidate name (ValueError for any other).
+
+    ``graph_preprocessing``: OpenVINO's ``+pre`` twin (uint8 frame in).
+    """
     if not servable(name):
         raise ValueError(f"'{name}' is not servable here (ONNX Runtime CPU or OpenVINO CPU "
                          'candidates, float input)')
@@ -51,7 +61,33 @@ def backend_for(name: str):
         from edge_infer.backends.libs.ort import OrtBackend
         return OrtBackend(intra_op_threads=threads)
     from edge_infer.backends.libs.openvino import OpenVinoBackend
-    return OpenVinoBackend(threads, parts[3] if len(parts) == 4 else 'fp32')
+    return OpenVinoBackend(threads, parts[3] if len(parts) == 4 else 'fp32',
+                           graph_preprocessing=graph_preprocessing)
+
+
+class Normalise:
+    """The model's normalisation of a 1 x H x W x 3 uint8 frame: (x - mean) / std, its layout."""
+
+    def __init__(self, params: Dict[str, str], np):
+        self.layout = params.get('edge_infer_layout', 'NCHW')
+        self.mean = [float(v) for v in params['edge_infer_mean'].split(',')]
+        self.std = [float(v) for v in params['edge_infer_std'].split(',')]
+        self.np = np
+        self._scale = 1.0 / np.array(self.std, np.float32)
+        self._bias = -np.array(self.mean, np.float32) * self._scale
+        if self.layout == 'NCHW':
+            self._scale, self._bias = self._scale[:, None, None], self._bias[:, None, None]
+        self._out = None
+
+    def __call__(self, x):
+        """Return the float input for one uint8 frame (a buffer reused from call to call)."""
+        np = self.np
+        src = x.transpose(0, 3, 1, 2) if self.layout == 'NCHW' else x
+        if self._out is None or self._out.shape != src.shape:
+            self._out = np.empty(src.shape, np.float32)
+        np.multiply(src, self._scale, out=self._out)
+        self._out += self._bias
+        return self._out
 
 
 def parameters(model_config: dict) -> Dict[str, str]:
@@ -76,16 +112,21 @@ class TritonPythonModel:
             raise RuntimeError(f'{path}: sha256 {sha[:12]} differs from the config '
                                f"({params.get('edge_infer_sha256', '')[:12]}): write the "
                                'repository again')
-        self.backend = backend_for(params['edge_infer_backend'])
-        self.session = self.backend.open_session(path)
+        import numpy as np
+        u8 = params.get('edge_infer_input') == 'u8'
+        in_graph = u8 and params['edge_infer_backend'].startswith('openvino/')
+        self.backend = backend_for(params['edge_infer_backend'], in_graph)
+        self.normalise = Normalise(params, np) if u8 and not in_graph else None
+        spec = Normalise(params, np) if in_graph else None     # mean, std, layout
+        self.session = self.backend.open_session(path, input_spec=spec)
         self.input_name = config['input'][0]['name']
         self.output_names: List[str] = [o['name'] for o in config['output']
                                         if o['name'] != COMPUTE_OUTPUT]
-        import numpy as np
         import triton_python_backend_utils as pb_utils
         self.pb, self.np = pb_utils, np
         print(f"[edge_infer] {args['model_name']}: {self.backend.name} "
-              f'(pid {os.getpid()})', flush=True)
+              f"({'uint8 frame in' if u8 else 'float tensor in'}, pid {os.getpid()})",
+              flush=True)
 
     def execute(self, requests):
         """Run each request on the session; every response carries its compute time."""
@@ -95,7 +136,7 @@ class TritonPythonModel:
         for i, request in enumerate(requests):
             x = pb.get_input_tensor_by_name(request, self.input_name).as_numpy()
             t0 = time.perf_counter_ns()
-            outs = self.session.run(x)
+            outs = self.session.run(x if self.normalise is None else self.normalise(x))
             us = (time.perf_counter_ns() - t0) // 1000
             # a session's outputs may be its own reused buffers: copy all but the last
             tensors = [pb.Tensor(n, o.copy() if i < last else o)
