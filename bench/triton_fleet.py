@@ -2,11 +2,15 @@
 """Many robots, one Triton server: throughput and latency per client, batching on and off.
 
     ./run.sh exec python bench/triton_fleet.py [--clients 1,2,4,8,16,32] [--seconds 6]
-                 [--rates 10,15,20,30] [--backend openvino/cpu/t1/bf16]
+                 [--rates 10,15,20,30] [--backend openvino/cpu/t1/bf16] [--repeats 1]
 
-One real bundled server (NanoDet on ``--backend``, Python backend, 1
-instance) with dynamic batching (max batch 8, queue delay 100 us) and one
-without (max_batch_size 0). Against each, N client processes, each a camera
+Two real bundled servers, both up for the whole run (NanoDet on
+``--backend``, Python backend, 1 instance, the uint8 frame in: serve's
+defaults): one with dynamic batching (max batch 8, queue delay 100 us), one
+without (max_batch_size 0). Each fleet size runs against both in turn,
+``--repeats`` times, the server that goes first alternating; results/s is
+the median of the repeats, latencies pool them. Against each, N client
+processes, each a camera
 at its rate (``--rates`` in turn: 10, 15, 20, 30 Hz): at every frame the
 client sends the newest frame over plain gRPC (a robot on the network: no
 shared memory) and waits for the answer; a frame due while the previous
@@ -41,7 +45,9 @@ def client(url: str, path: str, rate: float, start_at: float, seconds: float, qu
     from edge_infer.backends.libs.triton import TritonBackend
     sess = TritonBackend(url, 'nanodet', pathlib.Path(path), timeout_ms=10000.0,
                          shm=False).open_session(pathlib.Path(path))
-    x = np.random.default_rng(int(rate)).random((1, 3, 416, 416), np.float32)
+    rng = np.random.default_rng(int(rate))
+    x = rng.integers(0, 256, (1, 416, 416, 3), np.uint8) if sess.input_kind == 'u8' else \
+        rng.random((1, 3, 416, 416), np.float32)
     sess.run(x)     # connected and warm before the start
     lat, dropped, failed = [], 0, 0
     period = 1.0 / rate
@@ -108,6 +114,25 @@ def local_figures(path: pathlib.Path, backend: str, runs: int = 60) -> tuple:
     return float(np.percentile(ms, 50)), float(np.percentile(ms, 99))
 
 
+def add_row(res, label: str, n: int, recs: list, fps: list, seconds: float,
+            local_p50: float) -> None:
+    """Add one server's row for a fleet of ``n`` (``recs``: every repeat's client records)."""
+    p50s = [float(np.percentile(r['lat'], 50)) for r in recs if r['lat']]
+    p99s = [float(np.percentile(r['lat'], 99)) for r in recs if r['lat']]
+    asked = sum(r['rate'] * seconds for r in recs) / max(1, len(fps))
+    drop = [r['dropped'] / max(1, r['frames']) for r in recs]
+    pays = sum(1 for p, d in zip(p50s, drop) if p < local_p50 and d < 0.05)
+    res.add(server=label, clients=n, asked_fps=asked / seconds,
+            served_fps=statistics.median(fps), each=' / '.join(f'{f:.1f}' for f in fps),
+            p50_median=statistics.median(p50s), p50_worst=max(p50s),
+            p99_median=statistics.median(p99s), p99_worst=max(p99s),
+            dropped=float(np.mean(drop)), failed=sum(r['failed'] for r in recs),
+            local_p50=local_p50, pays=f'{pays} of {len(recs)}')
+    print(f'[triton_fleet] {label} {n} clients: {statistics.median(fps):.1f} results/s '
+          f"({', '.join(f'{f:.1f}' for f in fps)}), p50 {statistics.median(p50s):.1f} ms, "
+          f'p99 {statistics.median(p99s):.1f} ms, dropped {np.mean(drop):.2f}', flush=True)
+
+
 def main(argv=None) -> int:
     """Measure every fleet size with and without the batcher; write the table."""
     import benchlib
@@ -120,6 +145,8 @@ def main(argv=None) -> int:
     ap.add_argument('--seconds', type=float, default=6.0)
     ap.add_argument('--rates', default='10,15,20,30', help='camera Hz of the clients, in turn')
     ap.add_argument('--backend', default='openvino/cpu/t1/bf16')
+    ap.add_argument('--repeats', type=int, default=1,
+                    help='runs of each fleet size against each server, alternating')
     benchlib.common_args(ap)
     args = ap.parse_args(argv)
     if args.quick:
@@ -140,32 +167,27 @@ def main(argv=None) -> int:
                            args.machine, args.out)
     probe = LoadProbe().start()
     t_start = time.monotonic()
-    with tempfile.TemporaryDirectory() as tmp:
-        for label, max_batch in (('batcher 8 / 100 us', 8), ('no batcher', 0)):
-            with triton_server.served(pathlib.Path(tmp) / str(max_batch),
-                                      {'nanodet': args.backend}, max_batch=max_batch) as srv:
-                for n in sizes:
-                    recs = run_fleet(srv.url, path, n, rates, args.seconds)
-                    p50s = [float(np.percentile(r['lat'], 50)) for r in recs if r['lat']]
-                    p99s = [float(np.percentile(r['lat'], 99)) for r in recs if r['lat']]
-                    answered = sum(len(r['lat']) for r in recs)
-                    asked = sum(r['rate'] * args.seconds for r in recs)
-                    drop = [r['dropped'] / max(1, r['frames']) for r in recs]
-                    pays = sum(1 for p, d in zip(p50s, drop) if p < local_p50 and d < 0.05)
-                    res.add(server=label, clients=n, asked_fps=asked / args.seconds,
-                            served_fps=answered / args.seconds,
-                            p50_median=statistics.median(p50s), p50_worst=max(p50s),
-                            p99_median=statistics.median(p99s), p99_worst=max(p99s),
-                            dropped=float(np.mean(drop)),
-                            failed=sum(r['failed'] for r in recs),
-                            local_p50=local_p50, pays=f'{pays} of {n}')
-                    print(f'[triton_fleet] {label} {n} clients: {answered / args.seconds:.1f} '
-                          f'results/s, p50 {statistics.median(p50s):.1f} ms, '
-                          f'p99 {statistics.median(p99s):.1f} ms, dropped '
-                          f'{np.mean(drop):.2f}', flush=True)
+    servers = (('batcher 8 / 100 us', 8), ('no batcher', 0))
+    with tempfile.TemporaryDirectory() as tmp, \
+            triton_server.served(pathlib.Path(tmp) / 'b', {'nanodet': args.backend}) as batched, \
+            triton_server.served(pathlib.Path(tmp) / 'n', {'nanodet': args.backend},
+                                 max_batch=0) as plain:
+        urls = {'batcher 8 / 100 us': batched.url, 'no batcher': plain.url}
+        for n in sizes:
+            recs: dict = {label: [] for label, _ in servers}
+            fps: dict = {label: [] for label, _ in servers}
+            for rep in range(args.repeats):
+                order = servers if rep % 2 == 0 else servers[::-1]
+                for label, _ in order:
+                    got = run_fleet(urls[label], path, n, rates, args.seconds)
+                    recs[label] += got
+                    fps[label].append(sum(len(r['lat']) for r in got) / args.seconds)
+            for label, _ in servers:
+                add_row(res, label, n, recs[label], fps[label], args.seconds, local_p50)
     load = describe(probe.stop())
     res.note(f'Server: the bundled tritonserver, NanoDet on {args.backend} (Python backend, '
-             f'1 instance). Clients: separate processes, plain gRPC on loopback, cameras at '
+             f'1 instance, uint8 frame in). Clients: separate processes, plain gRPC on '
+             f'loopback, {args.repeats} repeat(s) per size alternating the servers, cameras at '
              f"{', '.join(f'{r:g}' for r in rates)} Hz in turn, {args.seconds:g} s each; a "
              'frame due while the previous one is out is dropped (counted).')
     res.note(f'Local choice, each client alone on this machine: {args.backend} p50 '
@@ -174,9 +196,10 @@ def main(argv=None) -> int:
     res.note(f"Load from other work during the whole run (this benchmark's server and "
              f'clients share the cores but do not count in it): {load}; '
              f'{time.monotonic() - t_start:.0f} s.')
-    res.write(['server', 'clients', 'asked_fps', 'served_fps', 'p50_median', 'p50_worst',
+    res.write(['server', 'clients', 'asked_fps', 'served_fps', 'each', 'p50_median', 'p50_worst',
                'p99_median', 'p99_worst', 'dropped', 'failed', 'local_p50', 'pays'],
-              ['server', 'clients', 'camera frames/s asked', 'results/s', 'p50 ms (median '
+              ['server', 'clients', 'camera frames/s asked', 'results/s',
+               'results/s each repeat', 'p50 ms (median '
                'client)', 'p50 ms (worst client)', 'p99 ms (median client)',
                'p99 ms (worst client)', 'dropped share', 'failed', 'local p50 ms',
                'server pays'])

@@ -4,13 +4,17 @@
     ./run.sh exec python bench/triton_overhead.py [--rounds 12] [--runs 20]
                  [--backend openvino/cpu/t1/bf16]
 
-Two real bundled servers (edge_infer serve's tritonserver, the model on
-``--backend`` inside, through the Python backend): one with dynamic
-batching (max batch 8, queue delay 100 us: serve's defaults), one without
-a batcher (max_batch_size 0). Against each, the candidate's own session
-(backends/libs/triton.py) with system shared memory and with plain gRPC:
-four variants, in interleaved rounds of ``--runs`` frames each, the order
-rotating. Per frame: the wall time of ``session.run`` as the node sees it,
+Real bundled servers (edge_infer serve's tritonserver, the model on
+``--backend`` inside, through the Python backend): serve's defaults (the
+uint8 frame in, normalised on the server; dynamic batching, max batch 8,
+queue delay 100 us), the same without a batcher, and ``--input float``
+(the robot sends the normalised float tensor, four times the bytes). And a
+floor: the same Python backend serving an empty model with NanoDet's
+input and outputs (fixed values back, no compute): what Triton and its Python
+backend cost for these tensors alone. Against each, the candidate's own
+session (backends/libs/triton.py) with system shared memory and with plain
+gRPC: eight variants, in interleaved rounds of ``--runs`` frames each, the
+order rotating. Per frame: the wall time of ``session.run`` as the node sees it,
 minus the server's own run time on the library (the served model's
 ``edge_infer_compute_us`` output) = the remote overhead (the input written,
 gRPC both ways, Triton's queue and the Python backend's hand-over to its
@@ -20,6 +24,7 @@ processes than this one and the servers) is written under the table.
 """
 
 import argparse
+import contextlib
 import datetime
 import pathlib
 import sys
@@ -44,6 +49,60 @@ def server_pids(servers) -> list:
     return out
 
 
+FLOOR_MODEL = """
+import numpy as np
+import triton_python_backend_utils as pb
+
+SHAPES = %r
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        # values, not zeros: a zero array is one shared page, cheaper to copy than any answer
+        rng = np.random.default_rng(0)
+        self.outs = [rng.random(shape, dtype=np.float32) for shape in SHAPES.values()]
+
+    def execute(self, requests):
+        out = []
+        for request in requests:
+            pb.get_input_tensor_by_name(request, %r).as_numpy()
+            tensors = [pb.Tensor(n, o) for n, o in zip(SHAPES, self.outs)]
+            tensors.append(pb.Tensor('edge_infer_compute_us', np.zeros((1, 1), np.int64)))
+            out.append(pb.InferenceResponse(output_tensors=tensors))
+        return out
+"""
+
+
+def floor_repo(root: pathlib.Path, spec, path: pathlib.Path) -> pathlib.Path:
+    """Write a repository whose 'nanodet' is an empty Python model with the same tensors."""
+    from edge_infer.tools.triton import repository
+    inputs, outputs = repository.io_of(path)
+    u8, params = repository.u8_input('nanodet', inputs, spec.input_spec)
+    shapes = {o.name: o.shape for o in outputs}
+    outputs.append(repository.Tensor('edge_infer_compute_us', 'TYPE_INT64', [1, 1]))
+    folder = root / 'repo' / 'nanodet'
+    (folder / '1').mkdir(parents=True)
+    (folder / '1' / 'model.py').write_text(FLOOR_MODEL % (shapes, u8.name))
+    params.update({repository.SHA_KEY: 'none', repository.BACKEND_KEY: 'nothing (floor)'})
+    (folder / 'config.pbtxt').write_text(repository.config_text(
+        'nanodet', 'python', [u8], outputs, 0, 0, 1, params))
+    return root / 'repo'
+
+
+@contextlib.contextmanager
+def floor_server(root: pathlib.Path, spec, path: pathlib.Path):
+    """Serve the empty model on a free loopback port; yield it (triton_server.Running)."""
+    import triton_server
+    from edge_infer.tools.triton import serve, server_env
+    repo = floor_repo(root, spec, path)
+    server = serve.Server(server_env.ensure(log=lambda line: None), repo,
+                          triton_server.free_port(), '127.0.0.1').start()
+    try:
+        yield triton_server.Running(server, server.wait_ready())
+    finally:
+        server.stop()
+
+
 def main(argv=None) -> int:
     """Measure the four variants interleaved; write the table."""
     import benchlib
@@ -65,31 +124,43 @@ def main(argv=None) -> int:
     if why:
         print(f'triton_overhead: cannot run here: {why}', file=sys.stderr)
         return 1
-    path = paths.models_dir() / load_models()['nanodet'].file
-    x = np.random.default_rng(5).random((1, 3, 416, 416), np.float32)
+    spec = load_models()['nanodet']
+    path = paths.models_dir() / spec.file
+    rng = np.random.default_rng(5)
+    frames = {'float': rng.random((1, 3, 416, 416), np.float32),
+              'u8': rng.integers(0, 256, (1, 416, 416, 3), np.uint8)}
     date = datetime.date.today().strftime('%Y%m%d')
     res = benchlib.Results(f'triton_overhead_{date}',
                            'Triton remote overhead beyond the server compute, NanoDet 416x416',
                            'issue 38: loopback with system shared memory <= 1.0 ms p50, '
                            'gRPC <= 3 ms', args.machine, args.out)
+    served = {'nanodet': args.backend}
     with tempfile.TemporaryDirectory() as tmp, \
-            triton_server.served(pathlib.Path(tmp) / 'b', {'nanodet': args.backend}) as batched, \
-            triton_server.served(pathlib.Path(tmp) / 'n', {'nanodet': args.backend},
-                                 max_batch=0) as plain:
-        sessions = {}
-        for label, server in (('batcher 8 / 100 us', batched), ('no batcher', plain)):
+            triton_server.served(pathlib.Path(tmp) / 'b', served) as batched, \
+            triton_server.served(pathlib.Path(tmp) / 'n', served, max_batch=0) as plain, \
+            triton_server.served(pathlib.Path(tmp) / 'f', served, u8=False) as floats, \
+            floor_server(pathlib.Path(tmp) / 'e', spec, path) as floor:
+        servers = (('u8 in, batcher 8 / 100 us (serve defaults)', batched),
+                   ('u8 in, no batcher', plain), ('float in, batcher 8 / 100 us', floats),
+                   ('floor: empty Python model, u8 in', floor))
+        sessions, inputs = {}, {}
+        for label, server in servers:
             for shm in (True, False):
-                sess = TritonBackend(server.url, 'nanodet', path, shm=shm).open_session(path)
+                model_path = None if server is floor else path
+                sess = TritonBackend(server.url, 'nanodet', model_path,
+                                     shm=shm).open_session(model_path)
+                x = frames[sess.input_kind]
                 for _ in range(3):
                     sess.run(x)
                 sessions[(label, 'shm' if shm else 'grpc')] = sess
+                inputs[(label, 'shm' if shm else 'grpc')] = x
         walls = {k: [] for k in sessions}
         computes = {k: [] for k in sessions}
         keys = list(sessions)
-        probe = LoadProbe(also=server_pids([batched, plain])).start()
+        probe = LoadProbe(also=server_pids([s for _, s in servers])).start()
         for r in range(args.rounds):
             for k in keys[r % len(keys):] + keys[:r % len(keys)]:
-                sess = sessions[k]
+                sess, x = sessions[k], inputs[k]
                 for _ in range(args.runs):
                     t = time.perf_counter()
                     sess.run(x)
@@ -99,12 +170,13 @@ def main(argv=None) -> int:
         for k, sess in sessions.items():
             assert sess.transport == k[1], (k, sess.note)
             sess.close()
-        ready = (batched.ready_s, plain.ready_s)
+        ready = [s.ready_s for _, s in servers]
     for (label, transport) in keys:
         w, c = np.array(walls[(label, transport)]), np.array(computes[(label, transport)])
         over = w - c
         p50 = float(np.percentile(over, 50))
-        res.add(server=label, transport=transport, frames=len(w),
+        res.add(server=label, transport=transport,
+                input=f'{inputs[(label, transport)].nbytes:,} B', frames=len(w),
                 wall_p50=float(np.median(w)), compute_p50=float(np.median(c)),
                 over_p50=p50, over_p90=float(np.percentile(over, 90)),
                 over_max=float(over.max()), goal=GOALS_MS[transport],
@@ -114,10 +186,10 @@ def main(argv=None) -> int:
              'instance); overhead = wall time of session.run minus the server-side run '
              'time the served model reports per request.')
     res.note(f'Load during the run (beside this process and the servers): {load}.')
-    res.note(f'Servers ready {ready[0]:.1f} s and {ready[1]:.1f} s after start.')
-    res.write(['server', 'transport', 'frames', 'wall_p50', 'compute_p50', 'over_p50',
+    res.note(f"Servers ready {', '.join(f'{r:.1f}' for r in ready)} s after start.")
+    res.write(['server', 'transport', 'input', 'frames', 'wall_p50', 'compute_p50', 'over_p50',
                'over_p90', 'over_max', 'goal', 'met'],
-              ['server', 'transport', 'frames', 'wall p50 ms', 'server compute p50 ms',
+              ['server', 'transport', 'input', 'frames', 'wall p50 ms', 'server compute p50 ms',
                'overhead p50 ms', 'overhead p90 ms', 'overhead max ms', 'goal p50 ms',
                'met'])
     return 0
