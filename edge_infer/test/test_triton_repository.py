@@ -5,8 +5,9 @@ What ``edge_infer serve`` runs a model on (a measured choice the server's
 venv can run, else the best of those), the config.pbtxt it writes (dynamic
 batching, the file's sha256, the compute-time output, the uint8 frame
 input and the server's normalisation of it), and the stock
-repository of ``--write-repo`` (a file with its batch fixed at 1 gets no
-batcher, and says why).
+repository of ``--write-repo`` (the batch freed where a batch of 3 answers
+as three single runs; a file where it cannot be gets no batcher, and says
+why).
 """
 
 import pathlib
@@ -18,7 +19,7 @@ from edge_infer.backends.libs.triton import is_loopback, parse_url
 from edge_infer.core.image import Frame
 from edge_infer.core.preprocess import Preprocessor
 from edge_infer.core.registry import load_models
-from edge_infer.tools.triton import repository, serve, served_model
+from edge_infer.tools.triton import batch_dim, repository, serve, served_model
 from edge_infer.tools.triton.served_model import backend_for, servable
 import numpy as np
 import pytest
@@ -105,20 +106,56 @@ def test_the_server_normalises_the_uint8_frame_as_the_robot_does(name):
     np.testing.assert_allclose(got, floats, rtol=1e-6, atol=1e-5)
 
 
-def test_a_stock_repository_batches_only_what_runs_batched(tmp_path):
-    nanodet, mobilenet = _model_path('nanodet'), _model_path('mobilenet_v2')
-    assert not repository.runs_batched(nanodet) and repository.runs_batched(mobilenet)
+@pytest.mark.parametrize('name', ['nanodet', 'selfie', 'centernet', 'mobilenet_v2'])
+def test_a_freed_batch_answers_as_single_runs(name):
+    """The rewritten file, at batch 3, answers each input as the original file alone."""
+    import onnxruntime as ort
+    path = _model_path(name)
+    data, why = batch_dim.batched_copy(path)
+    assert data is not None, why
+    one = ort.InferenceSession(str(path), providers=['CPUExecutionProvider'])
+    three = ort.InferenceSession(data, providers=['CPUExecutionProvider'])
+    feed = one.get_inputs()[0]
+    x = np.random.default_rng(9).random([3] + list(feed.shape[1:]), np.float32)
+    outs = three.run(None, {feed.name: x})
+    for i in range(3):
+        for got, alone in zip(outs, one.run(None, {feed.name: x[i:i + 1]})):
+            np.testing.assert_allclose(got[i:i + 1], alone, rtol=1e-4, atol=1e-4)
+
+
+def test_a_batch_that_cannot_be_freed_says_why():
+    import onnx
+    from onnx import helper, TensorProto
+    # a Reshape with a computed shape: nothing to rewrite, refused with the reason
+    graph = helper.make_graph(
+        [helper.make_node('Shape', ['x'], ['s']), helper.make_node('Reshape', ['x', 's'], ['y'])],
+        'g', [helper.make_tensor_value_info('x', TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info('y', TensorProto.FLOAT, [1, 4])])
+    model, why = batch_dim.free_batch(helper.make_model(graph))
+    assert model is None and 'computed shape' in why
+    onnx.checker.check_model(helper.make_model(graph))
+    data, why = batch_dim.batched_copy(_model_path('movenet_lightning'))
+    assert data is None and why
+
+
+def test_a_stock_repository_batches_what_was_freed(tmp_path):
+    nanodet = _model_path('nanodet')
+    batched, why = batch_dim.batched_copy(nanodet)
+    assert batched is not None, why
     fixed = repository.write_stock(tmp_path, 'nanodet', nanodet, 'cd' * 32, 'openvino',
-                                   'openvino/cpu/t1/bf16', batch_ok=False)
+                                   'openvino/cpu/t1/bf16', batched=None,
+                                   why_not='Resize sizes unknown')
     text = (fixed / 'config.pbtxt').read_text()
-    assert 'max_batch_size: 0' in text and 'fixes the batch at 1' in text
+    assert 'max_batch_size: 0' in text and 'Resize sizes unknown' in text
     assert 'dynamic_batching' not in text and 'default_model_filename: "model.onnx"' in text
     assert 'INFERENCE_NUM_THREADS" value: { string_value: "1"' in text
-    free = repository.write_stock(tmp_path, 'mobilenet_v2', mobilenet, 'ef' * 32,
-                                  'onnxruntime', batch_ok=True)
+    assert (fixed / '1' / 'model.onnx').read_bytes() == nanodet.read_bytes()
+    free = repository.write_stock(tmp_path / 'b', 'nanodet', nanodet, 'ef' * 32,
+                                  'onnxruntime', batched=batched)
     text = (free / 'config.pbtxt').read_text()
     assert 'backend: "onnxruntime"' in text and 'max_batch_size: 8' in text
-    assert 'dynamic_batching' in text and 'dims: [ 3, 224, 224 ]' in text
+    assert 'dynamic_batching' in text and 'dims: [ 3, 416, 416 ]' in text
+    assert (free / '1' / 'model.onnx').read_bytes() == batched
     assert repository.stock_backend('openvino/cpu/t2/bf16') == 'openvino'
     assert repository.stock_backend('ncnn/cpu/t1') == 'onnxruntime'
 

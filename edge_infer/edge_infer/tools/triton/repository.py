@@ -17,10 +17,11 @@ differs from its own (:mod:`edge_infer.backends.libs.triton`).
 Batching: the dynamic batcher needs ``max_batch_size`` > 0, which makes the
 first dimension the batch. Our Python backend model runs the gathered
 requests one by one (a fixed batch of 1), so it always batches. A stock
-backend hands the model the whole batch: a file whose graph has the batch
-fixed at 1 (NanoDet, MoveNet, the selfie and CenterNet files reshape with
-it; only MobileNetV2 runs at batch 2 here) gets ``max_batch_size: 0`` and
-no batcher there, and the config says why.
+backend hands the model the whole batch: it gets the file with its batch
+freed (:mod:`.batch_dim`: NanoDet's, the selfie model's and CenterNet's
+Reshape / Resize rewritten, checked at batch 2), and a file that cannot be
+freed (MoveNet) gets ``max_batch_size: 0`` and no batcher, with the reason
+in the config.
 """
 
 import pathlib
@@ -156,11 +157,14 @@ def stock_backend(chosen: str) -> str:
 
 def write_stock(root: pathlib.Path, name: str, path: pathlib.Path, sha256: str,
                 backend: str, chosen: str = '', max_batch: int = 8, queue_delay_us: int = 100,
-                instances: int = 1, batch_ok: Optional[bool] = None) -> pathlib.Path:
+                instances: int = 1, batched: Optional[bytes] = None,
+                why_not: str = '') -> pathlib.Path:
     """Write one model for a stock tritonserver (``backend`` onnxruntime or openvino).
 
-    ``batch_ok``: whether the file runs a batch > 1 (the caller tried it);
-    False writes ``max_batch_size: 0`` and no batcher, with the reason.
+    ``batched``: the file with its batch freed and checked
+    (:func:`.batch_dim.batched_copy`), written as the model where
+    ``max_batch`` > 0; None writes ``max_batch_size: 0`` and no batcher,
+    with the reason (``why_not``).
     """
     if backend not in ('onnxruntime', 'openvino'):
         raise ValueError(f"backend '{backend}': use onnxruntime or openvino")
@@ -168,10 +172,13 @@ def write_stock(root: pathlib.Path, name: str, path: pathlib.Path, sha256: str,
     folder = root / name
     _copy_model(folder, path)
     note = ''
-    if max_batch > 0 and not batch_ok:
-        note = ("max_batch_size 0, no dynamic batching: the file's graph fixes the batch "
-                'at 1 (a batch of 2 failed in ONNX Runtime).')
+    if max_batch > 0 and batched is None:
+        note = ('max_batch_size 0, no dynamic batching: the batch could not be freed '
+                f"({why_not or 'not tried'}).")
         max_batch = 0
+    elif max_batch > 0:
+        note = ('the batch dimension freed (Reshape / Resize rewritten), checked at batch 2 '
+                'against two runs at batch 1.')
     extra = ''
     params = {SHA_KEY: sha256}
     if chosen:
@@ -184,38 +191,7 @@ def write_stock(root: pathlib.Path, name: str, path: pathlib.Path, sha256: str,
             params['INFERENCE_NUM_THREADS'] = threads
     text = config_text(name, backend, inputs, outputs, max_batch, queue_delay_us, instances,
                        params, note, extra)
-    if max_batch > 0:       # the file is fed batches: its first dimension must be free
-        _free_batch(folder / '1' / 'model.onnx')
+    if max_batch > 0 and batched is not None:     # the file is fed batches
+        (folder / '1' / 'model.onnx').write_bytes(batched)
     (folder / 'config.pbtxt').write_text(text)
     return folder
-
-
-def _free_batch(path: pathlib.Path) -> None:
-    import onnx
-    model = onnx.load(str(path))
-    for v in list(model.graph.input) + list(model.graph.output):
-        v.type.tensor_type.shape.dim[0].dim_param = 'batch'
-    onnx.save(model, str(path))
-
-
-def runs_batched(path: pathlib.Path) -> bool:
-    """Return True when the file, its batch dimension freed, runs a batch of 2 in ONNX Runtime."""
-    import numpy as np
-    import onnx
-    import onnxruntime as ort
-    model = onnx.load(str(path))
-    for v in list(model.graph.input) + list(model.graph.output):
-        v.type.tensor_type.shape.dim[0].dim_param = 'batch'
-    try:
-        so = ort.SessionOptions()
-        so.log_severity_level = 4
-        sess = ort.InferenceSession(model.SerializeToString(), so,
-                                    providers=['CPUExecutionProvider'])
-        feed = {}
-        for i in sess.get_inputs():
-            shape = [2] + [d if isinstance(d, int) else 1 for d in i.shape[1:]]
-            feed[i.name] = np.zeros(shape, np.float32)
-        sess.run(None, feed)
-    except Exception:  # any ORT error: the graph fixes the batch
-        return False
-    return True

@@ -26,7 +26,7 @@ import sys
 import time
 from typing import Callable, List, Optional, Sequence, Tuple
 
-from . import repository, server_env
+from . import batch_dim, repository, server_env
 from .served_model import servable
 
 Log = Callable[[str], None]
@@ -200,12 +200,13 @@ def write_repo(out: pathlib.Path, models, manager, backend: str, max_batch: int,
         if backend == 'auto':
             chosen, _ = choose_served(manager, spec, path, log)
         kind = repository.stock_backend(chosen) if backend == 'auto' else backend
-        batch_ok = repository.runs_batched(path) if max_batch > 0 else False
+        batched, why_not = batch_dim.batched_copy(path) if max_batch > 0 else (None, '')
         folder = repository.write_stock(out, spec.name, path, sha, kind, chosen, max_batch,
-                                        queue_delay_us, instances, batch_ok)
+                                        queue_delay_us, instances, batched, why_not)
         log(f'[serve] {folder}: {kind} backend'
             + (f' (measured best here: {chosen})' if chosen else '')
-            + ('' if batch_ok or max_batch == 0 else ', batch fixed at 1: no batching'))
+            + ('' if batched is not None or max_batch == 0
+               else f', no batching: {why_not}'))
 
 
 def build_served_repo(repo: pathlib.Path, models, manager, max_batch: int,
