@@ -106,6 +106,44 @@ def test_the_server_normalises_the_uint8_frame_as_the_robot_does(name):
     np.testing.assert_allclose(got, floats, rtol=1e-6, atol=1e-5)
 
 
+def test_rows_over_the_floor_rebuild_the_dense_outputs_there(tmp_path):
+    """What the server sends (cells reaching the floor) rebuilds each of those cells exactly."""
+    from edge_infer.backends.libs import triton_rows
+    spec = load_models()['nanodet']
+    plan = repository.rows_plan_for(spec, _model_path('nanodet'), 0.3)
+    assert plan.scores == ['cls_8', 'cls_16', 'cls_32'] and plan.classes == 80
+    again = triton_rows.Plan.from_params(plan.params())
+    assert (again.floor, again.scores, again.paired, again.dense) == \
+        (plan.floor, plan.scores, plan.paired, plan.dense)
+    rng = np.random.default_rng(2)
+    rebuild = triton_rows.Rebuild(plan)
+    for _ in range(3):      # each frame clears the cells the last one wrote
+        outs = {n: rng.random(shape, dtype=np.float32) * 0.25 for n, shape in plan.dense}
+        for n in plan.scores:       # a tenth of the cells score 0.6 in one class
+            cells = outs[n].reshape(-1, plan.classes)
+            hit = rng.random(len(cells)) < 0.1
+            cells[hit, rng.integers(0, plan.classes)] = 0.6
+        rows, scores, paired = triton_rows.encode(plan, outs)
+        assert 0 < len(rows) < sum(plan.cells)
+        dense = dict(zip([n for n, _ in plan.dense], rebuild(rows, scores, paired)))
+        for s_name, p_name in zip(plan.scores, plan.paired):
+            keep = outs[s_name].max(-1) >= plan.floor
+            np.testing.assert_array_equal(dense[s_name][keep], outs[s_name][keep])
+            np.testing.assert_array_equal(dense[p_name][keep], outs[p_name][keep])
+            assert not dense[s_name][~keep].any() and not dense[p_name][~keep].any()
+    with pytest.raises(ValueError, match='out of range'):
+        rebuild(np.array([sum(plan.cells)]), np.zeros((1, 80)), np.zeros((1, plan.width)))
+    # no sparse form: every other decoder, or a floor of 0
+    assert repository.rows_plan_for(load_models()['mobilenet_v2'],
+                                    _model_path('mobilenet_v2'), 0.05) is None
+    assert repository.rows_plan_for(spec, _model_path('nanodet'), 0) is None
+    folder = repository.write_served(tmp_path, 'nanodet', _model_path('nanodet'), 'ab' * 32,
+                                     'onnxruntime/cpu/t1', pathlib.Path('/src'), rows_plan=plan)
+    text = (folder / 'config.pbtxt').read_text()
+    assert '{ name: "edge_infer_scores" data_type: TYPE_FP32 dims: [ -1, 80 ] }' in text
+    assert 'cls_8:1x2704x80' in text and 'floor=0.3;' in text and '"cls_8"' not in text
+
+
 @pytest.mark.parametrize('name', ['nanodet', 'selfie', 'centernet', 'mobilenet_v2'])
 def test_a_freed_batch_answers_as_single_runs(name):
     """The rewritten file, at batch 3, answers each input as the original file alone."""

@@ -1,10 +1,12 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
 """The Triton candidate against the REAL bundled server (edge_infer serve's tritonserver).
 
-One server for the module (nanodet on ONNX Runtime, 1 thread, inside it;
-the uint8 frame in, normalised on the server: edge_infer serve's default):
-its answers equal local ONNX Runtime's on the robot's float input, over
-system shared memory on loopback and over plain gRPC, and so do those of a
+Two servers for the module (nanodet on ONNX Runtime, 1 thread, inside it;
+the uint8 frame in, normalised on the server: edge_infer serve's default).
+With the dense outputs (``--rows-floor 0``) its answers equal local ONNX
+Runtime's on the robot's float input, over system shared memory on
+loopback and over plain gRPC; with serve's default, only the cells over the
+floor, they decode to the same detections on real frames; and so do those of a
 server fed the float tensor (``--input float``); the candidate is
 measured and judged in a profile beside the local rows; a late answer
 fails only its own frame. The refusals: a
@@ -38,9 +40,32 @@ def _model_path(name: str) -> pathlib.Path:
 
 @pytest.fixture(scope='module')
 def server(tmp_path_factory):
+    """Serve nanodet with serve's defaults: u8 frame in, the cells over the floor out."""
     _model_path('nanodet')
     with triton_server.served(tmp_path_factory.mktemp('triton'), {'nanodet': SERVED}) as s:
         yield s
+
+
+@pytest.fixture(scope='module')
+def dense(tmp_path_factory):
+    """Serve nanodet's dense outputs (--rows-floor 0)."""
+    _model_path('nanodet')
+    with triton_server.served(tmp_path_factory.mktemp('dense'), {'nanodet': SERVED},
+                              rows_floor=0) as s:
+        yield s
+
+
+@pytest.fixture(scope='module')
+def street():
+    """Return real frames' u8 inputs with their transforms: people and cars in them."""
+    from edge_infer.backends.measure.frames import calibration_frames
+    from edge_infer.core.preprocess import Preprocessor
+    pre = Preprocessor(load_models()['nanodet'].input_spec, 'u8')
+    out = []
+    for f in calibration_frames(4)[0]:
+        x, tf = pre(f)
+        out.append((np.array(x, copy=True), tf))
+    return out
 
 
 @pytest.fixture(scope='module')
@@ -78,8 +103,8 @@ def _same_answers(backend, x, transport):
 
 
 @pytest.mark.parametrize('shm', [True, False], ids=['shm', 'grpc'])
-def test_served_answers_equal_local_onnxruntime(server, frame, shm):
-    backend = TritonBackend(server.url, 'nanodet', _model_path('nanodet'), shm=shm)
+def test_served_answers_equal_local_onnxruntime(dense, frame, shm):
+    backend = TritonBackend(dense.url, 'nanodet', _model_path('nanodet'), shm=shm)
     ok, why = backend.available()
     assert ok, why
     assert SERVED in why and 'same file' in why and 'uint8 frame sent' in why
@@ -88,12 +113,53 @@ def test_served_answers_equal_local_onnxruntime(server, frame, shm):
 
 
 def test_a_server_fed_the_float_tensor_answers_the_same(frame, tmp_path):
-    with triton_server.served(tmp_path, {'nanodet': SERVED}, max_batch=0, u8=False) as s:
+    with triton_server.served(tmp_path, {'nanodet': SERVED}, max_batch=0, u8=False,
+                              rows_floor=0) as s:
         backend = TritonBackend(s.url, 'nanodet', _model_path('nanodet'))
         ok, why = backend.available()
         assert ok and 'float tensor sent' in why, why
         assert backend.input_kind == 'float'
         _same_answers(backend, _as_float(frame), 'shm')
+
+
+@pytest.mark.parametrize('shm', [True, False], ids=['shm', 'grpc'])
+def test_the_cells_over_the_floor_give_the_same_detections(server, street, shm):
+    """Only the cells reaching the floor travel; decoded, they are the dense detections."""
+    from edge_infer.backends.libs.triton_rows import DEFAULT_FLOOR
+    spec = load_models()['nanodet']
+    backend = TritonBackend(server.url, 'nanodet', _model_path('nanodet'), shm=shm)
+    sess = backend.open_session(_model_path('nanodet'))
+    assert sess.rows_floor == DEFAULT_FLOOR
+    found = 0
+    try:
+        for x, tf in street + street[:1]:       # rows written, then cleared for the next
+            out = [np.array(o, copy=True) for o in sess.run(x)]
+            ref = _reference(x)
+            n = len(ref) // 2
+            for o, r in zip(out[:n], ref[:n]):       # score rows: reaching the floor, or 0
+                keep = r.max(-1) >= DEFAULT_FLOOR
+                np.testing.assert_allclose(o[keep], r[keep], rtol=1e-4, atol=1e-4)
+                assert not o[~keep].any()
+            for threshold in (DEFAULT_FLOOR, spec.decoder_args['score_threshold']):
+                decode = spec.make_decoder(score_threshold=threshold)
+                got, want = decode(out, tf), decode(ref, tf)
+                assert len(got) == len(want)
+                np.testing.assert_allclose(got.boxes, want.boxes, atol=1e-2)
+                assert (got.class_ids == want.class_ids).all()
+                found += len(want)
+        assert sess.transport == ('shm' if shm else 'grpc'), sess.note
+    finally:
+        sess.close()
+    assert found > 0        # the frames hold detections: the check compared some
+
+
+def test_a_node_keeping_scores_under_the_floor_refuses_the_server(server):
+    from edge_infer.core.model import Model
+    backend = TritonBackend(server.url, 'nanodet', _model_path('nanodet'))
+    with pytest.raises(BackendError, match='--rows-floor'):
+        Model(load_models()['nanodet'], backend, paths.models_dir(), score_threshold=0.01)
+    model = Model(load_models()['nanodet'], backend, paths.models_dir(), score_threshold=0.2)
+    model.close()
 
 
 def test_shared_memory_is_used_on_loopback_and_freed(server, frame):
@@ -117,8 +183,8 @@ def test_shared_memory_is_used_on_loopback_and_freed(server, frame):
     client.close()
 
 
-def test_a_late_answer_fails_its_frame_only(server, frame):
-    backend = TritonBackend(server.url, 'nanodet', _model_path('nanodet'), timeout_ms=1.0)
+def test_a_late_answer_fails_its_frame_only(dense, frame):
+    backend = TritonBackend(dense.url, 'nanodet', _model_path('nanodet'), timeout_ms=1.0)
     sess = backend.open_session(_model_path('nanodet'))
     try:
         with pytest.raises(BackendError, match='no answer within 1 ms'):

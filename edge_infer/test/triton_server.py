@@ -14,6 +14,7 @@ import pathlib
 import socket
 from typing import Dict, Iterator, Optional
 
+from edge_infer.backends.libs.triton_rows import DEFAULT_FLOOR
 from edge_infer.checksums import sha256_file
 from edge_infer.tools.triton import repository, serve, server_env
 
@@ -39,10 +40,11 @@ def free_port() -> int:
 
 def write_repo(root: pathlib.Path, models: Dict[str, str], max_batch: int = 8,
                queue_delay_us: int = 100, sha_override: Optional[Dict[str, str]] = None,
-               u8: bool = True) -> pathlib.Path:
+               u8: bool = True, rows_floor: float = DEFAULT_FLOOR) -> pathlib.Path:
     """Write a served repository of registry models on named backends; return it.
 
-    ``u8``: the served input is the uint8 frame (edge_infer serve's default).
+    ``u8``: the served input is the uint8 frame (edge_infer serve's default);
+    ``rows_floor``: a detector sends only the cells scoring that much (0: dense).
 
     ``sha_override``: a model's recorded sha256 replaced (a server whose file
     differs from the config, which must refuse to load it).
@@ -55,8 +57,10 @@ def write_repo(root: pathlib.Path, models: Dict[str, str], max_batch: int = 8,
     for name, backend in models.items():
         path = paths.models_dir() / reg[name].file
         sha = (sha_override or {}).get(name) or sha256_file(path)
+        plan = repository.rows_plan_for(reg[name], path, rows_floor) if rows_floor else None
         repository.write_served(repo, name, path, sha, backend, source, max_batch,
-                                queue_delay_us, input_spec=reg[name].input_spec if u8 else None)
+                                queue_delay_us, input_spec=reg[name].input_spec if u8 else None,
+                                rows_plan=plan)
     return repo
 
 
@@ -71,13 +75,13 @@ class Running:
 @contextlib.contextmanager
 def served(root: pathlib.Path, models: Dict[str, str], max_batch: int = 8,
            queue_delay_us: int = 100, port: int = 0, u8: bool = True,
-           **security: str) -> Iterator[Running]:
+           rows_floor: float = DEFAULT_FLOOR, **security: str) -> Iterator[Running]:
     """Serve ``models`` ({registry name: servable backend}) on loopback; stop on exit.
 
     ``security``: serve.Server's tls_cert, tls_key, tls_client_ca, token.
     """
     env = server_env.ensure(log=lambda line: None)
-    repo = write_repo(root, models, max_batch, queue_delay_us, u8=u8)
+    repo = write_repo(root, models, max_batch, queue_delay_us, u8=u8, rows_floor=rows_floor)
     server = serve.Server(env, repo, port or free_port(), '127.0.0.1', **security).start()
     try:
         yield Running(server, server.wait_ready())

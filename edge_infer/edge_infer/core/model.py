@@ -44,6 +44,22 @@ def model_file(spec: ModelSpec, models_dir: pathlib.Path,
     return path
 
 
+def rows_floor_refusal(session, decode) -> str:
+    """Return why ``session`` cannot feed ``decode`` ('' where it can).
+
+    A Triton server may send only the cells whose best score reaches its
+    floor (backends/libs/triton_rows.py): exact for a decoder keeping scores
+    over a threshold at or over the floor, short of detections under it.
+    """
+    floor = float(getattr(session, 'rows_floor', 0.0) or 0.0)
+    threshold = getattr(decode, 'score_threshold', None)
+    if floor and threshold is not None and float(threshold) < floor:
+        return (f'{session.backend_name} sends only the cells scoring {floor:g} or more '
+                f'(edge_infer serve --rows-floor), and this node keeps scores over '
+                f'{float(threshold):g}: serve with a lower --rows-floor (0 = dense outputs)')
+    return ''
+
+
 class Model:
     """Runs one registry model on one backend, frame by frame (not thread-safe).
 
@@ -62,6 +78,10 @@ class Model:
         self._preprocessors: Dict[str, Preprocessor] = {}
         self.preprocess = self.preprocessor(input_kind(self.session))
         self.decode = spec.make_decoder(**decoder_overrides)
+        why = rows_floor_refusal(self.session, self.decode)
+        if why:
+            self.session.close()
+            raise BackendError(why)
         # the last preprocessed tensor (a reused buffer, no copy) and the frame it came from
         self.last_input: Optional[np.ndarray] = None
         self.last_frame: Optional[Frame] = None
@@ -75,6 +95,9 @@ class Model:
 
     def with_session(self, session) -> 'Model':
         """Return a Model running ``session`` with this one's pre/post-processing (no reload)."""
+        why = rows_floor_refusal(session, self.decode)
+        if why:
+            raise BackendError(why)
         other = copy.copy(self)     # every attribute shared, whatever __init__ sets later
         other.session, other.backend_name = session, session.backend_name
         other.preprocess = self.preprocessor(input_kind(session))

@@ -38,6 +38,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from . import installed
+from .triton_rows import Plan, Rebuild
 from ...core.backend import Backend, BackendError, first_line, Session
 
 SHA_KEY = 'edge_infer_sha256'
@@ -84,15 +85,22 @@ class _Model:
         self.input_type = 'UINT8' if config['input'][0]['data_type'] == 'TYPE_UINT8' else 'FP32'
         self.input_kind = 'u8' if self.input_type == 'UINT8' else 'float'
         self.input_dtype = np.dtype(np.uint8 if self.input_kind == 'u8' else np.float32)
+        # the cell rows that can hold a detection instead of the dense outputs
+        # (edge_infer serve --rows-floor): sized for every cell, sliced per answer
+        self.rows_plan = Plan.from_params(self.params)
+        cells = sum(self.rows_plan.cells) if self.rows_plan else 0
         self.outputs: List[Tuple[str, List[int], np.dtype]] = []
         self.has_compute = False
         for o in config['output']:
             if o['name'] == COMPUTE_OUTPUT:
                 self.has_compute = True
                 continue
-            dims = [int(d) for d in o['dims']]
+            dims = [int(d) if int(d) >= 0 else cells for d in o['dims']]
             self.outputs.append((o['name'], [1] + dims if batched else dims,
                                  np.dtype(_np_type(o['data_type']) or np.float32)))
+        # what the session returns: the dense outputs (rebuilt from the rows where sent)
+        self.output_names = ([n for n, _ in self.rows_plan.dense] if self.rows_plan
+                             else [n for n, _, _ in self.outputs])
 
 
 class TritonSession(Session):
@@ -107,12 +115,14 @@ class TritonSession(Session):
         self.backend_name = backend.name
         self.input_name = model.input_name
         self.input_kind = model.input_kind
-        self.output_names = [n for n, _, _ in model.outputs]
+        self.output_names = list(model.output_names)
+        self._rebuild = Rebuild(model.rows_plan) if model.rows_plan else None
+        self.rows_floor = model.rows_plan.floor if model.rows_plan else 0.0
         self.remote_compute_ms = float('nan')
         self.transport = 'shm' if backend.use_shm else 'grpc'
         self._timeout_s = backend.timeout_ms / 1e3
         self._pairs: List[dict] = []        # shared-memory regions: input, outputs, views
-        self._requested = [grpcclient.InferRequestedOutput(n) for n in self.output_names]
+        self._requested = [grpcclient.InferRequestedOutput(n) for n, _, _ in model.outputs]
         if model.has_compute:
             self._requested.append(grpcclient.InferRequestedOutput(COMPUTE_OUTPUT))
         self.note = ''
@@ -141,18 +151,19 @@ class TritonSession(Session):
             return None
         inp = self._g.InferInput(self.input_name, list(x.shape), self._model.input_type)
         inp.set_shared_memory(f'{tag}_in', x.nbytes)
-        requested, views, offset = [], [], 0
+        requested, views, slots, offset = [], [], [], 0
         for name, shape, dtype in self._model.outputs:
             size = int(np.prod(shape)) * np.dtype(dtype).itemsize
             req = self._g.InferRequestedOutput(name)
             req.set_shared_memory(f'{tag}_out', size, offset)
             requested.append(req)
             views.append(shm.get_contents_as_numpy(hout, dtype, shape, offset))
+            slots.append((dtype, offset))
             offset += size
         if self._model.has_compute:
             requested.append(self._g.InferRequestedOutput(COMPUTE_OUTPUT))
         pair = {'tag': tag, 'in': hin, 'out': hout, 'input': inp, 'requested': requested,
-                'views': views, 'busy': False, 'shape': x.shape,
+                'views': views, 'slots': slots, 'busy': False, 'shape': x.shape,
                 'in_view': shm.get_contents_as_numpy(hin, x.dtype, x.shape)}
         self._pairs.append(pair)
         return pair
@@ -228,9 +239,19 @@ class TritonSession(Session):
         result = box['result']
         if self._model.has_compute:
             self.remote_compute_ms = float(result.as_numpy(COMPUTE_OUTPUT).flat[0]) / 1e3
-        if pair is not None:
+        if pair is not None and self._rebuild is None:
             return pair['views']
-        return [result.as_numpy(n) for n in self.output_names]
+        if pair is not None:    # the rows answered: views of the shapes answered
+            import tritonclient.utils.shared_memory as shm
+            outs = [shm.get_contents_as_numpy(pair['out'], dtype,
+                                              list(result.get_output(name).shape), offset)
+                    for (name, _, _), (dtype, offset) in zip(self._model.outputs,
+                                                             pair['slots'])]
+        else:
+            outs = [result.as_numpy(n) for n, _, _ in self._model.outputs]
+        if self._rebuild is not None:
+            return self._rebuild(*outs)
+        return outs
 
     def close(self) -> None:
         """Unregister and free the shared-memory regions; close the channel.

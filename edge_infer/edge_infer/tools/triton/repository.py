@@ -120,7 +120,7 @@ def u8_input(name: str, inputs: Sequence[Tensor], spec) -> Tuple[Tensor, dict]:
 def write_served(root: pathlib.Path, name: str, path: pathlib.Path, sha256: str,
                  backend_name: str, source: pathlib.Path, max_batch: int = 8,
                  queue_delay_us: int = 100, instances: int = 1,
-                 input_spec=None) -> pathlib.Path:
+                 input_spec=None, rows_plan=None) -> pathlib.Path:
     """Write one model of ``edge_infer serve``'s repository; return its folder.
 
     ``backend_name``: the candidate the backend manager measured best here
@@ -128,12 +128,20 @@ def write_served(root: pathlib.Path, name: str, path: pathlib.Path, sha256: str,
     edge_infer package, for the server's Python. ``input_spec`` (the
     model's InputSpec): the served input is the resized uint8 frame, and the
     server normalises it (:func:`u8_input`); None: the float tensor itself.
+    ``rows_plan`` (backends/libs/triton_rows.py): the outputs go as the cell
+    rows that can hold a detection; None: the dense outputs.
     """
     inputs, outputs = io_of(path)
     extra_params: dict = {}
     if input_spec is not None:
         u8, extra_params = u8_input(name, inputs, input_spec)
         inputs = [u8]
+    if rows_plan is not None:
+        from ...backends.libs import triton_rows as tr
+        outputs = [Tensor(tr.ROWS, 'TYPE_INT32', [1, -1]),
+                   Tensor(tr.SCORES, 'TYPE_FP32', [1, -1, rows_plan.classes]),
+                   Tensor(tr.PAIRED, 'TYPE_FP32', [1, -1, rows_plan.width])]
+        extra_params.update(rows_plan.params())
     outputs.append(Tensor(served_model.COMPUTE_OUTPUT, 'TYPE_INT64', [1, 1]))
     if not (batch_of_one(inputs) and batch_of_one(outputs)) and max_batch > 0:
         raise ValueError(f'{name}: batch dimension is not a fixed 1; serve it with '
@@ -148,6 +156,14 @@ def write_served(root: pathlib.Path, name: str, path: pathlib.Path, sha256: str,
     (folder / 'config.pbtxt').write_text(config_text(
         name, 'python', inputs, outputs, max_batch, queue_delay_us, instances, params, note))
     return folder
+
+
+def rows_plan_for(spec, path: pathlib.Path, floor: float):
+    """Return the sparse-rows plan of a registry model's outputs, or None (dense outputs)."""
+    from ...backends.libs import triton_rows
+    _, outputs = io_of(path)
+    return triton_rows.plan_for(spec.decoder, [(t.name, t.shape) for t in outputs],
+                                spec.decoder_args.get('strides', ()), floor)
 
 
 def stock_backend(chosen: str) -> str:

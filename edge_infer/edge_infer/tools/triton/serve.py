@@ -2,7 +2,7 @@
 """``edge_infer serve``: a real Triton Inference Server serving the registry's models.
 
     edge_infer serve [--models nanodet,mobilenet_v2] [--max-batch 8] [--queue-delay-us 100]
-                     [--instances 1] [--input u8|float]
+                     [--instances 1] [--input u8|float] [--rows-floor 0.05]
                      [--address 0.0.0.0] [--grpc-port 8001] [--repo DIR]
                      [--tls-cert C --tls-key K [--tls-client-ca CA]] [--token-file F]
     edge_infer serve --write-repo DIR [--backend auto|onnxruntime|openvino]
@@ -28,6 +28,7 @@ from typing import Callable, List, Optional, Sequence, Tuple
 
 from . import batch_dim, repository, server_env
 from .served_model import servable
+from ...backends.libs.triton_rows import DEFAULT_FLOOR
 
 Log = Callable[[str], None]
 READY_LINE = 'Started GRPCInferenceService at'
@@ -211,11 +212,14 @@ def write_repo(out: pathlib.Path, models, manager, backend: str, max_batch: int,
 
 def build_served_repo(repo: pathlib.Path, models, manager, max_batch: int,
                       queue_delay_us: int, instances: int, log: Log,
-                      use_cache: bool = True, force: str = '', u8: bool = True) -> None:
+                      use_cache: bool = True, force: str = '', u8: bool = True,
+                      rows_floor: float = 0.0) -> None:
     """Write the repository ``edge_infer serve`` serves (old model folders removed).
 
     ``u8``: the robots send the resized uint8 frame and the server normalises
-    it (a quarter of the float tensor's bytes on the network).
+    it (a quarter of the float tensor's bytes on the network). ``rows_floor``
+    > 0: a detector with a sparse form sends only the cells scoring that much
+    (backends/libs/triton_rows.py).
     """
     import shutil
     if repo.exists():
@@ -227,10 +231,14 @@ def build_served_repo(repo: pathlib.Path, models, manager, max_batch: int,
             chosen, why = force, 'forced (--backend)'
         else:
             chosen, why = choose_served(manager, spec, path, log, use_cache)
+        plan = repository.rows_plan_for(spec, path, rows_floor) if rows_floor > 0 else None
         repository.write_served(repo, spec.name, path, sha, chosen, source, max_batch,
-                                queue_delay_us, instances, spec.input_spec if u8 else None)
+                                queue_delay_us, instances, spec.input_spec if u8 else None,
+                                plan)
         log(f'[serve] {spec.name}: {chosen} ({why.split(";")[0]}), '
-            f"{'uint8 frame' if u8 else 'float tensor'} in, sha256 {sha[:12]}")
+            f"{'uint8 frame' if u8 else 'float tensor'} in, "
+            f"{f'the cells scoring {rows_floor:g}+ out' if plan else 'dense outputs'}, "
+            f'sha256 {sha[:12]}')
 
 
 def main(argv=None) -> int:
@@ -245,6 +253,10 @@ def main(argv=None) -> int:
     ap.add_argument('--input', choices=('u8', 'float'), default='u8',
                     help='what robots send: u8 = the resized frame, normalised on the server '
                          "(a quarter of the bytes); float = the model's own input tensor")
+    ap.add_argument('--rows-floor', type=float, default=DEFAULT_FLOOR,
+                    help='detectors with a sparse form (NanoDet) send only the cells whose '
+                         'best score reaches this; robots must keep scores over it '
+                         '(0 = the dense outputs)')
     ap.add_argument('--address', default='0.0.0.0', help='gRPC listen address')
     ap.add_argument('--grpc-port', type=int, default=8001)
     ap.add_argument('--repo', type=pathlib.Path, default=None,
@@ -293,7 +305,8 @@ def main(argv=None) -> int:
         return 1
     repo = args.repo or server_env.home() / 'repo'
     build_served_repo(repo, models, manager, args.max_batch, args.queue_delay_us,
-                      args.instances, print, not args.no_cache, force, args.input == 'u8')
+                      args.instances, print, not args.no_cache, force, args.input == 'u8',
+                      args.rows_floor)
     warning = exposure(args.address, bool(args.tls_cert), bool(token))
     if warning:
         print(f'[serve] WARNING: gRPC on {args.address}:{args.grpc_port} {warning} '

@@ -21,6 +21,11 @@ with the model's ``edge_infer_mean`` / ``edge_infer_std`` into its
 ``edge_infer_layout``: in OpenVINO's graph (the ``+pre`` candidate of the
 same library), in numpy before ONNX Runtime.
 
+Outputs: with an ``edge_infer_rows`` plan (``edge_infer serve``'s default
+for NanoDet, ``--rows-floor``) only the cells whose best score reaches the
+floor travel (backends/libs/triton_rows.py); the selection runs after the
+timed run, so it counts as overhead.
+
 Each response carries the time its run took on the library in one more
 output, ``edge_infer_compute_us`` (int64; this Python backend, 2.51, has no
 response parameters): what the robot subtracts to see the remote overhead.
@@ -122,6 +127,9 @@ class TritonPythonModel:
         self.input_name = config['input'][0]['name']
         self.output_names: List[str] = [o['name'] for o in config['output']
                                         if o['name'] != COMPUTE_OUTPUT]
+        from edge_infer.backends.libs import triton_rows
+        self.rows = triton_rows.Plan.from_params(params)    # None: the dense outputs
+        self.tr = triton_rows
         import triton_python_backend_utils as pb_utils
         self.pb, self.np = pb_utils, np
         print(f"[edge_infer] {args['model_name']}: {self.backend.name} "
@@ -138,9 +146,16 @@ class TritonPythonModel:
             t0 = time.perf_counter_ns()
             outs = self.session.run(x if self.normalise is None else self.normalise(x))
             us = (time.perf_counter_ns() - t0) // 1000
-            # a session's outputs may be its own reused buffers: copy all but the last
-            tensors = [pb.Tensor(n, o.copy() if i < last else o)
-                       for n, o in zip(self.output_names, outs)]
+            if self.rows is not None:     # the cells that can hold a detection
+                tr = self.tr
+                rows, scores, paired = tr.encode(self.rows, dict(zip(self.session.output_names,
+                                                                     outs)))
+                tensors = [pb.Tensor(tr.ROWS, rows[None]), pb.Tensor(tr.SCORES, scores[None]),
+                           pb.Tensor(tr.PAIRED, paired[None])]
+            else:
+                # a session's outputs may be its own reused buffers: copy all but the last
+                tensors = [pb.Tensor(n, o.copy() if i < last else o)
+                           for n, o in zip(self.output_names, outs)]
             tensors.append(pb.Tensor(COMPUTE_OUTPUT, self.np.array([[us]], self.np.int64)))
             responses.append(pb.InferenceResponse(output_tensors=tensors))
         return responses
