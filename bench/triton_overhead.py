@@ -6,16 +6,20 @@
 
 Real bundled servers (edge_infer serve's tritonserver, the model on
 ``--backend`` inside, through the Python backend): serve's defaults (the
-uint8 frame in, normalised on the server; dynamic batching, max batch 8,
-queue delay 100 us), the same without a batcher, and ``--input float``
-(the robot sends the normalised float tensor, four times the bytes). And a
-floor: the same Python backend serving an empty model with NanoDet's
-input and outputs (fixed values back, no compute): what Triton and its Python
-backend cost for these tensors alone. Against each, the candidate's own
-session (backends/libs/triton.py) with system shared memory and with plain
-gRPC: eight variants, in interleaved rounds of ``--runs`` frames each, the
-order rotating. Per frame: the wall time of ``session.run`` as the node sees it,
-minus the server's own run time on the library (the served model's
+uint8 frame in, normalised on the server; out, only the cells scoring 0.05
+or more, rebuilt into the dense outputs on the robot; dynamic batching, max
+batch 8, queue delay 100 us), the same without a batcher, the same with the
+dense outputs (``--rows-floor 0``), and ``--input float --rows-floor 0``
+(the float tensor in, four times the bytes). And a floor: the same Python
+backend serving an empty model with NanoDet's u8 input and dense outputs
+(fixed values back, no compute): what Triton and its Python backend cost
+for these tensors alone. Against each, the candidate's own session
+(backends/libs/triton.py) with system shared memory and with plain gRPC:
+ten variants, in interleaved rounds of ``--runs`` frames each, the order
+rotating. The frames are real (the calibration frames of the bag, resized
+as the node does): the rows sent depend on what the frame holds. Per
+frame: the wall time of ``session.run`` as the node sees it, minus the
+server's own run time on the library (the served model's
 ``edge_infer_compute_us`` output) = the remote overhead (the input written,
 gRPC both ways, Triton's queue and the Python backend's hand-over to its
 stub, the outputs read). Goals (issue 38): p50 <= 1.0 ms with shared
@@ -126,9 +130,11 @@ def main(argv=None) -> int:
         return 1
     spec = load_models()['nanodet']
     path = paths.models_dir() / spec.file
-    rng = np.random.default_rng(5)
-    frames = {'float': rng.random((1, 3, 416, 416), np.float32),
-              'u8': rng.integers(0, 256, (1, 416, 416, 3), np.uint8)}
+    from edge_infer.backends.measure.frames import calibration_frames
+    from edge_infer.core.preprocess import INPUT_KINDS, Preprocessor
+    real = calibration_frames(4)[0]
+    frames = {k: [np.array(Preprocessor(spec.input_spec, k)(f)[0], copy=True) for f in real]
+              for k in INPUT_KINDS}
     date = datetime.date.today().strftime('%Y%m%d')
     res = benchlib.Results(f'triton_overhead_{date}',
                            'Triton remote overhead beyond the server compute, NanoDet 416x416',
@@ -138,30 +144,36 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp, \
             triton_server.served(pathlib.Path(tmp) / 'b', served) as batched, \
             triton_server.served(pathlib.Path(tmp) / 'n', served, max_batch=0) as plain, \
-            triton_server.served(pathlib.Path(tmp) / 'f', served, u8=False) as floats, \
+            triton_server.served(pathlib.Path(tmp) / 'd', served, max_batch=0,
+                                 rows_floor=0) as dense, \
+            triton_server.served(pathlib.Path(tmp) / 'f', served, u8=False,
+                                 rows_floor=0) as floats, \
             floor_server(pathlib.Path(tmp) / 'e', spec, path) as floor:
-        servers = (('u8 in, batcher 8 / 100 us (serve defaults)', batched),
-                   ('u8 in, no batcher', plain), ('float in, batcher 8 / 100 us', floats),
-                   ('floor: empty Python model, u8 in', floor))
+        servers = (('u8 in, rows out, batcher 8 / 100 us (serve defaults)', batched),
+                   ('u8 in, rows out, no batcher', plain),
+                   ('u8 in, dense out, no batcher', dense),
+                   ('float in, dense out, batcher 8 / 100 us', floats),
+                   ('floor: empty Python model, u8 in, dense out', floor))
         sessions, inputs = {}, {}
         for label, server in servers:
             for shm in (True, False):
                 model_path = None if server is floor else path
                 sess = TritonBackend(server.url, 'nanodet', model_path,
                                      shm=shm).open_session(model_path)
-                x = frames[sess.input_kind]
-                for _ in range(3):
+                xs = frames[sess.input_kind]
+                for x in xs:
                     sess.run(x)
                 sessions[(label, 'shm' if shm else 'grpc')] = sess
-                inputs[(label, 'shm' if shm else 'grpc')] = x
+                inputs[(label, 'shm' if shm else 'grpc')] = xs
         walls = {k: [] for k in sessions}
         computes = {k: [] for k in sessions}
         keys = list(sessions)
         probe = LoadProbe(also=server_pids([s for _, s in servers])).start()
         for r in range(args.rounds):
             for k in keys[r % len(keys):] + keys[:r % len(keys)]:
-                sess, x = sessions[k], inputs[k]
-                for _ in range(args.runs):
+                sess, xs = sessions[k], inputs[k]
+                for i in range(args.runs):
+                    x = xs[i % len(xs)]
                     t = time.perf_counter()
                     sess.run(x)
                     walls[k].append((time.perf_counter() - t) * 1e3)
@@ -176,7 +188,7 @@ def main(argv=None) -> int:
         over = w - c
         p50 = float(np.percentile(over, 50))
         res.add(server=label, transport=transport,
-                input=f'{inputs[(label, transport)].nbytes:,} B', frames=len(w),
+                input=f'{inputs[(label, transport)][0].nbytes:,} B', frames=len(w),
                 wall_p50=float(np.median(w)), compute_p50=float(np.median(c)),
                 over_p50=p50, over_p90=float(np.percentile(over, 90)),
                 over_max=float(over.max()), goal=GOALS_MS[transport],
