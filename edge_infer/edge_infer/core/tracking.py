@@ -157,7 +157,8 @@ class Tracker:
         after the previous one (a frame out of order) leaves the tracks as
         they are and returns -1 for every box.
         """
-        boxes = np.asarray(boxes_xyxy, dtype=np.float64).reshape(-1, 4)
+        # a copy in float64: each class's boxes are moved apart in it (below)
+        boxes = np.array(boxes_xyxy, dtype=np.float64).reshape(-1, 4)
         n = len(boxes)
         out = np.full(n, -1, dtype=np.int64)
         stamp = float(stamp_s)
@@ -168,13 +169,12 @@ class Tracker:
         self._last_stamp = stamp
         rate = self.frame_rate()
         scores = np.asarray(scores, dtype=np.float32).reshape(n)
-        classes = np.asarray(class_ids).astype(np.int64).reshape(n)
+        classes = np.asarray(class_ids, dtype=np.int64).reshape(n)
         if self._lib is None:
             self._lib = self._cls(**{**self._opts, 'frame_rate': rate})
         self._lib._frame_rate = rate    # what the library scales elapsed seconds by, each update
-        shifted = boxes.copy()
-        shifted[:, 0::2] += (classes * CLASS_STRIDE)[:, None]     # each class apart
-        dets = self._sv.Detections(xyxy=shifted, confidence=scores, class_id=classes,
+        boxes[:, 0::2] += (classes * CLASS_STRIDE)[:, None]     # each class apart
+        dets = self._sv.Detections(xyxy=boxes, confidence=scores, class_id=classes,
                                    data={'row': np.arange(n)})
         res = self._lib.update(dets, timestamp=stamp)
         lib_ids = np.asarray(res.tracker_id, dtype=np.int64)

@@ -151,19 +151,18 @@ class TritonSession(Session):
             return None
         inp = self._g.InferInput(self.input_name, list(x.shape), self._model.input_type)
         inp.set_shared_memory(f'{tag}_in', x.nbytes)
-        requested, views, slots, offset = [], [], [], 0
+        requested, views, offset = [], [], 0
         for name, shape, dtype in self._model.outputs:
             size = int(np.prod(shape)) * np.dtype(dtype).itemsize
             req = self._g.InferRequestedOutput(name)
             req.set_shared_memory(f'{tag}_out', size, offset)
             requested.append(req)
             views.append(shm.get_contents_as_numpy(hout, dtype, shape, offset))
-            slots.append((dtype, offset))
             offset += size
         if self._model.has_compute:
             requested.append(self._g.InferRequestedOutput(COMPUTE_OUTPUT))
         pair = {'tag': tag, 'in': hin, 'out': hout, 'input': inp, 'requested': requested,
-                'views': views, 'slots': slots, 'busy': False, 'shape': x.shape,
+                'views': views, 'busy': False, 'shape': x.shape,
                 'in_view': shm.get_contents_as_numpy(hin, x.dtype, x.shape)}
         self._pairs.append(pair)
         return pair
@@ -239,19 +238,14 @@ class TritonSession(Session):
         result = box['result']
         if self._model.has_compute:
             self.remote_compute_ms = float(result.as_numpy(COMPUTE_OUTPUT).flat[0]) / 1e3
-        if pair is not None and self._rebuild is None:
-            return pair['views']
-        if pair is not None:    # the rows answered: views of the shapes answered
-            import tritonclient.utils.shared_memory as shm
-            outs = [shm.get_contents_as_numpy(pair['out'], dtype,
-                                              list(result.get_output(name).shape), offset)
-                    for (name, _, _), (dtype, offset) in zip(self._model.outputs,
-                                                             pair['slots'])]
-        else:
+        if pair is None:
             outs = [result.as_numpy(n) for n, _, _ in self._model.outputs]
-        if self._rebuild is not None:
-            return self._rebuild(*outs)
-        return outs
+        elif self._rebuild is None:
+            return pair['views']
+        else:   # the rows answered: the leading part of each region's full-size view
+            outs = [v[tuple(slice(0, int(d)) for d in result.get_output(name).shape)]
+                    for (name, _, _), v in zip(self._model.outputs, pair['views'])]
+        return outs if self._rebuild is None else self._rebuild(*outs)
 
     def close(self) -> None:
         """Unregister and free the shared-memory regions; close the channel.

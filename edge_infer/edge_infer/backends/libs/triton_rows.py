@@ -117,6 +117,8 @@ class Rebuild:
     def __call__(self, rows: np.ndarray, scores: np.ndarray,
                  paired: np.ndarray) -> List[np.ndarray]:
         """Write one frame's rows into the dense outputs; return them (the plan's order)."""
+        # a copy: ``rows`` may be a view on a shared-memory region the next answer
+        # overwrites, and the next frame clears the rows this one wrote
         rows = np.asarray(rows).reshape(-1).astype(np.int64)
         n = rows.shape[0]
         scores = np.asarray(scores).reshape(n, self.plan.classes)
