@@ -335,3 +335,43 @@ def test_a_destroyed_lifecycle_node_takes_its_dds_participant_and_shm_files_alon
         node.destroy_node()         # twice: nothing more to do, no error
     finally:
         rclpy.try_shutdown(context=ctx)
+
+
+@pytest.mark.skipif(not shm.SHM_DIR.is_dir(), reason='no /dev/shm')
+def test_leave_exits_at_once_after_the_nodes_and_never_before():
+    """stopping.leave: os._exit once the nodes are destroyed; a participant left is waited for."""
+    import subprocess
+    import sys
+    from edge_infer.nodes import stopping
+    name = f'fastrtps_{os.getpid():016x}'
+    files = [shm.SHM_DIR / name, shm.SHM_DIR / f'{name}_el']
+    code = '\n'.join([
+        'import sys',
+        'from edge_infer.nodes import stopping',
+        "held = [open(p, 'rb') for p in sys.argv[2:]]   # a participant that outlived its nodes",
+        "stopping._Exit.nodes_destroyed = sys.argv[1] == 'destroyed'",
+        "print('returned', stopping.leave(7))"])
+    run, took, gone = {}, {}, {}
+    try:
+        for kind in ('not destroyed', 'destroyed'):
+            for f in files:
+                f.write_bytes(b'')
+            t0 = time.monotonic()
+            run[kind] = subprocess.run([sys.executable, '-c', code, kind, *map(str, files)],
+                                       capture_output=True, text=True, timeout=60)
+            took[kind] = time.monotonic() - t0
+            gone[kind] = [not f.exists() for f in files]
+    finally:
+        for f in files:
+            f.unlink(missing_ok=True)
+    # a failed start (nodes left): Python finalizes, so that the participant says goodbye
+    out = run['not destroyed']
+    assert out.returncode == 0 and out.stdout == 'returned 7\n', out
+    assert not any(gone['not destroyed'])
+    # nodes destroyed: the exit code at once, no finalizing; the participant's
+    # files (here held for good) waited for, then removed, with one line
+    out = run['destroyed']
+    assert out.returncode == 7 and 'returned' not in out.stdout, out
+    assert took['destroyed'] >= stopping.PARTICIPANT_WAIT_S
+    assert 'leaving without the goodbye of the DDS participant' in out.stderr
+    assert all(gone['destroyed'])
