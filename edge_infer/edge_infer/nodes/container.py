@@ -54,7 +54,7 @@ from rclpy.parameter import Parameter
 from .base import set_shared_logger, shared_log
 from .container_params import check_ros_executor, PARAMETERS, RENAMED, renamed
 from .perception_node import PerceptionNode
-from .stopping import keep_until_exit, leave, StopSignals
+from .stopping import leave, StopSignals
 from .telemetry_node import TelemetryNode
 from .. import procs, shm
 from ..backends.manager import shared_manager
@@ -104,7 +104,6 @@ class PerceptionContainer:
         log = self.node.get_logger().warning
         self._take_renamed(log)
         self.exit_code = 0      # EXIT_PARTIAL when autostart stops the process
-        self.nodes_destroyed = False    # shutdown() destroyed every node
         kind = str(self.node.get_parameter('ros_executor').value)
         check_ros_executor(kind)
         if executor is None:
@@ -221,11 +220,17 @@ class PerceptionContainer:
         for n in reversed(self.lifecycle_nodes):
             try:
                 n.trigger_shutdown()
-            except Exception:  # already finalized or mid-transition
-                pass
+            except Exception:  # the context is down (a signal), or mid-transition
+                # A stop by signal shut the context down first, so the shutdown
+                # transition cannot publish its event and on_shutdown never ran:
+                # the sessions, the worker and the power meter's thread lived on
+                # until the exit freed them (where a stop aborted, exit -6).
+                try:
+                    n.release_everything()
+                except Exception as exc:  # a half-made node: the rest still goes
+                    print(f'{n.get_name()}: release at stop failed: {exc}', file=sys.stderr)
             n.destroy_node()
         self.node.destroy_node()
-        self.nodes_destroyed = True
         if self.lease is not None:     # the host's cores for the next process (exit does too)
             self.lease.release()
 
@@ -340,7 +345,6 @@ def main(args=None, stop=None) -> int:
         shm.clean(log=rclpy.logging.get_logger('perception_container').info)
         rclpy.try_shutdown()
         stop.ignore_rest()          # Python's exit puts the default handlers back
-        keep_until_exit(container, container is not None and container.nodes_destroyed)
     return code
 
 

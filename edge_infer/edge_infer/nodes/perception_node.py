@@ -144,10 +144,14 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
 
     def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Release everything, whatever the state."""
-        self._stop()
-        self._release()
+        self.release_everything()
         self.get_logger().info(f"shut down from '{state.label}': everything released")
         return TransitionCallbackReturn.SUCCESS
+
+    def release_everything(self) -> None:
+        """Stop the worker, close the sessions, release the meter and publishers (no ROS call)."""
+        self._stop()
+        self._release()
 
     # ------------------------------------------------------------------- helpers
     def _configure(self) -> None:

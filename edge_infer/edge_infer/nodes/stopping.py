@@ -18,9 +18,6 @@ the shutdown to the exit.
 import os
 import signal
 import sys
-import time
-
-PARTICIPANT_WAIT_S = 1.0     # for a DDS participant still here after its nodes
 
 
 def _to_stderr(line: str) -> None:
@@ -86,69 +83,27 @@ class StopSignals:
                      f'goes on (nodes released, then exit)')
 
 
-class _Exit:
-    """What the process's last moments need to know (set by the container's main)."""
-
-    kept: list = []             # objects the process leaves without freeing
-    nodes_destroyed = False     # every node destroyed: the DDS participant is gone
-
-
-def keep_until_exit(objects, nodes_destroyed: bool) -> None:
-    """Keep ``objects`` (nodes, executors, sessions) alive to the exit; note the nodes' end.
-
-    Freed as ``main``'s frame goes, they ran the inference libraries' and
-    rclpy's destructors after a clean shutdown, with daemon threads (the
-    power meter's sampler) still running; a container aborted there (exit
-    -6, "process has died") now and then: 1 of 17 Ctrl-C stops of ``ros2
-    launch`` in one series, twice in CI's robot stage, none in 60 more. The
-    OS frees them at :func:`leave`'s ``os._exit``.
-    """
-    _Exit.kept.append(objects)
-    _Exit.nodes_destroyed = nodes_destroyed
-
-
 def leave(code: int) -> int:
-    """Exit with ``code`` at once, without finalizing Python, once the nodes are destroyed.
+    """Return ``code``, or exit with it at once while a background measurement still runs.
 
-    By then (:func:`keep_until_exit`) rclpy is shut down, its logging is
-    flushed, and Fast DDS deleted the process's participant with the
-    context's last node, which said goodbye to its peers. What is left is
-    freeing the libraries' objects, and that aborted the process now and then
-    (exit -6). So the process leaves with ``os._exit``, after removing any
-    Fast DDS file of its own, which a participant's destructor would have
-    unlinked.
+    A stop waits for background work only briefly (container.STOP_WAIT_S): a
+    profile inside one candidate's measurement ends by itself, but finalizing
+    Python while its thread is in native code aborted the process (ONNX
+    Runtime: "terminate called without an active exception"). The nodes are
+    shut down and the ROS context is down by then; ``os._exit`` skips the
+    interpreter's finalization, and with it the destructors that unlink Fast
+    DDS's shared memory: this process's files are removed first (a restarted
+    robot stage's kill -9 test found them left).
 
-    - A participant that outlives the nodes is waited for up to
-      PARTICIPANT_WAIT_S. One stayed for good in 3 of about 260 SIGTERM
-      stops on the robot stage. The normal exit then did not remove it
-      either: its segments were left in /dev/shm. So the process leaves
-      anyway, with one line.
-    - A background measurement still running (container.STOP_WAIT_S) leaves
-      the same way. Finalizing Python while its thread is in native code
-      aborted the process (ONNX Runtime: "terminate called without an active
-      exception").
-    - Where the nodes were not destroyed (a failed start), Python finalizes
-      as usual, so that the participant still says goodbye. Leaving every
-      stop with ``os._exit``, nodes or not (tried on 2026-11-27), kept the
-      participants in their peers' graphs, and the robot stage's next
-      containers went unanswered for 60 s in 5 tests.
+    Not always: leaving every stop this way (tried on 2026-11-27 against a
+    rare abort at exit) skipped the DDS participants' goodbye as well, and the
+    robot stage's next containers then went unanswered for 60 s in 5 tests.
     """
-    from .. import shm
     from ..backends.live.background import still_running
-    if not (_Exit.nodes_destroyed or still_running()):
-        return code
-    deadline = time.monotonic() + PARTICIPANT_WAIT_S
-    while _Exit.nodes_destroyed and shm.segment_locks(os.getpid()):
-        if time.monotonic() > deadline:
-            _to_stderr(f'leaving without the goodbye of the DDS participant: it outlived '
-                       f'every node by {PARTICIPANT_WAIT_S:g} s (its peers keep it for its '
-                       f'lease)')
-            break
-        time.sleep(0.01)
-    shm.remove_own()    # what the DDS participants' destructors would have unlinked
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except OSError:     # the launcher that read our output is gone
-            pass
-    os._exit(code)
+    if still_running():
+        from .. import shm
+        shm.remove_own()    # what the DDS participants' destructors would have unlinked
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code

@@ -87,10 +87,14 @@ class TelemetryNode(ManagedNode):
 
     def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Release everything, whatever the state."""
-        self._stop_timer()
-        self._release()
+        self.release_everything()
         self.get_logger().info(f"shut down from '{state.label}': everything released")
         return TransitionCallbackReturn.SUCCESS
+
+    def release_everything(self) -> None:
+        """Stop publishing, release the meter and the publishers (no ROS call)."""
+        self._stop_timer()
+        self._release()
 
     # ------------------------------------------------------------------- helpers
     def _settings(self) -> dict:
