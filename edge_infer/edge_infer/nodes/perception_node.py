@@ -149,7 +149,7 @@ class PerceptionNode(PerceptionStatus, ManagedNode):
         return TransitionCallbackReturn.SUCCESS
 
     def release_everything(self) -> None:
-        """Stop the worker, close the sessions, release the meter and publishers (no ROS call)."""
+        """Stop the worker; close the sessions; release meter and publishers (no transition)."""
         self._stop()
         self._release()
 

@@ -92,7 +92,7 @@ class TelemetryNode(ManagedNode):
         return TransitionCallbackReturn.SUCCESS
 
     def release_everything(self) -> None:
-        """Stop publishing, release the meter and the publishers (no ROS call)."""
+        """Stop publishing, release the meter and the publishers (no transition)."""
         self._stop_timer()
         self._release()
 
