@@ -15,6 +15,8 @@ Verbs::
   edge_infer backends [--no-cache]      inference backends: available or why not
   edge_infer profile MODEL [--objective latency|energy|edp] [--energy] [--no-cache]
                                         measure MODEL on every backend; table + PNG
+  edge_infer benchmark [--quick] [--configs auto,openvino/cpu/t1] [--params-file F]
+                                        the graph's peak sustainable rate, per node
   edge_infer arm-check [--models probe,M] [--only PATTERN ...]
                                         the backend manager on aarch64 under qemu
   edge_infer model add FILE.onnx [--name N] [--labels FILE] [--family F]
@@ -30,7 +32,7 @@ import shutil
 import sys
 
 VERBS = ('prepare', 'demo', 'record', 'play', 'lifecycle', 'info', 'backends', 'profile',
-         'bringup', 'arm-check', 'model', 'shm-clean', 'serve')
+         'bringup', 'benchmark', 'arm-check', 'model', 'shm-clean', 'serve')
 
 
 def _lifecycle(argv) -> int:
@@ -112,6 +114,8 @@ def main(argv=None) -> int:
         from .backends.tool import profile_main as run
     elif verb == 'bringup':
         from .bringup import main as run
+    elif verb == 'benchmark':
+        from .tools.benchmark.main import main as run
     elif verb == 'arm-check':
         from .tools.armcheck.check import main as run
     elif verb == 'model':

@@ -208,8 +208,11 @@ def stop_with_parent() -> bool:
 
 
 def spawn(module: str, args: List[str], env: Dict[str, str], log_path=None,
-          die_with_parent: bool = True, **kw) -> subprocess.Popen:
+          die_with_parent: bool = True, pipes: bool = False, **kw) -> subprocess.Popen:
     """Run ``python -m module args`` with ``env``; output to ``log_path`` if given.
+
+    ``pipes``: standard input and output are pipes to this process (a child
+    that answers requests), standard error goes to ``log_path``.
 
     The child has its own session (signals are for the parent to forward) and,
     with ``die_with_parent``, gets SIGTERM when the thread that started it
@@ -219,9 +222,12 @@ def spawn(module: str, args: List[str], env: Dict[str, str], log_path=None,
     out = open(log_path, 'wb') if log_path else None
     preexec = _death_signal_setter() if die_with_parent else None
     try:
+        sink = subprocess.DEVNULL if out is None else out
+        if pipes:
+            kw.update(stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=sink)
+        else:
+            kw.update(stdout=sink, stderr=subprocess.STDOUT)
         return subprocess.Popen([sys.executable, '-m', module, *args], env=env,
-                                stdout=subprocess.DEVNULL if out is None else out,
-                                stderr=subprocess.STDOUT,
                                 start_new_session=True, preexec_fn=preexec, **kw)
     finally:
         if out is not None:

@@ -109,3 +109,44 @@ def parse_compressed_image(buf) -> ImageFields:
     fmt = r.string()
     data = r.bytes_seq()
     return ImageFields(sec, nanosec, frame_id, data, format=fmt)
+
+
+def parse_header(buf) -> tuple:
+    """Return ``(sec, nanosec, frame_id)`` of any message whose first field is a Header."""
+    r = _Reader(buf)
+    return r.i32(), r.u32(), r.string()
+
+
+def parse_result_times(buf) -> tuple:
+    """Return ``(sec, nanosec, preprocess_ms, inference_ms, postprocess_ms)`` of a result.
+
+    For edge_infer's result messages (DetectionArray, Classification,
+    PoseDetectionArray, Segmentation): header, model, backend, image width
+    and height, then the three stage times. Only those fields are read.
+    """
+    r = _Reader(buf)
+    sec, nanosec = r.i32(), r.u32()
+    r.string()                      # frame_id
+    r.string()                      # model
+    r.string()                      # backend
+    r.u32()                         # image_width
+    r.u32()                         # image_height
+    times = []
+    for _ in range(3):
+        r._align(4)
+        if r.pos + 4 > len(r.buf):
+            raise CdrError('message ends inside a float field')
+        (v,) = struct.unpack_from(r.endian + 'f', r.buf, r.pos)
+        r.pos += 4
+        times.append(v)
+    return (sec, nanosec, *times)
+
+
+def set_stamp(buf: bytearray, t_ns: int) -> None:
+    """Set the header stamp of the serialized message ``buf`` to ``t_ns`` (in place).
+
+    The stamp is the first field of any message that begins with a Header:
+    bytes 4-11, after the encapsulation header.
+    """
+    endian = _Reader(buf).endian
+    struct.pack_into(endian + 'iI', buf, 4, t_ns // 1_000_000_000, t_ns % 1_000_000_000)

@@ -82,6 +82,7 @@ class StreamStats:
         self.last_error = ''
         self._latency: Deque[float] = deque(maxlen=window)
         self._stages: Dict[str, Deque[float]] = {}      # stage name -> recent times (ms)
+        self._stage_totals: Dict[str, float] = {}       # stage name -> ms since the start
         self._rejected_at: Deque[float] = deque(maxlen=window)  # time.monotonic() of rejections
 
     def count(self, what: str, n: int = 1) -> None:
@@ -112,12 +113,23 @@ class StreamStats:
                     if q is None:
                         q = self._stages[name] = deque(maxlen=self._latency.maxlen)
                     q.append(value)
+                    self._stage_totals[name] = self._stage_totals.get(name, 0.0) + value
 
     def stage_medians(self) -> dict:
         """Return {stage: median ms} over the window (where the frame's time went)."""
         with self._lock:
             stages = {k: list(v) for k, v in self._stages.items()}
         return {k: float(np.median(v)) for k, v in stages.items() if v}
+
+    def stage_totals(self) -> dict:
+        """Return {stage: ms summed over every frame so far}.
+
+        Two readings and the two ``processed`` counts give each stage's mean
+        over exactly the frames between them (what ``edge_infer benchmark``
+        reports per probe); the means add up to the frame's mean time.
+        """
+        with self._lock:
+            return dict(self._stage_totals)
 
     def percentiles(self, *qs: float) -> list:
         """Return latency percentiles in ms over the window (NaN when empty)."""

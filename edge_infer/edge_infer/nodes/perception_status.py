@@ -195,6 +195,8 @@ class PerceptionStatus(_Node):
         values['energy_after_stop'] = snap.get('energy_after_stop', 0)
         values['stage_p50_ms'] = ', '.join(f'{k} {v:.2f}' for k, v in
                                            self.stats.stage_medians().items())
+        values['stage_total_ms'] = ', '.join(f'{k} {v:.1f}' for k, v in
+                                             self.stats.stage_totals().items())
         values['debug_images'] = self.stats.debug_images
         values['debug_image_subscribers'] = (self._debug_pub.get_subscription_count()
                                              if self._debug_pub is not None else 0)
