@@ -420,7 +420,7 @@ class LiveChoice:
             # frames (paired, same load) rather than re-profile every candidate
             # in the background, which competes with the frames for the cores
             self.log(f'latency drift: median {d.last_median_ms:.1f} ms vs '
-                     f'{d.expected_ms:.1f} ms profiled; timing the runners-up on the '
+                     f'{d.expected_ms:.1f} ms expected; timing the runners-up on the '
                      f'next frames')
             self._alert(now, 'latency drift', since=now - d.window_s)
             self._drift_look = now

@@ -174,7 +174,7 @@ class Reevaluation:
             return
         if drift.new_episode:   # once per episode (a repeat within it re-evaluates quietly)
             self.ctx.warn(f'latency drift: median {drift.last_median_ms:.1f} ms over '
-                          f'{drift.window_s:g} s vs {drift.expected_ms:.1f} ms profiled '
+                          f'{drift.window_s:g} s vs {drift.expected_ms:.1f} ms expected '
                           f'(x{drift.last_median_ms / drift.expected_ms:.2f}); '
                           f're-evaluating backends in the background')
         self.ctx.cancel.clear()
