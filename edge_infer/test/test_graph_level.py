@@ -56,14 +56,15 @@ def _settings(**kw) -> LiveSettings:
 class _Start:
     """The models of one process start: the served one (``live``) and its peers."""
 
-    def __init__(self, env, graph: int, settings: LiveSettings, slow_at: float):
+    def __init__(self, env, graph: int, settings: LiveSettings, slow_at: float,
+                 in_graph: float):
         clock = env.clock
         noise = random.Random(len(env.starts))
 
         def latency(name):
             def ms(t):
                 slow = 2.0 if name == 'fake/a' and t >= slow_at else 1.0
-                return ALONE[name] * IN_GRAPH * slow * math.exp(noise.gauss(0.0, 0.05))
+                return ALONE[name] * in_graph * slow * math.exp(noise.gauss(0.0, 0.05))
             return ms
         backends = [SimBackend(n, clock, latency(n), 1) for n in ALONE]
         self.manager = _Process(backends, env.cache_path)
@@ -95,8 +96,8 @@ def env(data_home, tmp_path):
     e.frames = [Frame(cv2.resize(f.pixels, size), f.color) for f in calibration_frames(2)[0]]
     e.starts = []
 
-    def start(graph=4, settings=None, slow_at=math.inf):
-        e.starts.append(_Start(e, graph, settings or _settings(), slow_at))
+    def start(graph=4, settings=None, slow_at=math.inf, in_graph=IN_GRAPH):
+        e.starts.append(_Start(e, graph, settings or _settings(), slow_at, in_graph))
         return e.starts[-1]
 
     def serve(live, seconds, fps=10.0):
@@ -197,6 +198,22 @@ def test_a_graph_of_two_models_does_not_use_the_four_models_level(env):
     env.serve(two.live, 30.0)
     assert two.live.drift.fired >= 1        # 1.8x over it: fires, as before
     assert not any('level in this graph' in s for s in two.lines), two.lines
+
+
+def test_a_level_found_too_high_is_lowered_at_once_and_a_slowdown_over_it_fires(env):
+    level = _learned(env)
+    # the same four models, lighter now (1.2x: a camera at a lower rate, say)
+    slow_at = env.clock.t + 90.0
+    now = env.start(in_graph=1.2, slow_at=slow_at)
+    env.serve(now.live, 60.0)
+    lowered = now.live.drift.expected_ms
+    assert lowered == pytest.approx(6.0, rel=0.05) and now.live.drift.fired == 0
+    (_, value), = env.levels()
+    assert value['level_ms'] == pytest.approx(lowered) and value['how'] == 'steady'
+    assert value['level_ms'] < 0.9 * level
+    env.serve(now.live, 40.0)       # fake/a doubles: 12 ms, over 1.5 x 6 but not 1.5 x 9
+    fired = _drift_alerts(now.live)
+    assert fired and fired[0] - slow_at < 10.0, now.lines
 
 
 def test_the_level_is_learned_only_while_the_whole_graph_is_steady(env):
