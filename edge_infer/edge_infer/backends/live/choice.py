@@ -18,8 +18,9 @@ orchestrates the pieces that do it:
   (:mod:`.load_watch`), and one takes over when the switch rule says it was
   faster (:mod:`.rule`);
 - **drift** (:mod:`.drift`): a latency that stays over ``drift_threshold``
-  x the profile times the runners-up at once, or (none open) measures every
-  candidate again in the background;
+  x the profile (or the model's level in this graph of models, learned and
+  cached: :mod:`.graph_level`) times the runners-up at once, or (none open)
+  measures every candidate again in the background;
 - **fallback**: a backend that raises is replaced by the next best measured
   one and the frame is run again on it: no frame is lost;
 - **provisional start** (:mod:`.startup`): an incomplete profile runs in
@@ -46,6 +47,7 @@ from .budget import RunnerBudget
 from .context import ChoiceContext, Log
 from .drift import DriftMonitor, Reevaluated, Reevaluation
 from .fallback import Failures, next_best
+from .graph_level import GraphLevel
 from .load_watch import Foreign, LoadWatch, Observer
 from .looks import RunnerLooks
 from .pacing import Pacing
@@ -121,6 +123,7 @@ class LiveChoice:
         self.looks = RunnerLooks(ctx, self.runners, self.hours, getattr(
             manager, 'runner_budget', None) or RunnerBudget())
         self.reevaluation = Reevaluation(ctx, lambda: (self.run, self._failed), observer)
+        self.graph = GraphLevel(ctx, self.startup, self.reevaluation, self.runners, self.hours)
 
     # ------------------------------------------------------------------- start
     def start(self, force: str = '', use_cache: bool = True, backend=None,
@@ -161,7 +164,8 @@ class LiveChoice:
         st = self.settings
         chosen = self._result(self.run.chosen if self.run else None)
         if st.drift_threshold and not self.fixed and chosen is not None:
-            self.drift = DriftMonitor(chosen.p50_ms, st.drift_threshold, st.drift_window_s)
+            self.drift = DriftMonitor(self.graph.expect(chosen.backend, chosen.p50_ms),
+                                      st.drift_threshold, st.drift_window_s)
         # the switch rule compares time: for the energy / edp objectives it would
         # override the measured choice, so they keep drift and fallback only
         if st.duty > 0 and st.objective == 'latency' and not self.fixed and \
@@ -292,6 +296,7 @@ class LiveChoice:
             change = self.load_watch.poll(now)
             if change is not None:
                 self._alert(now, *change)
+        self.graph.frame(self.drift, ms, now)     # the level in this graph, learned
         if self.drift is not None and self.drift.add(ms, now):
             self._drift_fired(now, looking)
         self.sampling.judge_served()
@@ -349,8 +354,8 @@ class LiveChoice:
         self.sampling.serve_next = None
         res = self._result(new)
         if self.drift is not None:     # expect what the new backend was measured at
-            self.drift.rebase(expected_ms if expected_ms is not None else
-                              res.p50_ms if res else self.drift.expected_ms)
+            self.drift.rebase(self.graph.expect(new, expected_ms if expected_ms is not None else
+                                                res.p50_ms if res else self.drift.expected_ms))
         self.hours.cue(self.clock.monotonic())
         self.hours.standby = new.startswith('triton/')     # a server: the runners-up stay open
         self.switches.append({'t': self.clock.monotonic(), 'from': old, 'to': new,
@@ -397,7 +402,7 @@ class LiveChoice:
             else:
                 res = self._result(run.chosen)
                 if self.drift is not None and res is not None:
-                    self.drift.rebase(res.p50_ms)
+                    self.drift.rebase(self.graph.expect(res.backend, res.p50_ms))
                 if self.runners or not self.hours.lazy:
                     self._spawn(self._open_runners, 'runners')
                 else:   # a look at the new ranking, opened by a frame within the budget
@@ -415,14 +420,14 @@ class LiveChoice:
             # frames (paired, same load) rather than re-profile every candidate
             # in the background, which competes with the frames for the cores
             self.log(f'latency drift: median {d.last_median_ms:.1f} ms vs '
-                     f'{d.expected_ms:.1f} ms profiled; timing the runners-up on the '
+                     f'{d.expected_ms:.1f} ms expected; timing the runners-up on the '
                      f'next frames')
             self._alert(now, 'latency drift', since=now - d.window_s)
             self._drift_look = now
         elif self.hours.lazy and self.hours.answered_at < self._drift_look:
             return      # the look has not been answered yet (waiting for memory, or timing)
         else:   # a cooldown of looks kept the choice: this load is the level now
-            d.accept(d.last_median_ms)
+            self.graph.accept(d)    # and stored: the next start expects it
             self.log(f'latency {d.expected_ms:.1f} ms under this load: the runners-up '
                      f'were timed beside {self.backend_name} and none won; expected now')
 
@@ -431,7 +436,7 @@ class LiveChoice:
         if done.model is None:      # the choice stays: expect what it was just measured at
             self.run = done.run
             if self.drift is not None:
-                self.drift.rebase(done.p50_ms, ends_episode=False)     # the same episode
+                self.drift.rebase(self.graph.expect(done.backend, done.p50_ms), ends_episode=False)
             self.report(done.run, 'drift')
             return
         old_name, old = done.run.chosen or '', self.model
@@ -453,10 +458,8 @@ class LiveChoice:
             return False
         name, new, evidence = got
         old, self.model = self.model, new
-        try:
+        with contextlib.suppress(Exception):    # the failed session may not close cleanly
             old.close()
-        except Exception:  # the failed session may not close cleanly either
-            pass
         self._switched(failed, name, 'fallback', evidence)
         return True
 
@@ -482,6 +485,7 @@ class LiveChoice:
         left = self.join(timeout)
         self.looks.close()
         self.reevaluation.close()
+        self.graph.leave()
         if self.model is not None:
             self.model.close()
         self.model = None

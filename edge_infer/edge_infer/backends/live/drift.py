@@ -71,6 +71,7 @@ class DriftMonitor:
         self.in_episode = False
         self.new_episode = False    # the last firing began an episode: its line is due
         self.last_median_ms = float('nan')
+        self.last_count = 0         # the frames that median was taken over
 
     def add(self, latency_ms: float, now: Optional[float] = None) -> bool:
         """Record one frame's latency; return True when drift is detected (now)."""
@@ -83,6 +84,7 @@ class DriftMonitor:
         if now - self._samples[0][0] < 0.8 * self.window_s:
             return False    # the window is not yet covered: too early to call it sustained
         self.last_median_ms = statistics.median(v for _, v in self._samples)
+        self.last_count = len(self._samples)
         if self.last_median_ms > self.threshold * self.expected_ms:
             self.fired += 1
             self.new_episode = not self.in_episode
@@ -128,6 +130,16 @@ class DriftMonitor:
         self._samples.clear()
         self.in_episode = self.in_episode and not ends_episode
 
+    def refloor(self, floor_ms: float) -> None:
+        """Expect ``floor_ms`` of the same choice from now: the graph around it changed.
+
+        The samples and the episode stay (nothing was switched); a level
+        accepted above the new floor stays too, and follows the latency down.
+        """
+        accepted = self.expected_ms > self.floor_ms
+        self.floor_ms = float(floor_ms)
+        self.expected_ms = max(self.expected_ms, self.floor_ms) if accepted else self.floor_ms
+
 
 @dataclass
 class Reevaluated:
@@ -162,13 +174,18 @@ class Reevaluation:
             return
         if drift.new_episode:   # once per episode (a repeat within it re-evaluates quietly)
             self.ctx.warn(f'latency drift: median {drift.last_median_ms:.1f} ms over '
-                          f'{drift.window_s:g} s vs {drift.expected_ms:.1f} ms profiled '
+                          f'{drift.window_s:g} s vs {drift.expected_ms:.1f} ms expected '
                           f'(x{drift.last_median_ms / drift.expected_ms:.2f}); '
                           f're-evaluating backends in the background')
         self.ctx.cancel.clear()
         if self._observer is not None:
             self._observer.reevaluation_started()
         self.ctx.spawn(self._reevaluate, 'reeval')
+
+    @property
+    def running(self) -> bool:
+        """Return True while a re-evaluation runs."""
+        return self._running.locked()
 
     def take(self) -> Optional[Reevaluated]:
         """Return the outcome waiting for the frame thread, once; None: none."""
