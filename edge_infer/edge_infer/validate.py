@@ -187,7 +187,8 @@ def check_params(params: dict, process: str, source: str,
     ``params``, with one ``warn`` line (default: to stderr), so the process
     starts with the new name and does not say it again.
     """
-    from .nodes.container_params import PARAMETERS as container, renamed, ROS_EXECUTORS
+    from .nodes.container_params import (FRAME_ORDERS, PARAMETERS as container, renamed,
+                                         ROS_EXECUTORS)
     from .nodes.perception_params import PARAMETERS
     from .nodes.telemetry_params import PARAMETERS as TELEMETRY
 
@@ -229,6 +230,9 @@ def check_params(params: dict, process: str, source: str,
     if own.get('ros_executor', 'events') not in ROS_EXECUTORS:
         raise ArgumentError(f"{source}: {process}: parameter 'ros_executor' is "
                             f"{own['ros_executor']!r}: use one of {', '.join(ROS_EXECUTORS)}")
+    if own.get('frame_order', 'arrival') not in FRAME_ORDERS:
+        raise ArgumentError(f"{source}: {process}: parameter 'frame_order' is "
+                            f"{own['frame_order']!r}: use one of {', '.join(FRAME_ORDERS)}")
     if own.get('thread_budget', 0) < -1:
         raise ArgumentError(f"{source}: {process}: parameter 'thread_budget' is "
                             f"{own['thread_budget']}: use -1 (no cap), 0 (automatic) or more")

@@ -58,6 +58,7 @@ from .stopping import leave, StopSignals
 from .telemetry_node import TelemetryNode
 from .. import procs, shm
 from ..backends.manager import shared_manager
+from ..backends.measure.gate import GATE
 from ..backends.measure.memory import cap_malloc_arenas
 from ..host_budget import apply_budget
 # exit codes the launch file's supervisor reads: not restarted; any other is a crash
@@ -113,6 +114,7 @@ class PerceptionContainer:
         if len(set(names)) != len(names) or not all(names) or telemetry in names:
             raise ValueError(f"parameter 'nodes' must hold distinct non-empty names, other "
                              f"than the telemetry node's ('{telemetry}'): {names}")
+        GATE.set_order(str(self.node.get_parameter('frame_order').value))
         # the nodes' manager, capped at this process's share of the host's cores
         self.lease = apply_budget(shared_manager(log=shared_log), len(names),
                                   int(self.node.get_parameter('thread_budget').value),

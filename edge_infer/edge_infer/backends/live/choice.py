@@ -258,7 +258,7 @@ class LiveChoice:
         ``around_run``: Model.infer's hook, called for each run (again when the
         frame is run a second time after a fallback).
         """
-        with self._frame_lock, GATE.shared():
+        with self._frame_lock, GATE.shared(self.spec.name):
             result = self._infer(frame, around_run)
         self.startup.first_served.set()
         return result

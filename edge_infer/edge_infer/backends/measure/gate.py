@@ -10,10 +10,25 @@ candidate holds it alone, so it waits for the frames in flight and holds the
 next ones back for its length (a few ms; a few hundred for a slow candidate,
 such as ncnn on a software Vulkan device). Uncontended, a frame pays one
 lock round trip (about a microsecond).
+
+Where the host's share of cores limits the frames that run at once
+(:meth:`ComputeGate.set_limit`), the waiting frames go in by ``order``:
+``arrival`` (first come, first in), ``longest_first`` (the model whose
+frames held the gate longest, as measured here: its mean over recent
+frames, first; the makespan of the frames that arrived together is
+shortest, so the slowest model, which sets the graph's peak rate, waits
+least) or ``shortest_first`` (the least mean latency over the models).
+The container's ``frame_order`` parameter sets it; ``edge_infer
+benchmark`` compares them on the board.
 """
 
 import contextlib
+import itertools
 import threading
+import time
+from typing import Dict, List, Optional, Tuple
+
+ORDERS = ('arrival', 'longest_first', 'shortest_first')
 
 
 class ComputeGate:
@@ -31,6 +46,31 @@ class ComputeGate:
         self._waiting = 0
         self._limit = 0         # most shared holders at once (0 = no limit)
         self._forward = None    # a measuring child's: the serving process holds it
+        self.order = 'arrival'  # how waiting frames go in when the limit is reached (ORDERS)
+        self._queue: List[Tuple[float, int]] = []     # waiting frames: (rank, ticket)
+        self._tickets = itertools.count()
+        self._cost: Dict[str, float] = {}             # key -> mean hold, ms (recent frames)
+
+    def set_order(self, order: str) -> None:
+        """Let waiting frames go in by ``order`` (one of ORDERS)."""
+        if order not in ORDERS:
+            raise ValueError(f"frame order '{order}': use one of {', '.join(ORDERS)}")
+        self.order = order
+
+    def cost_ms(self, key: str) -> float:
+        """Return the mean time ``key``'s frames held the gate (NaN: none yet)."""
+        return self._cost.get(key, float('nan'))
+
+    def _rank(self, key: Optional[str], ticket: int) -> float:
+        cost = self._cost.get(key, 0.0) if key is not None else 0.0
+        if self.order == 'longest_first':
+            return -cost
+        if self.order == 'shortest_first':
+            return cost
+        return float(ticket)
+
+    def _ahead(self, me: Tuple[float, int]) -> int:
+        return sum(1 for other in self._queue if other < me)
 
     @property
     def limit(self) -> int:
@@ -51,17 +91,35 @@ class ComputeGate:
         return bool(self._limit) and self._shared >= self._limit
 
     @contextlib.contextmanager
-    def shared(self):
-        """Hold the gate beside other shared holders (one frame's inference)."""
+    def shared(self, key: Optional[str] = None):
+        """Hold the gate beside other shared holders (one frame's inference of ``key``).
+
+        ``key`` (a model's name): its frames' hold times are measured, and
+        rank it among the waiting frames when the limit is reached.
+        """
         with self._cond:
-            while self._exclusive or self._waiting or self._full():
-                self._cond.wait()
+            ticket = next(self._tickets)
+            me = (self._rank(key, ticket), ticket)
+            self._queue.append(me)
+            try:
+                while self._exclusive or self._waiting or self._full() or (
+                        self._limit and self._ahead(me) >= self._limit - self._shared):
+                    self._cond.wait()
+            finally:
+                self._queue.remove(me)
+                if self._limit and self._queue:
+                    self._cond.notify_all()     # the next in line may go in beside it
             self._shared += 1
+        t0 = time.perf_counter()
         try:
             yield
         finally:
+            ms = (time.perf_counter() - t0) * 1e3
             with self._cond:
                 self._shared -= 1
+                if key is not None:
+                    old = self._cost.get(key)
+                    self._cost[key] = ms if old is None else 0.8 * old + 0.2 * ms
                 if not self._shared or self._limit:
                     self._cond.notify_all()
 
