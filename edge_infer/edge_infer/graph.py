@@ -8,6 +8,7 @@ which remappings, and the lifecycle nodes in bring-up order. They cannot
 drift apart because neither has its own copy.
 """
 
+import copy
 from dataclasses import dataclass, field
 import hashlib
 import os
@@ -22,6 +23,8 @@ from .executor.core import POLICIES
 from .validate import check_params, GraphError
 
 __all__ = ['GraphError', 'load_graph', 'plan', 'ProcessPlan', 'qualify_params']
+
+CONTAINER = 'perception_container'      # the container executable's node name
 
 
 @dataclass
@@ -99,7 +102,12 @@ def plan(camera_topic: str = '', objective: str = '', executor_policy: Optional[
         pfile = pathlib.Path(params_file) if params_file else \
             paths.config_dir() / proc['params']
         params = yaml.safe_load(pfile.read_text()) or {}
+        if proc['name'] not in params and CONTAINER in params:    # a second container
+            params[proc['name']] = copy.deepcopy(params[CONTAINER])
         own = params.setdefault(proc['name'], {'ros__parameters': {}})['ros__parameters']
+        for key in ('nodes', 'telemetry'):      # the graph file's split of the nodes
+            if key in proc:
+                own[key] = proc[key]
         hosted = list(own.get('nodes', []))
         if nodes:
             unknown = [n for n in nodes if n not in params]
@@ -124,6 +132,8 @@ def plan(camera_topic: str = '', objective: str = '', executor_policy: Optional[
         if camera_topic and camera_topic != default_cam:
             remap = {default_cam: camera_topic,
                      f'{default_cam}/compressed': f'{camera_topic}/compressed'}
+        if proc['name'] != CONTAINER:   # the executable's node, renamed (its params' key)
+            remap[f'{CONTAINER}:__node'] = proc['name']
         telemetry = own.get('telemetry', 'telemetry')
         order = ([telemetry] if telemetry else []) + hosted
         out.append(ProcessPlan(proc['name'], proc.get('package', 'edge_infer'),

@@ -115,3 +115,14 @@ def test_result_times_read_from_a_serialized_edge_infer_result():
                    image_height=480, preprocess_ms=1.5, inference_ms=12.25, postprocess_ms=0.5)
         msg.header.stamp.sec, msg.header.stamp.nanosec = 7, 99
         assert parse_result_times(serialize_message(msg)) == (7, 99, 1.5, 12.25, 0.5)
+
+
+def test_a_configuration_names_a_backend_and_settings():
+    from edge_infer.tools.benchmark.graph_run import parse_config
+    assert parse_config('auto') == ({}, {})
+    assert parse_config('openvino/cpu/t1') == ({'backend': 'openvino/cpu/t1'}, {})
+    assert parse_config('auto+frame_order=arrival+tracker=none') == (
+        {'tracker': 'none'}, {'frame_order': 'arrival'})
+    assert parse_config('auto+thread_budget=2') == ({}, {'thread_budget': 2})
+    with pytest.raises(ValueError, match='key=value'):
+        parse_config('auto+frame_order')

@@ -13,14 +13,14 @@ configuration sets every perception node's ``backend`` to one candidate
 import pathlib
 import threading
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from .monitor import Monitor, Watched
 from .probe import _tree, BenchmarkError, cpu_seconds, Feeder, probe, ProbeResult  # noqa: I101
 from ... import graph as graph_mod
-from ... import procs
+from ... import paths, procs
 from ...bringup import Running
 
 AUTO = 'auto'
@@ -61,6 +61,36 @@ def watched_nodes(plans: List[graph_mod.ProcessPlan]) -> List[Watched]:
     return out
 
 
+def parse_config(config: str) -> Tuple[Dict[str, object], Dict[str, object]]:
+    """Return (every perception node's parameters, every container's) of a configuration.
+
+    ``auto``: the graph as configured; ``openvino/cpu/t1``: every perception
+    node pinned to that backend; either may be followed by ``+key=value``
+    settings, for the container when it has that parameter
+    (``auto+frame_order=arrival``), else for every perception node
+    (``auto+tracker=none``). Values are read as YAML scalars.
+    """
+    import yaml
+
+    from ...nodes.container_params import PARAMETERS as CONTAINER
+    base, *sets = config.split('+')
+    nodes: Dict[str, object] = {} if base in ('', AUTO) else {'backend': base}
+    container: Dict[str, object] = {}
+    for item in sets:
+        key, eq, value = item.partition('=')
+        if not eq or not key:
+            raise ValueError(f"'{item}': use key=value")
+        (container if key in CONTAINER else nodes)[key] = yaml.safe_load(value)
+    # graph=FILE (a graph file, e.g. graph_two_processes.yaml) rides with the nodes' values
+    return nodes, container
+
+
+def _config_path(name: str) -> pathlib.Path:
+    """Return a graph file: as given, or by its name in the package's config folder."""
+    path = pathlib.Path(name)
+    return path if path.is_file() else paths.config_dir() / name
+
+
 def _section(params: dict, name: str, ns: str) -> dict:
     for key in (f'{ns}/{name}', name, f'/{name}'):
         if key in params:
@@ -75,11 +105,16 @@ class GraphRun:
                  params_file: Optional[pathlib.Path] = None, frames: int = 100,
                  log=print):
         self.config, self.bag, self.out, self.log = config, bag, out, log
-        node_params: Dict[str, object] = {} if config == AUTO else {'backend': config}
         try:
-            self.plans = graph_mod.plan(params_file=params_file, node_params=node_params)
-        except (graph_mod.GraphError, OSError) as exc:
-            raise BenchmarkError(str(exc)) from None
+            node_params, container = parse_config(config)
+            graph_file = node_params.pop('graph', None)
+            graph = graph_mod.load_graph(_config_path(str(graph_file))) if graph_file else None
+            if container:
+                params_file = self._with_container_params(params_file, container, graph)
+            self.plans = graph_mod.plan(params_file=params_file, node_params=node_params,
+                                        graph=graph)
+        except (graph_mod.GraphError, OSError, ValueError) as exc:
+            raise BenchmarkError(f'configuration {config}: {exc}') from None
         self.watched = watched_nodes(self.plans)
         if not self.watched:
             raise BenchmarkError('the graph hosts no perception node')
@@ -91,6 +126,21 @@ class GraphRun:
         self._spinner: Optional[threading.Thread] = None
         self.idle_cpu: Dict[str, float] = {}
         self.started_s = 0.0
+
+    def _with_container_params(self, params_file: Optional[pathlib.Path],
+                               values: Dict[str, object],
+                               graph: Optional[dict]) -> pathlib.Path:
+        """Return a copy of the params file with ``values`` set on every container."""
+        import yaml
+        src = params_file or paths.config_dir() / 'perception.yaml'
+        params = yaml.safe_load(pathlib.Path(src).read_text()) or {}
+        for proc in (graph or graph_mod.load_graph())['processes']:
+            section = params.setdefault(proc['name'], {'ros__parameters': {}})
+            section.setdefault('ros__parameters', {}).update(values)
+        self.out.mkdir(parents=True, exist_ok=True)
+        out = self.out / 'params.yaml'
+        out.write_text(yaml.safe_dump(params))
+        return out
 
     # ------------------------------------------------------------ bring-up
     def start(self, settle_timeout: float = 180.0) -> None:

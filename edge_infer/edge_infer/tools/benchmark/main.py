@@ -55,6 +55,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument('--step', type=float, default=None, help='scan step, Hz (2; --quick 5)')
     ap.add_argument('--probe-s', type=float, default=None,
                     help='seconds counted per search probe (8; --quick 3)')
+    ap.add_argument('--no-search', action='store_true',
+                    help='only the fixed rates (interleaved runs of several configurations)')
     ap.add_argument('--fixed', default='bag,30',
                     help="fixed rates after the search, Hz ('bag': the bag's own rate)")
     ap.add_argument('--fixed-s', type=float, default=None,
@@ -76,9 +78,10 @@ def bag_rate(bag: pathlib.Path) -> float:
 
 def measure(config: str, rnd: int, args, fixed: List[float], log=print) -> RoundResult:
     """Bring the graph up in ``config``, search its peak, play the fixed rates."""
-    run = GraphRun(config, args.bag, args.out / 'logs' / f'{rnd}-{config.replace("/", "_")}',
-                   args.params_file, args.frames, log)
+    logs = args.out / 'logs' / f'{rnd}-{config.replace("/", "_")}'
+    run = GraphRun(config, args.bag, logs, args.params_file, args.frames, log)
     errors: List[str] = []
+    result: Optional[RoundResult] = None
     try:
         run.start(args.settle_s)
         log(f'[benchmark] round {rnd} {config}: up and settled in {run.started_s:.1f} s: '
@@ -96,21 +99,27 @@ def measure(config: str, rnd: int, args, fixed: List[float], log=print) -> Round
                 + f'; load {p.machine_cpu:.2f} cores')
             return v
 
-        search = find_peak(probe, args.lo, args.hi, args.step)
-        log(f'[benchmark] round {rnd} {config}: peak {search.peak_hz} Hz')
+        peak = None
+        if not args.no_search:
+            peak = find_peak(probe, args.lo, args.hi, args.step).peak_hz
+            log(f'[benchmark] round {rnd} {config}: peak {peak} Hz')
         done = {}
         for rate in fixed:
             done[rate] = run.probe(rate, args.fixed_s)
             v = done[rate].verdict
             log(f'[benchmark]   fixed {rate:g} Hz: '
                 + ' '.join(f'{n.lstrip("/")} {100 * s:.0f}%' for n, s in v.shares.items()))
-        return RoundResult(config, rnd, search.peak_hz, probes, done, idle,
-                           run.alone_cost_ms(), run.chosen(), run.started_s, errors)
+        result = RoundResult(config, rnd, peak, probes, done, idle,
+                             run.alone_cost_ms(), run.chosen(), run.started_s, errors)
+        return result
     finally:
         codes = run.stop()
         bad = {k: v for k, v in codes.items() if v not in (0, None)}
         if bad:
             log(f'[benchmark] {config}: exit codes {bad}')
+        if result is not None:      # the alarms of the whole run, start included
+            result.drift_alarms = sum(f.read_text(errors='replace').count('latency drift:')
+                                      for f in logs.glob('*.log'))
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -151,6 +160,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         if not rounds:
             return 130
     command = ' '.join(argv if argv is not None else sys.argv[1:])
+    rates = ', '.join(f'{r:g}' for r in fixed)
     header = [f'- machine: {platform.machine()}, {_cpu_name()}, {os.cpu_count()} cores; '
               f'load average at the end {os.getloadavg()[0]:.2f}',
               f'- date: {datetime.datetime.now().isoformat(timespec="minutes")}; wall time '
@@ -158,9 +168,10 @@ def main(argv: Optional[List[str]] = None) -> int:
               f'- command: edge_infer benchmark {command}',
               f'- graph: {args.params_file or "the package perception.yaml"}; bag {args.bag} '
               f'({args.frames} frames held); {args.rounds} round(s), configurations in turn',
-              f'- search: {args.lo:g}-{args.hi:g} Hz, step {args.step:g} Hz, {args.probe_s:g} s '
-              f'per probe after 1 s unscored; fixed rates {", ".join(f"{r:g}" for r in fixed)} Hz '
-              f'for {args.fixed_s:g} s']
+              ('- no search' if args.no_search else
+               f'- search: {args.lo:g}-{args.hi:g} Hz, step {args.step:g} Hz, {args.probe_s:g} s '
+               f'per probe after 1 s unscored')
+              + f'; fixed rates {rates} Hz for {args.fixed_s:g} s']
     md = write(args.out, rounds, header)
     print(md.read_text())
     print(f'[benchmark] wrote {md}, benchmark.json and benchmark.png in {args.out}')

@@ -36,12 +36,18 @@ class RoundResult:
     chosen: Dict[str, str]
     start_s: float
     errors: List[str] = field(default_factory=list)
+    drift_alarms: int = -1      # 'latency drift' lines in the graph's logs (-1: not read)
 
     def efficiency(self, cores: int) -> float:
         """Return peak x sum(frame cost alone) / cores (NaN without a peak)."""
         if not self.peak_hz or not self.alone_ms:
             return float('nan')
         return self.peak_hz * sum(self.alone_ms.values()) / 1e3 / cores
+
+
+def is_auto(config: str) -> bool:
+    """Return whether a configuration lets the nodes choose (``auto``, ``auto+...``)."""
+    return config.split('+')[0] in ('', 'auto')
 
 
 def _fmt(v: Optional[float], spec: str = '.1f') -> str:
@@ -72,18 +78,20 @@ def markdown(rounds: List[RoundResult], cores: int, header: List[str]) -> str:
     """Return the report as markdown."""
     lines = ['# edge_infer benchmark', '', *header, '']
     summ = summary(rounds, cores)
-    best_static = max((s['peak_median'] or 0 for c, s in summ.items() if c != 'auto'),
+    best_static = max((s['peak_median'] or 0 for c, s in summ.items() if not is_auto(c)),
                       default=0)
     lines += ['## Peak sustainable rate (every node keeps >= 95 % of the frames)', '',
               '| configuration | peak per round, Hz | median | vs best static | '
-              'graph efficiency | chosen backends |', '|---|---|---|---|---|---|']
+              'graph efficiency | drift alarms per round | chosen backends |',
+              '|---|---|---|---|---|---|---|']
     for config, s in summ.items():
         chosen = next((r.chosen for r in rounds if r.config == config), {})
         ratio = (s['peak_median'] / best_static) if best_static and s['peak_median'] else None
         lines.append(f"| {config} | {', '.join(_fmt(p, 'g') for p in s['peaks'])} | "
                      f"{_fmt(s['peak_median'], 'g')} | {_fmt(ratio, '.2f')}x | "
                      f"{_fmt(s['efficiency_median'], '.2f')} | "
-                     + ', '.join(f'{n.lstrip("/")} {b}' for n, b in chosen.items()) + ' |')
+                     + ', '.join(str(r.drift_alarms) for r in rounds if r.config == config)
+                     + ' | ' + ', '.join(f'{n.lstrip("/")} {b}' for n, b in chosen.items()) + ' |')
     lines += ['', "Graph efficiency = peak x the sum of the nodes' frame costs measured alone "
               f'(their profiles: run + preprocessing) / {cores} cores; 1.0 is the physical '
               'limit.', '']
@@ -102,6 +110,7 @@ def markdown(rounds: List[RoundResult], cores: int, header: List[str]) -> str:
                              f'{100 * n.count.share:.0f} % | {_fmt(q["p50"])} / '
                              f'{_fmt(q["p90"])} / {_fmt(q["max"])} | {_load(p)} |')
         lines += ['']
+        lines += against_static(rounds, rate)
         lines += where_time_goes(rounds, rate)
     lines += processes(rounds)
     lines += ['## Every probe', '', '| configuration | round | rate Hz | sent Hz | passed | '
@@ -112,6 +121,42 @@ def markdown(rounds: List[RoundResult], cores: int, header: List[str]) -> str:
             lines.append(f'| {r.config} | {r.round} | {v.rate_hz:g} | {v.sent_hz:.1f} | '
                          f"{'yes' if v.passed else 'no'} | {v.why} | {_load(p)} |")
     return '\n'.join(lines) + '\n'
+
+
+def best_static(rounds: List[RoundResult], rate: float) -> Optional[str]:
+    """Return the static configuration with the lowest median in->out p50 at ``rate``."""
+    scores: Dict[str, List[float]] = {}
+    for r in rounds:
+        if is_auto(r.config) or rate not in r.fixed:
+            continue
+        p50 = [percentiles(n.latency_ms)['p50'] for n in r.fixed[rate].nodes.values()]
+        scores.setdefault(r.config, []).append(float(np.nanmean(p50)))
+    return min(scores, key=lambda c: statistics.median(scores[c])) if scores else None
+
+
+def against_static(rounds: List[RoundResult], rate: float) -> List[str]:
+    """Return, per round and node, auto's in->out p50 beside the best static one's."""
+    static = best_static(rounds, rate)
+    autos = [r for r in rounds if r.config == 'auto' and rate in r.fixed]
+    if static is None or not autos:
+        return []
+    lines = [f'auto against the best static configuration here ({static}), in->out p50 ms '
+             'per round (the same round: the same load):', '',
+             '| round | node | auto | ' + static + ' | auto no slower |', '|---|---|---|---|---|']
+    held = total = 0
+    for a in autos:
+        s = next((r for r in rounds if r.config == static and r.round == a.round
+                  and rate in r.fixed), None)
+        if s is None:
+            continue
+        for name, n in a.fixed[rate].nodes.items():
+            mine = percentiles(n.latency_ms)['p50']
+            theirs = percentiles(s.fixed[rate].nodes[name].latency_ms)['p50']
+            ok = mine <= theirs
+            held, total = held + ok, total + 1
+            lines.append(f'| {a.round} | {name.lstrip("/")} | {_fmt(mine)} | {_fmt(theirs)} | '
+                         f"{'yes' if ok else 'NO'} |")
+    return lines + ['', f'auto no slower in {held} of {total} (round, node) pairs.', '']
 
 
 def where_time_goes(rounds: List[RoundResult], rate: float) -> List[str]:
