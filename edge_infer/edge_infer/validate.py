@@ -230,7 +230,7 @@ def check_params(params: dict, process: str, source: str,
     if own.get('ros_executor', 'events') not in ROS_EXECUTORS:
         raise ArgumentError(f"{source}: {process}: parameter 'ros_executor' is "
                             f"{own['ros_executor']!r}: use one of {', '.join(ROS_EXECUTORS)}")
-    if own.get('frame_order', 'arrival') not in FRAME_ORDERS:
+    if own.get('frame_order', 'adaptive') not in FRAME_ORDERS:
         raise ArgumentError(f"{source}: {process}: parameter 'frame_order' is "
                             f"{own['frame_order']!r}: use one of {', '.join(FRAME_ORDERS)}")
     if own.get('thread_budget', 0) < -1:

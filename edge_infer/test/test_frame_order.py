@@ -85,3 +85,18 @@ def test_an_unknown_order_is_refused_by_the_gate_and_the_params_check():
         'nodes': [], 'telemetry': '', 'frame_order': 'random'}}}
     with pytest.raises(ArgumentError, match="'frame_order'"):
         check_params(params, 'perception_container', 'x.yaml')
+
+
+@pytest.mark.parametrize('gap_s, expected', [
+    (1.0, ['segmenter', 'pose', 'detector']),       # slots 2 % busy: shortest first
+    (0.005, ['segmenter', 'detector', 'pose'])])    # busy over the limit: first come
+def test_adaptive_is_shortest_first_with_slack_and_first_come_near_the_limit(gap_s, expected):
+    gate = ComputeGate()
+    for key, ms in (('detector', 12), ('pose', 5), ('segmenter', 1)):
+        _learn(gate, key, ms)
+    # each model's frames came every gap_s seconds (what the gate measures as they come)
+    gate._period = {k: (time.monotonic(), gap_s) for k in ('detector', 'pose', 'segmenter')}
+    gate.set_limit(1)
+    gate.set_order('adaptive')
+    assert (gate.busy() < 0.5) == (gap_s == 1.0)
+    assert _entry_order(gate, ['segmenter', 'detector', 'pose']) == expected

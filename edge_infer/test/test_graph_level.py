@@ -257,3 +257,14 @@ def test_a_level_is_keyed_by_board_model_file_backend_and_graph(env):
     assert parts['backend'] == 'fake/a' and len(parts['model_sha256']) == 64
     assert parts['graph'] == sorted(parts['graph']) and len(parts['graph']) == 4
     assert {'options', 'versions'} <= set(parts) and value['alone_ms'] == 5.0
+
+
+def test_a_light_model_jittering_by_a_millisecond_raises_no_alarm_but_2x_does():
+    from edge_infer.backends.live.drift import DriftMonitor
+    # the segmenter of the default graph: 1.9 ms expected, 2.9 ms medians for
+    # minutes where its frames fall beside the detector's (x1.53, +1.0 ms)
+    jitter = DriftMonitor(1.9, threshold=1.5, window_s=5.0, min_samples=10)
+    assert not any(jitter.add(2.9, now=t * 0.1) for t in range(600))
+    slow = DriftMonitor(1.9, threshold=1.5, window_s=5.0, min_samples=10)
+    fired = [t * 0.1 for t in range(600) if slow.add(3.9, now=t * 0.1)]
+    assert fired and fired[0] <= 10.0   # a real 2x slowdown: followed within 10 s

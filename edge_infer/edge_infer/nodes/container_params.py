@@ -9,7 +9,8 @@ before anything starts. Documented in config/perception.yaml.
 from typing import Callable, Dict
 
 ROS_EXECUTORS = ('events', 'single')
-FRAME_ORDERS = ('arrival', 'longest_first', 'shortest_first')    # backends/measure/gate.py
+# backends/measure/gate.py: which waiting frame takes a core
+FRAME_ORDERS = ('adaptive', 'arrival', 'longest_first', 'shortest_first')
 
 PARAMETERS = {
     'nodes': (['detector', 'classifier', 'pose', 'segmenter'],
@@ -19,8 +20,8 @@ PARAMETERS = {
     'thread_budget': (0, "inference threads per model, leased from the host's cores; "
                          '0 = auto, -1 = no cap (edge_infer/host_budget.py)'),
     'ros_executor': ('events', "rclpy executor: 'events' (EventsExecutor) or 'single'"),
-    'frame_order': ('arrival', 'with more models than cores: which waiting frame runs '
-                               'next (arrival | longest_first | shortest_first)'),
+    'frame_order': ('adaptive', 'with more models than cores: which waiting frame runs '
+                                'next (adaptive | arrival | longest_first | shortest_first)'),
     'keep_partial': (True, 'autostart: run on when some node cannot be made active; '
                            'false = stop with exit code 3'),
 }

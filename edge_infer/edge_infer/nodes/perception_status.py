@@ -25,6 +25,7 @@ from rclpy.lifecycle import TransitionCallbackReturn
 from .tracks_and_depth import TracksAndDepth
 from ..backends.live.choice import LiveChoice
 from ..backends.manager import BackendManager
+from ..backends.measure.gate import GATE
 from ..core.health import StreamHealth, WARN
 from ..core.model import Model
 from ..core.stream import StreamStats
@@ -197,6 +198,8 @@ class PerceptionStatus(_Node):
                                            self.stats.stage_medians().items())
         values['stage_total_ms'] = ', '.join(f'{k} {v:.1f}' for k, v in
                                              self.stats.stage_totals().items())
+        if live is not None:    # in run_other: waiting for a core (the compute gate)
+            values['core_wait_total_ms'] = f'{GATE.waited_ms(live.spec.name):.1f}'
         values['debug_images'] = self.stats.debug_images
         values['debug_image_subscribers'] = (self._debug_pub.get_subscription_count()
                                              if self._debug_pub is not None else 0)

@@ -17,7 +17,12 @@ Where the host's share of cores limits the frames that run at once
 frames held the gate longest, as measured here: its mean over recent
 frames, first; the makespan of the frames that arrived together is
 shortest, so the slowest model, which sets the graph's peak rate, waits
-least) or ``shortest_first`` (the least mean latency over the models).
+least), ``shortest_first`` (the least mean latency over the models) or
+``adaptive``: shortest first while the frames keep the slots less than
+``BUSY`` busy (each model's measured hold time over its measured frame
+interval, summed, over the limit: every model keeps up, and the light ones
+need not wait behind the heavy one), first come first in above it (near
+the peak rate shortest first starves the slowest model).
 The container's ``frame_order`` parameter sets it; ``edge_infer
 benchmark`` compares them on the board.
 """
@@ -28,7 +33,8 @@ import threading
 import time
 from typing import Dict, List, Optional, Tuple
 
-ORDERS = ('arrival', 'longest_first', 'shortest_first')
+ORDERS = ('adaptive', 'arrival', 'longest_first', 'shortest_first')
+BUSY = 0.5      # adaptive: shortest first while the frames use under this share of the slots
 
 
 class ComputeGate:
@@ -50,6 +56,8 @@ class ComputeGate:
         self._queue: List[Tuple[float, int]] = []     # waiting frames: (rank, ticket)
         self._tickets = itertools.count()
         self._cost: Dict[str, float] = {}             # key -> mean hold, ms (recent frames)
+        self._period: Dict[str, Tuple[float, float]] = {}   # key -> (last arrival, mean gap s)
+        self._waited: Dict[str, float] = {}           # key -> ms its frames waited, summed
 
     def set_order(self, order: str) -> None:
         """Let waiting frames go in by ``order`` (one of ORDERS)."""
@@ -57,15 +65,36 @@ class ComputeGate:
             raise ValueError(f"frame order '{order}': use one of {', '.join(ORDERS)}")
         self.order = order
 
+    def waited_ms(self, key: str) -> float:
+        """Return the time ``key``'s frames waited to go in, summed since the start (ms)."""
+        return self._waited.get(key, 0.0)
+
     def cost_ms(self, key: str) -> float:
         """Return the mean time ``key``'s frames held the gate (NaN: none yet)."""
         return self._cost.get(key, float('nan'))
 
+    def busy(self) -> float:
+        """Return the share of the slots in use: each model's hold time over its gap, summed."""
+        used = sum(self._cost.get(k, 0.0) / 1e3 / gap for k, (_, gap) in self._period.items()
+                   if gap > 0)
+        return used / max(1, self._limit)
+
+    def _arrived(self, key: str) -> None:
+        now = time.monotonic()
+        last, gap = self._period.get(key, (None, 0.0))
+        if last is not None:
+            dt = min(now - last, 2.0)       # a pause counts as a slow stream, not forever
+            gap = dt if gap <= 0 else 0.8 * gap + 0.2 * dt
+        self._period[key] = (now, gap)
+
     def _rank(self, key: Optional[str], ticket: int) -> float:
         cost = self._cost.get(key, 0.0) if key is not None else 0.0
-        if self.order == 'longest_first':
+        order = self.order
+        if order == 'adaptive':
+            order = 'shortest_first' if self.busy() < BUSY else 'arrival'
+        if order == 'longest_first':
             return -cost
-        if self.order == 'shortest_first':
+        if order == 'shortest_first':
             return cost
         return float(ticket)
 
@@ -98,9 +127,12 @@ class ComputeGate:
         rank it among the waiting frames when the limit is reached.
         """
         with self._cond:
+            if key is not None:
+                self._arrived(key)
             ticket = next(self._tickets)
             me = (self._rank(key, ticket), ticket)
             self._queue.append(me)
+            t_wait = time.perf_counter()
             try:
                 while self._exclusive or self._waiting or self._full() or (
                         self._limit and self._ahead(me) >= self._limit - self._shared):
@@ -110,7 +142,9 @@ class ComputeGate:
                 if self._limit and self._queue:
                     self._cond.notify_all()     # the next in line may go in beside it
             self._shared += 1
-        t0 = time.perf_counter()
+            t0 = time.perf_counter()
+            if key is not None:
+                self._waited[key] = self._waited.get(key, 0.0) + (t0 - t_wait) * 1e3
         try:
             yield
         finally:
