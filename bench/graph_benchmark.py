@@ -16,7 +16,7 @@ prints the goals' figures:
 - the graph efficiency: peak x the nodes' frame costs alone / the cores
   (goal >= 0.7);
 - at the bag's rate (10 Hz), in how many (round, node) pairs auto's in->out
-  p50 is no slower than the best static configuration's (goal: all).
+  p50 is no slower than the quickest static configuration's there (goal: all).
 """
 
 import argparse
@@ -48,6 +48,13 @@ def goals(record: dict, rate: float = 10.0) -> list:
         lines.append(f'ratio: {best_auto} / {best_static} = {ratio:.2f}x (goal >= 2x)')
     by = {(r['config'], r['round']): r for r in record['rounds']}
     key = str(rate)
+    # at a fixed rate the best static one is the quickest there (as in the report)
+    quick: dict = {}
+    for (config, _), r in by.items():
+        if not is_auto(config) and key in r['fixed']:
+            p50 = [n['latency_ms']['p50'] for n in r['fixed'][key]['nodes'].values()]
+            quick.setdefault(config, []).append(sum(p50) / len(p50))
+    best_static = min(quick, key=lambda c: statistics.median(quick[c]), default=best_static)
     held = total = 0
     for (config, rnd), r in by.items():
         s = by.get((best_static, rnd))

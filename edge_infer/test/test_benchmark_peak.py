@@ -126,3 +126,14 @@ def test_a_configuration_names_a_backend_and_settings():
     assert parse_config('auto+thread_budget=2') == ({}, {'thread_budget': 2})
     with pytest.raises(ValueError, match='key=value'):
         parse_config('auto+frame_order')
+
+
+def test_the_verb_refuses_a_missing_bag_and_a_bad_rate_in_one_line(tmp_path, capsys):
+    from edge_infer.cli import main
+    assert main(['benchmark', '--bag', str(tmp_path / 'none')]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and 'no rosbag2 folder' in err[0]
+    (tmp_path / 'metadata.yaml').write_text('rosbag2_bagfile_information: {}\n')
+    assert main(['benchmark', '--bag', str(tmp_path), '--fixed', 'ten']) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and '--fixed ten' in err[0]

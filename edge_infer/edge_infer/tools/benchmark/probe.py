@@ -192,7 +192,13 @@ def _stage_means(before: Dict[str, str], after: Dict[str, str]) -> Dict[str, flo
     if frames <= 0:
         return {}
     t0, t1 = stage_totals(before), stage_totals(after)
-    return {k: (v - t0.get(k, 0.0)) / frames for k, v in t1.items()}
+    out = {k: (v - t0.get(k, 0.0)) / frames for k, v in t1.items()}
+    try:    # part of run_other: waiting at the compute gate for a core
+        out['core_wait'] = (float(after['core_wait_total_ms'])
+                            - float(before.get('core_wait_total_ms', 0.0))) / frames
+    except (KeyError, ValueError):
+        pass
+    return out
 
 
 def percentiles(values: List[float]) -> Dict[str, float]:
