@@ -4,6 +4,7 @@
 :mod:`.peak` (ROS-free): a probe's verdict and the peak search;
 :mod:`.feeder`: a bag's frames played from memory at a rate, restamped;
 :mod:`.monitor`: the results as seen from outside the graph;
+:mod:`.probe`: one rate played and measured (the feeder's process too);
 :mod:`.graph_run`: one configuration brought up and probed;
 :mod:`.report`: the markdown table, JSON and plot; :mod:`.main`: the verb.
 """
