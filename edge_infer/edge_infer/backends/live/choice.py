@@ -354,8 +354,8 @@ class LiveChoice:
         self.sampling.serve_next = None
         res = self._result(new)
         if self.drift is not None:     # expect what the new backend was measured at
-            self.drift.rebase(self.graph.expect(new, expected_ms if expected_ms is not None else
-                                                res.p50_ms if res else self.drift.expected_ms))
+            self.graph.rebase(self.drift, new, expected_ms if expected_ms is not None else
+                              res.p50_ms if res else self.drift.expected_ms)
         self.hours.cue(self.clock.monotonic())
         self.hours.standby = new.startswith('triton/')     # a server: the runners-up stay open
         self.switches.append({'t': self.clock.monotonic(), 'from': old, 'to': new,
@@ -401,8 +401,8 @@ class LiveChoice:
                 self._watch()
             else:
                 res = self._result(run.chosen)
-                if self.drift is not None and res is not None:
-                    self.drift.rebase(self.graph.expect(res.backend, res.p50_ms))
+                if res is not None:
+                    self.graph.rebase(self.drift, res.backend, res.p50_ms)
                 if self.runners or not self.hours.lazy:
                     self._spawn(self._open_runners, 'runners')
                 else:   # a look at the new ranking, opened by a frame within the budget
@@ -435,8 +435,7 @@ class LiveChoice:
         """Apply a background re-evaluation (frame thread): switch, or keep and rebase."""
         if done.model is None:      # the choice stays: expect what it was just measured at
             self.run = done.run
-            if self.drift is not None:
-                self.drift.rebase(self.graph.expect(done.backend, done.p50_ms), ends_episode=False)
+            self.graph.rebase(self.drift, done.backend, done.p50_ms, ends_episode=False)
             self.report(done.run, 'drift')
             return
         old_name, old = done.run.chosen or '', self.model

@@ -184,6 +184,12 @@ class GraphLevel:
                          f'({len(sig)} models), learned {learned}; alone {ms:.1f} ms')
         return max(float(ms), self.level_ms)
 
+    def rebase(self, drift: Optional[DriftMonitor], backend: str, ms: float,
+               ends_episode: bool = True) -> None:
+        """Let ``drift`` (if any) expect ``backend``: ``ms``, or its level in this graph."""
+        if drift is not None:
+            drift.rebase(self.expect(backend, ms), ends_episode)
+
     def _stored(self, backend: str, sig: Tuple[str, ...]) -> Optional[Tuple[float, float]]:
         """Return (level ms, when learned) stored for ``backend`` in graph ``sig``; None: none."""
         if self.cache is None:

@@ -88,6 +88,8 @@ class ComputeGate:
         self._period[key] = (now, gap)
 
     def _rank(self, key: Optional[str], ticket: int) -> float:
+        if not self._limit:
+            return float(ticket)    # nobody waits for a slot: the order is not asked
         cost = self._cost.get(key, 0.0) if key is not None else 0.0
         order = self.order
         if order == 'adaptive':
