@@ -14,7 +14,10 @@ why): ``bytetrack`` (the default: no id switch on the synthetic scenes, the
 most consistent ids on the real video with 30 % of frames dropped, the
 cheapest after SORT), ``ocsort`` and ``sort``. The library
 is imported here, not at the module's import, so a robot without it still
-runs with ``tracker: none`` and is told what to install if it asks for one.
+runs with ``tracker: none`` and is told what to install if it asks for one;
+and only its three trackers are (tracking_import.py: not the package's
+``__init__``, which brings all of scipy.optimize and supervision's
+annotators, ~60 MB of the container's RSS).
 
 **Stamps, not a fixed rate.** The node keeps only the newest frame, so the
 tracker sees irregular gaps. Each update passes the frame's stamp to the
@@ -48,10 +51,11 @@ keeps its id through misses and occlusions shorter than ``lost_track_s``.
 """
 
 from collections import deque
-from typing import Any, Deque, Dict, Optional
+from typing import Any, Deque, Dict, Optional, Tuple
 
 import numpy as np
 
+from . import tracking_import
 from .tracking_filter import make_estimator_class
 
 #: The ``tracker`` parameter's values: ``'none'`` or one of these.
@@ -80,14 +84,13 @@ class TrackerError(ValueError):
     """An unknown tracker name or option, or its library missing: the message says what to do."""
 
 
-def _library_classes() -> Dict[str, Any]:
-    """Import the library (lazily: a node without tracking never pays for it)."""
+def _library() -> Tuple[Dict[str, Any], Any]:
+    """Import the library's trackers (lazily, lean: tracking_import.py); (classes, Detections)."""
     try:
-        from trackers import ByteTrackTracker, OCSORTTracker, SORTTracker
+        return tracking_import.library()
     except ImportError as e:
         raise TrackerError(f'tracking needs the trackers library, not importable here ({e}): '
                            f'{INSTALL}') from e
-    return {'bytetrack': ByteTrackTracker, 'sort': SORTTracker, 'ocsort': OCSORTTracker}
 
 
 def _library_options(name: str, lost_track_s: float, frame_rate: float,
@@ -134,7 +137,8 @@ class Tracker:
             raise TrackerError(f'tracker {name}: lost_track_s ({lost_track_s}) and frame_rate '
                                f'({frame_rate}) must be > 0, min_hits ({min_hits}) >= 1')
         self.name = name
-        self._cls = _library_classes()[name]
+        classes, self._detections = _library()
+        self._cls = classes[name]
         self._opts = _library_options(name, lost_track_s, frame_rate or FALLBACK_RATE,
                                       min_hits, min_iou, new_track_score, high_score)
         if closed_form and name in CLOSED_FORM:
@@ -142,8 +146,6 @@ class Tracker:
         self._fixed_rate = frame_rate
         self._gaps: Deque[float] = deque(maxlen=30)     # the last gaps between stamps
         self._cls(**self._opts)         # a bad option fails here, not on the first frame
-        import supervision
-        self._sv = supervision
         self._lib: Any = None                            # the library tracker, all classes
         self._ids: Dict[int, int] = {}                   # library id -> our id
         self._next_id = 1
@@ -174,8 +176,8 @@ class Tracker:
             self._lib = self._cls(**{**self._opts, 'frame_rate': rate})
         self._lib._frame_rate = rate    # what the library scales elapsed seconds by, each update
         boxes[:, 0::2] += (classes * CLASS_STRIDE)[:, None]     # each class apart
-        dets = self._sv.Detections(xyxy=boxes, confidence=scores, class_id=classes,
-                                   data={'row': np.arange(n)})
+        dets = self._detections(xyxy=boxes, confidence=scores, class_id=classes,
+                                data={'row': np.arange(n)})
         res = self._lib.update(dets, timestamp=stamp)
         lib_ids = np.asarray(res.tracker_id, dtype=np.int64)
         if len(lib_ids):

@@ -1,0 +1,58 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""The trackers library imported lean (core/tracking_import.py): less memory, the same ids.
+
+Each case runs in a fresh interpreter, since what a process imported is
+the point: one imports only the three trackers (the default path), the
+other the whole library first (``import trackers``), as before.
+"""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip('trackers', reason='the trackers library (requirements-nodeps.txt)')
+
+SCRIPT = r"""
+import json, sys
+import numpy as np, psutil
+rss = lambda: psutil.Process().memory_info().rss
+base = rss()
+if sys.argv[1] == 'whole':
+    import trackers
+from edge_infer.core.tracking import ALGORITHMS, make_tracker
+from edge_infer.testing import track_scenes as ts
+trackers_ = {name: make_tracker(name) for name in ALGORITHMS}
+added = rss() - base
+frames = ts.drop(ts.crossing(seed=3), 0.3) + ts.drop(ts.occlusion(seed=4), 0.3)
+ids = {name: [a.tolist() for a in ts.run(
+    lambda f, t=t: t.update(f.boxes, f.scores, f.classes, f.stamp), frames)]
+    for name, t in trackers_.items()}
+heavy = [m for m in ('scipy.optimize', 'scipy.linalg', 'scipy.interpolate',
+                     'supervision.annotators', 'requests', 'rich', 'trackers')
+         if m in sys.modules]
+lib = sys.modules['trackers.core.bytetrack.tracker']
+import scipy.optimize, supervision, trackers     # the real packages, still whole
+same = [lib.linear_sum_assignment is scipy.optimize.linear_sum_assignment,
+        trackers_['bytetrack']._detections is supervision.Detections,
+        trackers_['sort']._cls is trackers.SORTTracker]
+print(json.dumps({'added': added, 'ids': ids, 'heavy': heavy, 'same': same}))
+"""
+
+
+def _run(how):
+    out = subprocess.run([sys.executable, '-c', SCRIPT, how], capture_output=True, text=True,
+                         timeout=120, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+@pytest.mark.filterwarnings('ignore::UserWarning')
+def test_the_lean_import_gives_the_same_ids_for_less_memory():
+    lean, whole = _run('lean'), _run('whole')
+    assert lean['ids'] == whole['ids']          # every algorithm, every frame, every box
+    assert any(i >= 1 for frame in lean['ids']['bytetrack'] for i in frame)
+    assert lean['heavy'] == []                  # nor trackers' __init__ (stand-ins gone)
+    assert 'scipy.optimize' in whole['heavy'] and 'supervision.annotators' in whole['heavy']
+    assert lean['added'] < whole['added']
+    assert all(lean['same']) and all(whole['same'])
