@@ -16,8 +16,10 @@ same moment (a camera that is already publishing), and samples every 0.5 s:
   or a choice read from the cache), and every backend switch after it.
 
 Runs:
-- ``cold``: an empty cache folder (EDGE_INFER_CACHE) as on a robot's first
-  start; it runs until every node has settled (or ``--timeout``), then
+- ``cold``: a cache folder (EDGE_INFER_CACHE) with no profile, as on a
+  robot's first start after ``edge_infer prepare``: only the variant files
+  prepare made (``variants/``, linked from the default cache; a start never
+  makes one); it runs until every node has settled (or ``--timeout``), then
   ``--steady-s`` more, then is stopped with SIGINT: the stop's time and exit
   code are reported. A second cold run is stopped ``--stop-after-s`` after
   start, while the profile runs: the stop's time during a profile;
@@ -120,6 +122,15 @@ def params_with(folder: pathlib.Path, sets) -> pathlib.Path:
     path = folder / 'params_set.yaml'
     path.write_text(yaml.safe_dump(params, sort_keys=False))
     return path
+
+
+def prepared(cache: pathlib.Path) -> None:
+    """Give an empty cache folder the variant files ``edge_infer prepare`` made (linked)."""
+    from edge_infer.backends.manager import default_cache_dir
+    made = default_cache_dir() / 'variants'
+    cache.mkdir(parents=True, exist_ok=True)
+    if made.is_dir() and not (cache / 'variants').exists():
+        (cache / 'variants').symlink_to(made.resolve(), target_is_directory=True)
 
 
 def run_graph(label: str, cache: pathlib.Path, folder: pathlib.Path, *, steady_s: float,
@@ -276,6 +287,8 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     work = pathlib.Path(tempfile.mkdtemp(prefix='footprint_'))
     cache = args.cache or work / 'cache'      # --cache: kept for later warm runs
+    for folder in (cache, work / 'cache_stop'):
+        prepared(folder)
     params = params_with(work, args.set) if args.set else None
     load0 = os.getloadavg()
     rows = []

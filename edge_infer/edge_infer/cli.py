@@ -3,7 +3,9 @@
 
 Verbs::
 
-  edge_infer prepare                    fetch + convert models, footage, demo bag
+  edge_infer prepare                    fetch + convert models, footage, demo bag,
+                                        then the models' variant files (int8)
+  edge_infer variants [MODEL ...]       make the fp16 / int8 files (a start never does)
   edge_infer demo [--rate R]            the demo (bag -> container -> summary)
   edge_infer record OUT --video F ...   record a camera bag from a video / images
   edge_infer play BAG [--rate R]        publish a bag's messages (raw CDR)
@@ -28,11 +30,12 @@ Verbs::
   edge_infer serve --write-repo DIR     a model repository for a stock tritonserver
 """
 
-import shutil
 import sys
 
+from .paths import command
+
 VERBS = ('prepare', 'demo', 'record', 'play', 'lifecycle', 'info', 'backends', 'profile',
-         'bringup', 'benchmark', 'arm-check', 'model', 'shm-clean', 'serve')
+         'bringup', 'benchmark', 'arm-check', 'model', 'shm-clean', 'serve', 'variants')
 
 
 def _lifecycle(argv) -> int:
@@ -61,15 +64,6 @@ def _lifecycle(argv) -> int:
         return 1
     finally:
         rclpy.try_shutdown()
-
-
-def command() -> str:
-    """Return how this tool is run here, for hints: on PATH, or through ``ros2 run``.
-
-    ``colcon build`` installs ament_python scripts to ``lib/edge_infer``, not on
-    PATH: on a robot the tool is ``ros2 run edge_infer edge_infer``.
-    """
-    return 'edge_infer' if shutil.which('edge_infer') else 'ros2 run edge_infer edge_infer'
 
 
 def _info(argv) -> int:
@@ -124,6 +118,8 @@ def main(argv=None) -> int:
         from .shm import main as run
     elif verb == 'serve':
         from .tools.triton.serve import main as run
+    elif verb == 'variants':
+        from .backends.variants_tool import main as run
     else:
         return _info(rest)
     return run(rest)

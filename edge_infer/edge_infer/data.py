@@ -17,6 +17,7 @@ is missing, prepare stops before fetching anything, with one line naming them.
 import argparse
 import importlib.util
 import json
+import os
 import pathlib
 import shutil
 import sys
@@ -103,6 +104,17 @@ def prepare(home: pathlib.Path, log=print) -> dict:
             log(f'[data] recording bag {bag} ...')
             record_bag(bag, log=log, **args)
             stamp.write_text(json.dumps(key))
+    # the default graph's fp16 / int8 files: a robot's start only measures them
+    from .backends.variants_tool import graph_models, make_all
+    t1 = time.monotonic()
+    cache_dir = pathlib.Path(os.environ.get('EDGE_INFER_CACHE') or cache)
+    names = [m for m in graph_models() if m in models]
+    failed = make_all(names, home / 'models', cache_dir,
+                      log=lambda line: log(f'[variants] {line}'))
+    log(f"[variants] {', '.join(names)} in {time.monotonic() - t1:.1f} s"
+        + (f' ({failed} file(s) not made: their candidates stay unavailable)' if failed else '')
+        + ''.join(f'; {m}: not in the default graph (edge_infer variants {m} makes its files)'
+                  for m in sorted(set(models) - set(names))))
     bag = home / 'bags' / DEMO_BAG
     log(f'[data] ready in {time.monotonic() - t0:.1f} s: models {sorted(models)}, '
         f'bag {bag}')

@@ -63,3 +63,13 @@ def bags_dir() -> pathlib.Path:
 def cache_dir() -> pathlib.Path:
     """Return the download cache (source packages of models and footage)."""
     return data_home() / 'cache'
+
+
+def command() -> str:
+    """Return how the ``edge_infer`` tool is run here, for hints: on PATH, or ``ros2 run``.
+
+    ``colcon build`` installs ament_python scripts to ``lib/edge_infer``, not on
+    PATH: on a robot the tool is ``ros2 run edge_infer edge_infer``.
+    """
+    import shutil
+    return 'edge_infer' if shutil.which('edge_infer') else 'ros2 run edge_infer edge_infer'

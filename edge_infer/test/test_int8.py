@@ -168,6 +168,8 @@ def test_nncf_int8_is_made_once_with_its_note_and_runs(mobilenet, footage, tmp_p
     assert any('calibration frames: 12 frames of the bundled video' in ln for ln in lines)
     made = [ln for ln in lines if ln.startswith('made int8-nncf variant')]
     assert len(made) == 1
+    from edge_infer.backends.precision.quantize import MAX_MB, read_note
+    assert 0 < read_note(out)['peak_mb'] <= MAX_MB      # the child's RSS, watched
     again = []
     assert make_variant(src, 'int8-nncf', tmp_path, spec=spec, floor=0.5, frames=(8, 4),
                         log=again.append) == out and again == []
@@ -224,15 +226,22 @@ def test_in_process_quantizing_fails_the_same_way(mobilenet, tmp_path, monkeypat
         make_variant(src, 'int8', tmp_path / 'cache', spec=spec, frames=(2, 2), log=_quiet)
 
 
-def test_percentile_calibration_only_where_its_memory_is_free(monkeypatch):
-    """Run Percentile calibration only where its memory is free (2.28 GB for MobileNetV2)."""
-    import collections
-    import psutil
-    from edge_infer.backends.precision import quantize
-    mem = collections.namedtuple('mem', 'available')
-    monkeypatch.setattr(psutil, 'virtual_memory', lambda: mem(1_200_000_000))
-    why = quantize._short_of_memory('Percentile')
-    assert why.startswith('it needs about 2500 MB') and why.endswith('1200 MB available')
-    assert quantize._short_of_memory('MinMax') == ''
-    monkeypatch.setattr(psutil, 'virtual_memory', lambda: mem(8_000_000_000))
-    assert quantize._short_of_memory('Percentile') == ''
+def test_the_quantizer_is_stopped_above_its_memory_bound(mobilenet, tmp_path):
+    """A quantizer over ``max_mb`` is stopped and says so; nothing half-written is left."""
+    spec, src = mobilenet
+    with pytest.raises(VariantError, match=r'int8: the quantizer went over 60 MB \(stopped at '
+                                           r'\d+ MB; the bound is variant_memory_mb'):
+        make_variant(src, 'int8', tmp_path, spec=spec, frames=(4, 4), log=_quiet, max_mb=60)
+    assert not [p for p in tmp_path.rglob('*') if p.is_file()]
+
+
+def test_calibration_reads_in_strides_that_divide_the_frames():
+    """ORT calibrates a few frames at a time (its histograms held every frame at once)."""
+    from edge_infer.backends.precision.quantize import _Reader, stride
+    assert [stride(n, 5) for n in (30, 24, 7, 4, 1)] == [5, 4, 1, 4, 1]
+    reader = _Reader('x', [np.full((1, 2), i, np.float32) for i in range(6)])
+    reader.set_range(2, 4)
+    got = []
+    while (item := reader.get_next()) is not None:
+        got.append(float(item['x'][0, 0]))
+    assert got == [2.0, 3.0] and len(reader) == 6

@@ -111,7 +111,7 @@ def test_the_cli_adds_lists_and_checks(layouts, photo, tmp_path, monkeypatch, ca
     monkeypatch.setenv('EDGE_INFER_HOME', str(tmp_path / 'home'))
     monkeypatch.setattr(user, '_photo', lambda: photo)
     monkeypatch.chdir(tmp_path)
-    assert user.main(['add', str(layouts['yolov5']), '--name', 'v5']) == 0
+    assert user.main(['add', str(layouts['yolov5']), '--name', 'v5', '--no-variants']) == 0
     out = capsys.readouterr().out
     assert "added 'v5'" in out and 'family yolov5' in out and 'person' in out
     assert (tmp_path / 'out' / 'v5.png').is_file()

@@ -10,7 +10,7 @@ model (:mod:`.precision.variants`, :mod:`.precision.quantize`);
 """
 
 import pathlib
-from typing import Callable, List
+from typing import Callable, List, Optional
 
 from ..core.backend import Backend
 
@@ -51,7 +51,8 @@ def configured_candidates(cfg: dict, cache_dir: pathlib.Path, log: Log) -> List[
 
 
 def variant_candidates(cfg: dict, cache_dir: pathlib.Path, thread_budget: int,
-                       settings: Callable[[], tuple], log: Log) -> List[Backend]:
+                       settings: Callable[[], tuple], log: Log,
+                       model_path: Optional[pathlib.Path] = None) -> List[Backend]:
     """Return a model's fp16 / int8 candidates.
 
     ONNX Runtime runs each kind of ``variants`` at ``variant_threads`` (within
@@ -59,14 +60,16 @@ def variant_candidates(cfg: dict, cache_dir: pathlib.Path, thread_budget: int,
     ``openvino_threads``, at the device's best precision for the layers left
     in float, with a ``+pre`` twin where graph preprocessing is on.
     ``settings()`` returns what a quantizer needs (see VariantBackend).
+    ``make_variants`` False: the files of ``model_path`` are used, never made.
     """
     from .libs.ort import OrtBackend
     from .precision.variants import VariantBackend
     base_threads = int(cfg['variant_threads'])
     if thread_budget:       # variants run within the budget
         base_threads = min(base_threads, thread_budget)
+    make, max_mb = bool(cfg['make_variants']), float(cfg['variant_memory_mb'])
     out: List[Backend] = [VariantBackend(OrtBackend(intra_op_threads=base_threads), kind,
-                                         cache_dir, settings, log)
+                                         cache_dir, settings, log, make, model_path, max_mb)
                           for kind in cfg['variants'] if kind in ('fp16', 'int8')]
     if 'int8-nncf' in cfg['variants'] and cfg['openvino_threads']:
         from .libs.openvino import openvino_candidates
@@ -76,8 +79,8 @@ def variant_candidates(cfg: dict, cache_dir: pathlib.Path, thread_budget: int,
         best = 'fp32' if all(b.precision == 'fp32' for b in bases) else next(
             b.precision for b in bases if b.precision != 'fp32')
         # one int8 twin per thread count and input kind, on the best precision
-        out += [VariantBackend(b, 'int8-nncf', cache_dir, settings, log)
-                for b in bases if b.precision == best]
+        out += [VariantBackend(b, 'int8-nncf', cache_dir, settings, log, make, model_path,
+                               max_mb) for b in bases if b.precision == best]
     return out
 
 

@@ -15,6 +15,8 @@ DEFAULTS: Dict[str, Any] = {
     'variants': ['fp16', 'int8', 'int8-nncf'],
     'int8_calibration_frames': 30,
     'int8_validation_frames': 24,
+    'make_variants': True,
+    'variant_memory_mb': 1000.0,
     'variant_threads': 2,
     'openvino_threads': [1, 2],
     'openvino_native_precision': True,

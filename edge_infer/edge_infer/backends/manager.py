@@ -125,7 +125,7 @@ class BackendManager:
             def settings() -> tuple:
                 return spec, floor, frames, self._cancel
             out += variant_candidates(cfg, self.cache_dir, self.thread_budget, settings,
-                                      self.log)
+                                      self.log, model_path)
             out += remote_candidates(cfg, spec.name, model_path)
         excluded = set(cfg['exclude'] or ())
         return [b for b in out if b.name not in excluded]

@@ -168,7 +168,7 @@ def profile_main(argv=None) -> int:
     if args.energy:
         from ..telemetry import shared
         meter = shared.acquire(shared.settings(), log=lambda s: None)
-    config = load_config()
+    config = {**load_config(), 'make_variants': True}     # a tool may make the files
     if args.budget:
         config['budget_s'] = args.budget
     config['remote_servers'] = list(config['remote_servers'] or []) + [

@@ -26,6 +26,7 @@ from .tracks_and_depth import TracksAndDepth
 from ..backends.live.choice import LiveChoice
 from ..backends.manager import BackendManager
 from ..backends.measure.gate import GATE
+from ..backends.precision.variants import make_command, NOT_MADE
 from ..core.health import StreamHealth, WARN
 from ..core.model import Model
 from ..core.stream import StreamStats
@@ -90,9 +91,17 @@ class PerceptionStatus(_Node):
         log = self.get_logger().info
         log(f"backend for '{run.model}' ({trigger}, objective {msg.objective}): {run.why}")
         unavailable = [r for r in run.results if r.status not in ('ok', 'unmeasured')]
+        not_made = [r.backend for r in unavailable if NOT_MADE in r.reason]
         if unavailable:
             log('not used: ' + '; '.join(
-                f'{r.backend} {r.status} ({r.reason})' for r in unavailable))
+                f'{r.backend} {r.status} ({NOT_MADE if r.backend in not_made else r.reason})'
+                for r in unavailable))
+        if not_made and not getattr(self, '_said_not_made', False):     # once per node
+            self._said_not_made = True
+            self.get_logger().warning(
+                f'{len(not_made)} candidate(s) of {run.model} wait for their variant files '
+                f'({", ".join(not_made)}): serving and measuring the others; make them '
+                f'once with: {make_command(run.model)} (a start never quantizes)')
 
     # ---------------------------------------------------------------- diagnostics
     def _transition(self, transition: str, step: Callable[[], None], undo: Callable[[], None],

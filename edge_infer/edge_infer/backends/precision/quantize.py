@@ -65,6 +65,12 @@ RANKING_FRAMES = 8          # accuracy control: validation frames that rank the 
 # on MobileNetV2 (0.54 vs 0.995) it took 127 s, returned 11 layers to float and
 # reached 0.875, still rejected; such a gap costs minutes of a robot's CPU for nothing.
 AC_REACH = 0.25
+# ONNX Runtime calibrates this many frames at a time (a divisor of the count):
+# its histogram calibrators keep every activation of the frames they hold
+CAL_STRIDE = 5
+# the quantizer process (and what it starts) is stopped above this RSS: a
+# board's memory is shared with its GPU and the serving graph
+MAX_MB = 1000.0
 INSTALL_NNCF = 'pip install nncf'
 # lines of the quantizers' own chatter that the child's log leaves out
 NOISE = ('INFO:nncf', 'WARNING:nncf', 'Number of histogram bins', 'Percentile :')
@@ -84,19 +90,36 @@ def _inputs(spec, frames) -> List[np.ndarray]:
 
 # ---------------------------------------------------------------------- ORT
 class _Reader:
-    """CalibrationDataReader over a list of tensors."""
+    """CalibrationDataReader over a list of tensors, read in strides.
+
+    ``len`` and ``set_range`` let ``quantize_static`` calibrate
+    :data:`CAL_STRIDE` frames at a time (its ``CalibStridedMinMax`` option,
+    which every calibrator honours): the histogram calibrators otherwise keep
+    every activation of every frame at once.
+    """
 
     def __init__(self, name: str, tensors: Sequence[np.ndarray]):
         self._tensors = [np.ascontiguousarray(t, np.float32) for t in tensors]
         self._name = name
-        self._it = iter(self._tensors)
+        self.set_range(0, len(self._tensors))
+
+    def __len__(self) -> int:
+        return len(self._tensors)
+
+    def set_range(self, start_index: int, end_index: int) -> None:
+        self._it = iter(self._tensors[start_index:end_index])
 
     def get_next(self):
         t = next(self._it, None)
         return None if t is None else {self._name: t}
 
     def rewind(self):
-        self._it = iter(self._tensors)
+        self.set_range(0, len(self._tensors))
+
+
+def stride(n: int, most: int) -> int:
+    """Return the largest divisor of ``n`` up to ``most`` (ORT needs strides that divide n)."""
+    return max(d for d in range(1, max(1, min(n, most)) + 1) if n % d == 0)
 
 
 def ort_int8(src: pathlib.Path, dst: pathlib.Path, calibration: Sequence[np.ndarray],
@@ -118,7 +141,9 @@ def ort_int8(src: pathlib.Path, dst: pathlib.Path, calibration: Sequence[np.ndar
     names = [i.name for i in model.graph.input if i.name not in inits]
     if len(names) != 1:
         raise QuantizeError(f'int8: {src.name} has {len(names)} inputs; calibration feeds one')
-    extra = {'CalibPercentile': 99.999} if method == 'Percentile' else {}
+    extra: Dict[str, object] = {'CalibStridedMinMax': stride(len(calibration), CAL_STRIDE)}
+    if method == 'Percentile':
+        extra['CalibPercentile'] = 99.999
     root = logging.getLogger()
     level = root.level
     root.setLevel(logging.ERROR)    # the quantizer logs advice on the root logger
@@ -146,11 +171,6 @@ def make_ort(src: pathlib.Path, dst: pathlib.Path, cal: List[np.ndarray],
     best: Optional[Tuple[float, str, str]] = None
     tried = []
     for method in ('MinMax', 'Percentile'):
-        short = _short_of_memory(method)
-        if short:
-            tried.append(f'{method} skipped')
-            log(f'int8 ({method} calibration) skipped: {short}')
-            break
         tmp = dst.with_name(f'{dst.stem}.{method}.onnx')
         ort_int8(src, tmp, cal, method)
         acc, detail = score(_ort_outputs(tmp))
@@ -168,24 +188,6 @@ def make_ort(src: pathlib.Path, dst: pathlib.Path, cal: List[np.ndarray],
     os.replace(best[2], dst)
     return {'method': f'quantize_static, {best[1]} calibration (validated: '
                       f"{', '.join(tried)})", 'validation': best[0], 'float_layers': []}
-
-
-# ONNX Runtime's histogram calibrators keep every activation of every calibration
-# frame: Percentile on MobileNetV2 (30 frames) peaked at 2.28 GB in the child
-# (MinMax: 0.53 GB), more than a 2 GB board has. Only where this much is free.
-PERCENTILE_MB = 2500
-
-
-def _short_of_memory(method: str) -> str:
-    """Return why ``method`` would not fit in the memory available now ('' if it does)."""
-    if method != 'Percentile':
-        return ''
-    import psutil
-    free = psutil.virtual_memory().available / 1e6
-    if free >= PERCENTILE_MB:
-        return ''
-    return (f'it needs about {PERCENTILE_MB} MB (2.28 GB measured for MobileNetV2); '
-            f'{free:.0f} MB available')
 
 
 # ---------------------------------------------------------------------- NNCF
@@ -313,13 +315,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def make_in_child(kind: str, src: pathlib.Path, dst: pathlib.Path, spec, floor: float,
                   n_calibration: int = 30, n_validation: int = 24, log: Log = print,
-                  cancel: Optional[threading.Event] = None) -> dict:
+                  cancel: Optional[threading.Event] = None, max_mb: float = MAX_MB) -> dict:
     """Make ``dst`` in a niced child process; return its note (also written to ``dst``.json).
 
-    :raises QuantizeError: the child's reason, a crash (its exit status), or a cancel.
+    The note gives the child's peak RSS (``peak_mb``); a child above ``max_mb``
+    (0: no bound) is stopped.
+
+    :raises QuantizeError: the child's reason, a crash (its exit status), a
+        cancel, or the memory bound.
     """
     if ISOLATE:
-        note = _run_child(kind, src, dst, spec, floor, n_calibration, n_validation, log, cancel)
+        note = _run_child(kind, src, dst, spec, floor, n_calibration, n_validation, log, cancel,
+                          max_mb)
     else:
         note = _make_checked(kind, pathlib.Path(src), pathlib.Path(dst), spec, floor,
                              n_calibration, n_validation, log)
@@ -340,7 +347,7 @@ def _make_checked(kind: str, src: pathlib.Path, dst: pathlib.Path, spec, floor: 
 
 def _run_child(kind: str, src: pathlib.Path, dst: pathlib.Path, spec, floor: float,
                n_calibration: int, n_validation: int, log: Log,
-               cancel: Optional[threading.Event]) -> dict:
+               cancel: Optional[threading.Event], max_mb: float) -> dict:
     """Run :func:`main` in a niced child process; return its note."""
     env = dict(os.environ)
     env['PYTHONUNBUFFERED'] = '1'
@@ -356,10 +363,18 @@ def _run_child(kind: str, src: pathlib.Path, dst: pathlib.Path, spec, floor: flo
                                 preexec_fn=lambda: os.nice(10))
         lines: List[str] = []
         stop = threading.Event()
+        peak = [0.0, False]     # highest RSS of the child and its children, MB; over the cap
 
-        def watch() -> None:        # a cancelled profile kills the child
-            while not stop.wait(0.2):
-                if cancel is not None and cancel.is_set() and proc.poll() is None:
+        def watch() -> None:        # a cancelled profile or a child over the cap is killed
+            while not stop.wait(0.1):
+                if proc.poll() is not None:
+                    return
+                if cancel is not None and cancel.is_set():
+                    proc.kill()
+                    return
+                peak[0] = max(peak[0], tree_rss_mb(proc.pid))
+                if max_mb and peak[0] > max_mb:
+                    peak[1] = True
                     proc.kill()
                     return
         watcher = threading.Thread(target=watch, daemon=True)
@@ -380,11 +395,34 @@ def _run_child(kind: str, src: pathlib.Path, dst: pathlib.Path, spec, floor: flo
                 proc.wait()
     if cancel is not None and cancel.is_set():
         raise QuantizeError(f'{kind}: cancelled')
+    if peak[1]:
+        raise QuantizeError(f'{kind}: the quantizer went over {max_mb:.0f} MB (stopped at '
+                            f'{peak[0]:.0f} MB; the bound is variant_memory_mb in '
+                            'config/backends.yaml)')
     result: Dict = json.loads(lines[-1]) if lines else {}
     if not result.get('ok'):
         raise QuantizeError(result.get('reason') or
                             f'{kind}: the quantizer process died (exit status {code})')
-    return result['note']
+    note = result['note']
+    note['peak_mb'] = round(peak[0])
+    return note
+
+
+def tree_rss_mb(pid: int) -> float:
+    """Return the RSS of process ``pid`` and its descendants together, MB (0 once gone)."""
+    import psutil
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return 0.0
+    total = 0
+    for p in procs:
+        try:
+            total += p.memory_info().rss
+        except psutil.Error:
+            pass
+    return total / 1e6
 
 
 def read_note(path: pathlib.Path) -> dict:

@@ -1,9 +1,13 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
-"""fp16 and int8 variants of a model file, made on the robot once and cached.
+"""fp16 and int8 variants of a model file, made once when a model is prepared, and cached.
 
-The backend manager runs them like any other candidate (:class:`VariantBackend`);
-its accuracy check against the fp32 model on real frames decides whether they
-may be chosen.
+``edge_infer prepare``, ``edge_infer model add`` and ``edge_infer variants``
+make them (:mod:`.make`); the serving process only measures the files it
+finds (``make_variants: false`` in config/backends.yaml): a robot's start
+never quantizes, and a variant whose file is missing is an unavailable
+candidate whose reason names the command. The backend manager runs them like
+any other candidate (:class:`VariantBackend`); its accuracy check against the
+fp32 model on real frames decides whether they may be chosen.
 
 - ``fp16``: our own conversion with the ``onnx`` package (no
   onnxconverter-common). Float32 initializers, Constant tensors and float
@@ -273,7 +277,7 @@ def _key(kind: str, spec, floor: float, frames: Tuple[int, int]) -> str:
 
 def make_variant(src: pathlib.Path, kind: str, cache_dir: pathlib.Path, spec=None,
                  floor: float = 0.9, frames: Tuple[int, int] = (30, 24), log: Log = print,
-                 cancel=None) -> pathlib.Path:
+                 cancel=None, max_mb: float = 1000.0) -> pathlib.Path:
     """Return the ``kind`` variant of model file ``src``, converting it the first time.
 
     :param src: float32 ONNX model.
@@ -287,6 +291,7 @@ def make_variant(src: pathlib.Path, kind: str, cache_dir: pathlib.Path, spec=Non
     :param log: gets the quantizer's lines and one line when a variant is made
         (nothing on a cache hit).
     :param cancel: a threading.Event that stops an int8 quantizer.
+    :param max_mb: int8 kinds: the quantizer process is stopped above this RSS (0: no bound).
     :returns: ``cache_dir/<stem>.<kind>.<12 hex of src's sha256>[.<key>].c<N>.<onnx|xml>``.
     :raises VariantError: unknown kind, missing or unreadable source, no
         spec for int8, or a conversion that failed (with the reason).
@@ -321,7 +326,7 @@ def make_variant(src: pathlib.Path, kind: str, cache_dir: pathlib.Path, spec=Non
             else:
                 from .quantize import make_in_child
                 make_in_child(kind, src, tmp, spec, floor, frames[0], frames[1], log=log,
-                              cancel=cancel)
+                              cancel=cancel, max_mb=max_mb)
                 os.replace(str(tmp) + '.json', str(out) + '.json')
         except VariantError:
             raise
@@ -342,12 +347,20 @@ class VariantBackend(Backend):
     ``kind`` is the variant file's kind ('fp16', 'int8', 'int8-nncf'); the
     candidate's name is the base's with ``/fp16`` or ``/int8`` added (before a
     ``+pre``). ``settings()`` returns what an int8 quantizer needs: (spec,
-    floor, (calibration, validation) frame counts, cancel event).
+    floor, (calibration, validation) frame counts, cancel event). ``make``
+    False (the serving process): the file of ``model_path`` is only used,
+    never made, and a missing one makes the candidate unavailable
+    (:meth:`missing`). ``max_mb``: the quantizer's memory bound.
     """
 
     def __init__(self, base: Backend, kind: str, cache_dir: pathlib.Path,
-                 settings: Optional[Callable[[], tuple]] = None, log: Log = lambda s: None):
+                 settings: Optional[Callable[[], tuple]] = None, log: Log = lambda s: None,
+                 make: bool = True, model_path: Optional[pathlib.Path] = None,
+                 max_mb: float = 1000.0):
         self.base = base
+        self.make = make    # False: a missing file makes the candidate unavailable
+        self.model_path = model_path
+        self.max_mb = max_mb
         self.log = log      # the quantizer's lines: calibration source, scores, time
         self.kind = kind
         self.cache_dir = pathlib.Path(cache_dir)
@@ -377,13 +390,29 @@ class VariantBackend(Backend):
         return out
 
     def available(self) -> Tuple[bool, str]:
-        """Return the base backend's availability (and, for int8-nncf, whether nncf is there)."""
+        """Return the base backend's availability, nncf's (int8-nncf) and the file's.
+
+        The file counts only where this candidate may not make it (``make`` False).
+        """
         ok, why = self.base.available()
-        if ok and self.kind == 'int8-nncf':
+        if ok and self.kind == 'int8-nncf' and self.make:
             import importlib.util
             if importlib.util.find_spec('nncf') is None:
                 return False, 'nncf not installed: pip install nncf (OpenVINO int8 needs it)'
+        if ok and not self.make and self.model_path is not None:
+            missing = self.missing(self.model_path)
+            if missing:
+                return False, missing
         return ok, why
+
+    def missing(self, model_path: pathlib.Path) -> str:
+        """Return why the variant file of ``model_path`` is not there ('' if it is)."""
+        spec, floor, frames, _ = self._settings()
+        path = variant_path(pathlib.Path(model_path), self.kind, self.cache_dir / 'variants',
+                            _key(self.kind, spec, floor, frames))
+        if all(p.is_file() for p in _companions(path)):
+            return ''
+        return missing_line(getattr(spec, 'name', pathlib.Path(model_path).stem), self.kind)
 
     def _settings(self) -> tuple:
         return self.settings() if self.settings else (None, 0.9, (30, 24), None)
@@ -392,8 +421,13 @@ class VariantBackend(Backend):
         """Return the variant file of ``model_path`` (converting it the first time)."""
         spec, floor, frames, cancel = self._settings()
         name = getattr(spec, 'name', pathlib.Path(model_path).stem)
+        if not self.make:
+            missing = self.missing(model_path)
+            if missing:
+                raise VariantError(missing)
         return make_variant(pathlib.Path(model_path), self.kind, self.cache_dir / 'variants',
                             spec=spec, floor=floor, frames=frames, cancel=cancel,
+                            max_mb=self.max_mb,
                             log=lambda line: self.log(f'[{self.name} {name}] {line}'))
 
     def note(self, model_path: pathlib.Path) -> str:
@@ -417,6 +451,22 @@ class VariantBackend(Backend):
         sess = self.base.open_session(path, strict=strict, input_spec=input_spec)
         sess.backend_name = self.name
         return sess
+
+
+# the start of the reason a missing variant file gives (the node says it once)
+NOT_MADE = 'file not made yet'
+
+
+def make_command(model: str) -> str:
+    """Return the command that makes ``model``'s variant files here."""
+    from ...paths import command
+    return f'{command()} variants {model}'
+
+
+def missing_line(model: str, kind: str) -> str:
+    """Return why ``model``'s ``kind`` candidate is unavailable, with the command."""
+    return (f"{kind} {NOT_MADE} for '{model}' (a serving process never quantizes): make it "
+            f'once with: {make_command(model)}')
 
 
 def add_variant_note(backend: Backend, model_path: pathlib.Path, res) -> None:

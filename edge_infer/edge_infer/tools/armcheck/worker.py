@@ -241,7 +241,7 @@ def environment(mgr, site: str) -> dict:
 # -------------------------------------------------------------------------- job
 def _config(job: dict) -> dict:
     from ...backends.config import DEFAULTS, load_config
-    cfg = load_config()
+    cfg = {**load_config(), 'make_variants': True}     # it makes them beside the job
     for k, v in (job.get('config') or {}).items():
         if k in DEFAULTS:       # a setting this manager version does not have is skipped
             cfg[k] = v

@@ -217,6 +217,21 @@ def _photo() -> pathlib.Path:
     return next((p for p in photos if p.name == 'astronaut.png'), photos[0])
 
 
+def _make_variants(spec) -> None:
+    """Make the new model's variant files now (a robot's start only measures them)."""
+    from ... import paths
+    from ...backends.manager import BackendManager, default_cache_dir
+    from ...backends.variants_tool import make_for_model, tool_config
+    print('  variants: making its fp16 / int8 files once (each quantizer in <= '
+          f"{tool_config()['variant_memory_mb']:.0f} MB) ...")
+    mgr = BackendManager(default_cache_dir(), config=tool_config(), log=lambda s: None)
+    for entry in make_for_model(mgr, spec, paths.models_dir() / spec.file,
+                                log=lambda s: print(f'  {s}')):
+        if not entry.get('error'):
+            print(f"  made {pathlib.Path(entry['file']).name}"
+                  + (f", peak {entry['peak_mb']} MB" if entry.get('peak_mb') else ''))
+
+
 def main(argv=None) -> int:
     """Run ``edge_infer model add | list | check``; return the exit status."""
     from ...core.backend import BackendError
@@ -241,6 +256,9 @@ def main(argv=None) -> int:
     a.add_argument('--calibration', type=pathlib.Path, default=None,
                    help='a folder of images or a rosbag2 folder from your camera: int8 '
                         'variants calibrate on it (default: the bundled video)')
+    a.add_argument('--no-variants', action='store_true',
+                   help='do not make the fp16 / int8 files now (edge_infer variants NAME '
+                        'makes them later; a robot never quantizes at start)')
     sub.add_parser('list', help='every model the nodes can run, and its registry file')
     c = sub.add_parser('check', help='run a model on an image; print and draw the result')
     c.add_argument('name')
@@ -269,6 +287,8 @@ def main(argv=None) -> int:
                 'for frames from your own camera)'))
             for line in prop.checked:
                 print(line)
+            if not args.no_variants:
+                _make_variants(spec)
             print(f'run it: a node with model: {name} (backend: auto measures it on this board)')
         elif args.verb == 'list':
             for name, spec in sorted(load_models().items()):
