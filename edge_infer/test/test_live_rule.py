@@ -600,7 +600,7 @@ def test_idle_runners_up_are_closed_and_a_cue_or_a_due_look_opens_them(sim):
     sim.serve(live, 0.2)
     for t in live._threads:
         t.join()
-    assert len(live.runners) == 2
+    assert len(live.runners) == settings.runners_per_look     # one look: in turn
     sim.serve(live, 12.0)
     assert len(live.runners) == 0           # nothing moved for 10 s: closed
     sim.serve(live, 25.0)
@@ -611,7 +611,7 @@ def test_idle_runners_up_are_closed_and_a_cue_or_a_due_look_opens_them(sim):
         for t in live._threads:
             t.join()
         opened.append(len(live.runners))
-    assert 2 in opened, opened
+    assert settings.runners_per_look in opened, opened
     sim.serve(live, 12.0)
     assert len(live.runners) == 0
     served = sim.serve(live, slow_at + 30.0 - sim.clock.t)

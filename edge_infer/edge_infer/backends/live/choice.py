@@ -245,11 +245,11 @@ class LiveChoice:
     def _tend_runners(self, now: float) -> None:
         """Open the runners-up when due, close them when idle (frame thread: none in use)."""
         todo = self.looks.tend(now)
-        if todo == 'open':
+        if todo in ('close', 'next'):
+            self.sampling.serve_next = None
+        if todo in ('open', 'next'):
             self.pacing.cue(now)
             self._spawn(self._open_runners, 'runners')
-        elif todo == 'close':
-            self.sampling.serve_next = None
 
     # ------------------------------------------------------------------ frames
     def infer(self, frame, around_run=None) -> Result:

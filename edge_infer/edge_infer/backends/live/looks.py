@@ -7,14 +7,37 @@ how much memory the process's looks may hold at once by
 :class:`.budget.RunnerBudget`, shared by the models of one manager. This
 part opens them (in a background thread: the first frames do not wait),
 closes them once idle and hands their memory back.
+
+A look opens ``runners_per_look`` of the ``runners_up`` at a time (1 of 2 by
+default): once those are answered, it closes them and opens the next. It
+opens only runners-up on a library the process has imported
+(``runners_other_libraries`` false, the default): a look at another library
+imports it for the process's life (ONNX Runtime for MoveNet's runner-up:
++33 MB of the warm container, never handed back); the online re-selection
+leaves those out, a profile (the measuring child, a fresh cache, ``edge_infer
+profile``) still compares every library. A look's sessions were most of
+what the warm container held beyond serving (2 OpenVINO runners-up of
+MobileNetV2: 76 MB, the first 47 MB of it; docs/memory.md). Where the
+runners-up stand by for a server on the network, or are open all the time
+(``runners_idle_s`` 0), the best ``runners_up`` open, as before.
 """
 
+import sys
 import threading
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
 
 from .budget import rss_mb, RunnerBudget
 from .context import ChoiceContext
 from .runners_up import RunnerHours, RunnerPool, wanted
+
+#: A backend's ``library`` -> the module its import brings (where the names differ).
+MODULES = {'opencv-dnn': 'cv2', 'triton': 'tritonclient'}
+
+
+def imported(backend: Any) -> bool:
+    """Return whether ``backend``'s library is imported in this process (none named: True)."""
+    lib = getattr(backend, 'library', '')
+    return not lib or MODULES.get(lib, lib) in sys.modules
 
 
 class RunnerLooks:
@@ -29,6 +52,7 @@ class RunnerLooks:
         self.watching = False       # online re-selection runs: looks are tended
         self._opening = threading.Lock()    # one thread opens runners-up at a time
         self._mb: Optional[float] = None    # what opening a whole look added (the last one)
+        self._left: List[str] = []          # the runners-up this look has still to open
 
     def open_look(self, ranked: List[str], chosen: str, input_spec) -> None:
         """Open the best of ``ranked`` beside ``chosen`` (a background thread runs this)."""
@@ -37,9 +61,8 @@ class RunnerLooks:
         ctx = self.ctx
         try:
             by_name = {b.name: b for b in ctx.manager.candidates(ctx.spec, ctx.model_path)}
-            ranked = [n for n in ranked if n != chosen and n in by_name]
-            threads = {n: getattr(b, 'intra_op_threads', None) for n, b in by_name.items()}
-            want = wanted(ranked, threads, chosen, ctx.settings.runners_up)
+            want = self.to_open([n for n in ranked if n != chosen and n in by_name],
+                                by_name, chosen)
             before, whole = rss_mb(), not self.pool     # a whole look's size, not a top-up
             self.pool.open_sessions(want, by_name, ctx.model_path, input_spec, ctx.cancel,
                                     ctx.log)
@@ -54,8 +77,35 @@ class RunnerLooks:
                 self.hours.until = self.hours.answered_at = ctx.clock.monotonic()
             self._opening.release()
 
+    def to_open(self, ranked: List[str], by_name: Dict[str, Any], chosen: str) -> List[str]:
+        """Return the runners-up to open now, of ``ranked`` (best first; Backends by name).
+
+        While the runners-up stand by for a server, or are open all the time,
+        the best ``runners_up`` (as :func:`.runners_up.wanted` picks them).
+        For a look: only those on a library this process has imported
+        (unless ``runners_other_libraries``), ``runners_per_look`` at a time:
+        the next ones once these are answered, within the same look (a look
+        that ended before goes on with those left at the next); a top-up of
+        an open look: all that are missing.
+        """
+        st = self.ctx.settings
+        threads = {n: getattr(b, 'intra_op_threads', None) for n, b in by_name.items()}
+        eager = not self.hours.lazy or self.hours.standby
+        if not eager and not st.runners_other_libraries:
+            ranked = [n for n in ranked if imported(by_name[n])]
+        want = wanted(ranked, threads, chosen, st.runners_up)
+        per = st.runners_per_look
+        if eager or self.pool or per <= 0 or len(want) <= per:
+            self._left = []
+            return want
+        left = [n for n in self._left if n in want] or want
+        self._left = left[per:]
+        return left[:per]
+
     def tend(self, now: float) -> Optional[str]:
         """Return 'open' when a look is to open now (memory granted), 'close' once closed.
+
+        'next': the look's runners-up were answered and closed; it goes on with the next.
 
         Called on the frame thread, with no runner-up in use.
         """
@@ -70,8 +120,11 @@ class RunnerLooks:
             return 'open'
         if todo == 'close':
             self.pool.close()
-            self.budget.release(self)
             self.ctx.spawn(_trim, 'trim')
+            if self._left and self.hours.answered_now:
+                self.hours.cue(now)     # the same look goes on with the next (memory kept)
+                return 'next'
+            self.budget.release(self)
             return 'close'
         return None
 

@@ -138,6 +138,8 @@ class LiveSettings:
     drift_window_s: float = 5.0
     duty: float = 0.05                  # 0 = no online re-selection
     runners_up: int = 2
+    runners_per_look: int = 1           # ... open at once in a look, in turn (0: all of them)
+    runners_other_libraries: bool = False   # a look may import a library (it stays imported)
     runners_idle_s: float = 0.0         # close them after this long without a cue (0: never)
     runners_recheck_s: float = 120.0    # ... and open them for a look this often
     runners_memory_mb: float = 64.0     # all open runners-up: looks take turns (0: no cap)

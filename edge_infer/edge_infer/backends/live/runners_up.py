@@ -309,6 +309,7 @@ class RunnerHours:
         self.since = float('-inf')      # the current look began then (its pairs count)
         self.answered_at = float('-inf')    # the last look that was answered ended then
         self.standby = False    # the chosen one is remote: keep them open
+        self.answered_now = False   # the last 'close' came as the look was answered
 
     @property
     def lazy(self) -> bool:
@@ -339,9 +340,11 @@ class RunnerHours:
             return 'open'
         if pool and want and self.answered(pool, now):
             self.until, self.answered_at = now, now     # the look is over
+            self.answered_now = True
             return 'close'
         if not want and pool and not any(pool.screened(n, now) for n in pool.names()):
             self.answered_at = now      # as answered as it gets within runners_idle_s
+            self.answered_now = False
             return 'close'
         return None
 
