@@ -235,3 +235,26 @@ def test_a_config_that_changed_starts_a_fresh_child(tmp_path):
         assert first.poll() is not None     # the old child, with the old config, is gone
     finally:
         mgr.apart.close()
+
+
+def test_a_child_grown_past_its_cap_is_replaced_before_the_next_profile(tmp_path):
+    """What one model's profile loaded is not the next one's (a first start's peak)."""
+    import psutil
+    mgr, _ = _manager(tmp_path)
+    try:
+        first, _ = mgr.apart._start()
+        deadline = time.monotonic() + 30
+        while psutil.Process(first.pid).memory_info().rss < 20e6 and \
+                time.monotonic() < deadline:   # the child's imports under way
+            time.sleep(0.05)
+        rss = psutil.Process(first.pid).memory_info().rss / 1e6
+        mgr.config['measure_apart_max_mb'] = rss * 10      # far above: kept
+        mgr.apart._sent = dict(mgr.config)                 # the same config otherwise
+        assert mgr.apart._start()[0] is first and mgr.apart.started == 1
+        mgr.config['measure_apart_max_mb'] = rss / 2       # grown past it: replaced
+        mgr.apart._sent = dict(mgr.config)                 # the same config otherwise
+        second, _ = mgr.apart._start()
+        assert second is not first and mgr.apart.started == 2
+        assert first.poll() is not None
+    finally:
+        mgr.apart.close()

@@ -21,10 +21,13 @@ import pytest
 BOARD = {'cpu': 'test'}
 
 
-def _put(cache, model, backend, ms, status='ok', board=BOARD, lasting=False):
+def _put(cache, model, backend, ms, status='ok', board=BOARD, lasting=False, loaded=False):
     parts = {'kind': 'profile', 'model': model, 'backend': backend, 'board': board}
-    cache.put(f'{model}/{backend}', {'backend': backend, 'status': status, 'p50_ms': ms,
-                                     'preprocess_ms': 0.0, 'lasting': lasting}, parts)
+    if loaded:      # figures taken under foreign load: kept apart from the board's profile
+        parts['loaded'] = True
+    value = {'backend': backend, 'status': status, 'p50_ms': ms, 'preprocess_ms': 0.0,
+             'lasting': lasting}
+    cache.put(f'{model}/{backend}/{loaded}', value, parts)
 
 
 def test_the_prior_is_each_candidates_distance_from_the_best_on_other_models(tmp_path):
@@ -45,6 +48,17 @@ def test_the_prior_is_each_candidates_distance_from_the_best_on_other_models(tmp
     prior = board_prior(cache, BOARD, 'me')
     assert prior['reduced'] == pytest.approx(1.0)
     assert prior['fast'] == pytest.approx((1.0 * 2.0) ** 0.5)
+
+
+def test_figures_taken_under_load_inform_the_prior_where_no_quiet_ones_exist(tmp_path):
+    """A robot is never quiet: a busy first start still gives the next models a prior."""
+    cache = ProfileCache(tmp_path / 'c.json')
+    _put(cache, 'a', 'fast', 4.0, loaded=True)
+    _put(cache, 'a', 'slow', 20.0, loaded=True)
+    assert board_prior(cache, BOARD, 'me') == pytest.approx({'fast': 1.0, 'slow': 5.0})
+    _put(cache, 'a', 'slow', 8.0)       # a quiet figure wins over the loaded one
+    _put(cache, 'a', 'fast', 2.0)
+    assert board_prior(cache, BOARD, 'me') == pytest.approx({'fast': 1.0, 'slow': 4.0})
 
 
 class _Cand:
@@ -131,6 +145,46 @@ def test_a_completion_waits_until_no_model_settles():
     assert queue.wait_settled(cancel) is False
 
 
+def test_the_lightest_model_settles_first():
+    """The first model measures every library: a light one does it in seconds."""
+    queue, cancel = SettleQueue(), threading.Event()
+    heavy, light, lone = object(), object(), object()
+    queue.enter(heavy, 'nanodet', 3.8e6)
+    queue.enter(light, 'selfie', 0.4e6)
+    assert queue.wait_turn(light, cancel) is True
+    turns = []
+    waiter = threading.Thread(target=lambda: turns.append(queue.wait_turn(heavy, cancel)))
+    waiter.start()
+    waiter.join(0.3)
+    assert waiter.is_alive() and turns == []       # the lighter one settles first
+    queue.leave(light)
+    waiter.join(10)
+    assert turns == [True]
+    assert queue.wait_turn(lone, cancel) is True    # not settling: nothing to wait for
+    queue.enter(light, 'selfie', 0.4e6)
+    cancel.set()
+    assert queue.wait_turn(heavy, cancel) is False
+
+
+def test_a_software_vulkan_device_waits_for_the_completion(tmp_path):
+    """Lavapipe is the CPU in disguise: 5-6 s per NanoDet candidate, never a winner here."""
+    from edge_infer.backends.measure.settle import software_gpu
+
+    class _Cand:
+        def __init__(self, name, device, gpu_name=''):
+            self.name, self.device, self.gpu_name = name, device, gpu_name
+
+        def available(self):
+            return True, ''
+    cands = [_Cand('ncnn/cpu/t1', 'cpu'),
+             _Cand('ncnn/vulkan:llvmpipe', 'vulkan:llvmpipe', 'llvmpipe (LLVM 15.0.6)'),
+             _Cand('ncnn/vulkan:mali', 'vulkan:mali', 'Mali-G52')]
+    assert [software_gpu(c) for c in cands] == [False, True, False]
+    mgr = BackendManager(tmp_path, log=lambda s: None)
+    assert settle_set(mgr, load_registry(paths.config_dir() / 'models.yaml')['selfie'],
+                      cands) == ['ncnn/cpu/t1', 'ncnn/vulkan:mali']
+
+
 @pytest.fixture(scope='module')
 def models(data_home):
     reg = load_registry(paths.config_dir() / 'models.yaml')
@@ -145,6 +199,28 @@ def _manager(cache_dir):
               'torch_precisions': [],
               'quiet_foreign_cores': 99.0}
     return BackendManager(cache_dir, config=config, log=lambda s: None)
+
+
+def test_a_completion_screens_what_the_board_showed_cannot_win(tmp_path, models):
+    """A candidate 3x the best elsewhere is cached as screened: the next start measures nothing."""
+    mgr = _manager(tmp_path)
+    spec, path = models['selfie']
+    mgr.choose(spec, path)          # the board's first model: every candidate measured
+    names = [b.name for b in mgr.candidates(spec, path) if not mgr.over_budget(b)]
+    slow = 'opencv-dnn/cpu'
+    for name in names:      # what the board showed: OpenCV 5x the best on two more models
+        for other in ('a', 'b'):
+            _put(mgr.cache, other, name, 5.0 if name == slow else 1.0, board=mgr.board)
+    spec, path = models['mobilenet_v2']
+    run = mgr.profile(spec, path, screen=3.0)
+    res = {r.backend: r for r in run.results}
+    assert res[slow].status == 'screened' and 'the best on the other models' in res[slow].reason
+    assert all(res[n].status in ('ok', 'rejected') for n in names if n != slow)
+    again = mgr.profile(spec, path, measure=False)      # the next start
+    assert not [r.backend for r in again.results if r.status == 'unmeasured']
+    assert {r.backend: r.status for r in again.results}[slow] == 'screened'
+    chosen, _ = mgr.choose(spec, path)
+    assert chosen.name != slow
 
 
 @pytest.mark.slow

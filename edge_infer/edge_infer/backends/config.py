@@ -33,6 +33,7 @@ DEFAULTS: Dict[str, Any] = {
     'remote_token': '',
     'budget_s': 1.0,
     'screen_s': 0.3,
+    'screen_factor': 3.0,
     'cut_factor': 3.0,
     'cut_runs': 3,
     'lead_factor': 1.6,
@@ -54,6 +55,7 @@ DEFAULTS: Dict[str, Any] = {
     'start_order': ['openvino/cpu/t1', 'onnxruntime/cpu/t2', 'onnxruntime/cpu/t1'],
     'measure_apart': True,
     'measure_apart_idle_s': 5.0,
+    'measure_apart_max_mb': 400.0,
 }
 
 

@@ -35,8 +35,9 @@ from .measure.load_probe import describe as describe_load, is_quiet, LoadProbe
 from .measure.memory import keep_leaders, release_freed_memory
 from .measure.profiling import (calibration_frames, CandidateResult, describe, interleave,
                                 probe_backend, ProfileRun, Reference, screen_candidate)
+from .measure.progress import report_progress
 from .measure.selection import OBJECTIVES, select
-from .measure.settle import SettleQueue
+from .measure.settle import dominated, SettleQueue
 from .precision.variants import add_variant_note
 from ..checksums import sha256_file
 from ..core.backend import Backend, BackendError, Session
@@ -78,6 +79,7 @@ class BackendManager:
         self.thread_budget_why = ''
         self._cancel = None         # the running profile's cancel event (int8 quantizers)
         self.settle_queue = SettleQueue()   # models settling first, completions after
+        self.completion_queue = SettleQueue()   # completions, the lightest model first
         self.runner_budget = RunnerBudget()     # the models' looks at runners-up take turns
         self.apart: Optional[Any] = None    # a MeasuringChild: measurements run there
         self.own_pids: Tuple[int, ...] = ()     # in a measuring child: the serving process
@@ -208,7 +210,7 @@ class BackendManager:
                 min_accuracy: float = 0.0, budget_s: Optional[float] = None,
                 only: Optional[Sequence[str]] = None, cancel=None,
                 persist: bool = True, progress: Optional[Callable[[dict], None]] = None,
-                measure: bool = True, others: str = '') -> ProfileRun:
+                measure: bool = True, others: str = '', screen: float = 0.0) -> ProfileRun:
         """Measure every candidate on the model (cached entries reused); return the run.
 
         Two passes: each candidate alone (load, accuracy, ``screen_s`` of timed
@@ -229,6 +231,9 @@ class BackendManager:
         ``only`` left out as ``unmeasured`` for this reason (or ``unavailable``).
         ``progress``: called with a dict (model, step, total, what, doing,
         elapsed_s, left_s) before each measurement; by default one log line.
+        ``screen`` (a factor, 0: off): a candidate not yet measured whose time
+        on this board's other models is at least this many times their best
+        is not measured but cached as ``screened`` (:func:`.measure.settle.dominated`).
         """
         model_path = pathlib.Path(model_path)
         sha = sha256_file(model_path)
@@ -245,9 +250,11 @@ class BackendManager:
             return self.apart.profile(
                 spec, model_path, cancel=cancel, progress=progress, use_cache=use_cache,
                 min_accuracy=min_accuracy, budget_s=budget_s,
-                only=list(only) if only else None, persist=persist, others=others)
+                only=list(only) if only else None, persist=persist, others=others,
+                screen=screen)
         t_start = time.monotonic()
         self._cancel = cancel
+        skip = dominated(self, spec, screen) if screen else {}
         probe = LoadProbe(also=self.own_pids).start()
         best_ms = float('inf')     # fastest accepted p50 so far: slower ones are cut short
         screened: List[float] = []      # seconds each fresh candidate took (for the estimate)
@@ -280,6 +287,12 @@ class BackendManager:
                     res = describe(backend, status='unmeasured' if ok else 'unavailable',
                                    reason='not profiled yet' if ok else why)
                     run.from_cache[backend.name] = False
+                elif backend.name in skip:  # dominated elsewhere on this board: cached as such
+                    run.from_cache[backend.name] = False
+                    res = describe(backend, status='screened', reason=skip[backend.name],
+                                   lasting=True)
+                    fresh[backend.name] = (key, parts)
+                    results[backend.name] = res
                 else:   # only measurements are reused; unavailable / failed ones are tried again
                     run.from_cache[backend.name] = False
                     ok, why = self.probe(backend, use_cache)
@@ -289,10 +302,10 @@ class BackendManager:
                         if reference is None:
                             frames, what = self._frames_for()
                             reference = Reference(spec, model_path, frames, what)
-                        self._progress(progress, spec.name, i, len(cands), backend.name,
-                                       'load, accuracy check, timing alone',
-                                       time.monotonic() - t_start, screened,
-                                       todo - len(screened))
+                        report_progress(progress, self.log, cfg, spec.name, i, len(cands),
+                                        backend.name, 'load, accuracy check, timing alone',
+                                        time.monotonic() - t_start, screened,
+                                        todo - len(screened))
                         t_cand = time.monotonic()
                         res, sess = screen_candidate(
                             backend, spec, model_path, reference,
@@ -322,9 +335,9 @@ class BackendManager:
             if len(leaders) >= 2 and reference is not None and not (
                     cancel is not None and cancel.is_set()):
                 budget = float(budget_s or cfg['budget_s']) * len(leaders)
-                self._progress(progress, spec.name, len(cands), len(cands), ', '.join(leaders),
-                               'side by side in interleaved rounds', time.monotonic() - t_start,
-                               [], 0, extra_s=budget)
+                report_progress(progress, self.log, cfg, spec.name, len(cands), len(cands),
+                                ', '.join(leaders), 'side by side in interleaved rounds',
+                                time.monotonic() - t_start, [], 0, extra_s=budget)
                 run.ranking = interleave(
                     {n: open_sessions[n] for n in leaders}, results,
                     reference.first_inputs(),
@@ -385,27 +398,6 @@ class BackendManager:
                 'metered': self.meter is not None, 'figures': FIGURES,
                 **self._versions_key(backend)}
 
-    def _progress(self, progress, model: str, step: int, total: int, what: str, doing: str,
-                  elapsed_s: float, screened: List[float], remaining: int,
-                  extra_s: float = 0.0) -> None:
-        """Report one step: to ``progress`` if given, else one log line.
-
-        The time left is estimated from the candidates measured so far (their
-        mean time x the ones still to measure; cached or unavailable ones take
-        none) plus the side-by-side budget still to come.
-        """
-        per = sum(screened) / len(screened) if screened else 1.5
-        rounds = float(self.config['budget_s']) * min(int(self.config['max_leaders']),
-                                                      max(2, total // 4))
-        left = extra_s if extra_s else per * max(0, remaining) + rounds
-        event = {'model': model, 'step': step, 'total': total, 'what': what,
-                 'doing': doing, 'elapsed_s': elapsed_s, 'left_s': left}
-        if progress is not None:
-            progress(event)
-        else:
-            self.log(f'[profile {model}] {step}/{total} {what}: {doing} '
-                     f'(about {left:.0f} s left)')
-
     # -------------------------------------------------------------------- choose
     def choose(self, spec: ModelSpec, model_path: pathlib.Path, objective: str = 'latency',
                max_latency_ms: float = 0.0, min_accuracy: float = 0.0,
@@ -413,14 +405,15 @@ class BackendManager:
                latency_percentile: int = 0,
                progress: Optional[Callable[[dict], None]] = None,
                cancel=None,
-               only: Union[None, Sequence[str], Callable[[], Sequence[str]]] = None
-               ) -> Tuple[Backend, ProfileRun]:
+               only: Union[None, Sequence[str], Callable[[], Sequence[str]]] = None,
+               screen: float = 0.0) -> Tuple[Backend, ProfileRun]:
         """Profile (or read the cache) and return the chosen backend with the run.
 
         ``cancel`` (a threading.Event): a background profile stops at its next
         check and BackendError says so. ``only``: measure and choose among
         these candidates (a settle phase, :mod:`.measure.settle`), or a function that
-        returns them, called when this model's turn comes.
+        returns them, called when this model's turn comes. ``screen``: see
+        :meth:`profile`.
         """
         if objective not in OBJECTIVES:
             raise ValueError(f"objective '{objective}': use one of {', '.join(OBJECTIVES)}")
@@ -435,7 +428,7 @@ class BackendManager:
                 only = only()
             run = self.profile(spec, model_path, use_cache=use_cache, min_accuracy=min_accuracy,
                                only=[force] if force else only, progress=progress,
-                               cancel=cancel,
+                               cancel=cancel, screen=0.0 if force else screen,
                                others='' if force else 'measured after the likely ones')
         finally:
             self._lock.release()

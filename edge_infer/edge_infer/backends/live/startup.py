@@ -97,7 +97,7 @@ class BackgroundProfile:
     def begin(self) -> None:
         """Start the background profile: a provisional backend serves now."""
         self.provisional = True
-        self.ctx.manager.settle_queue.enter(self, self.ctx.spec.name)
+        self._enter_queue()
         with self._resuming:
             self.profiling = True
             self.ctx.spawn(self._behind, 'profile')
@@ -117,9 +117,17 @@ class BackgroundProfile:
             self.first_served.clear()
             if not self.profiling:
                 if self.provisional:
-                    self.ctx.manager.settle_queue.enter(self, self.ctx.spec.name)
+                    self._enter_queue()
                 self.profiling = True
                 self.ctx.spawn(self._behind, 'profile')
+
+    def _enter_queue(self, queue=None) -> None:
+        """Enter the settle ``queue`` (or another), weighed by the model file's size."""
+        try:
+            weight = float(self.ctx.model_path.stat().st_size)
+        except (OSError, AttributeError):
+            weight = 0.0
+        (queue or self.ctx.manager.settle_queue).enter(self, self.ctx.spec.name, weight)
 
     def _behind(self) -> None:
         """Profile while the provisional backend serves, again if resumed while ending."""
@@ -132,6 +140,7 @@ class BackgroundProfile:
                         return
         finally:
             self.ctx.manager.settle_queue.leave(self)
+            self.ctx.manager.completion_queue.leave(self)
 
     def _profile_once(self) -> bool:
         """Settle, then complete the profile (:mod:`..measure.settle`); False: cancelled."""
@@ -142,7 +151,12 @@ class BackgroundProfile:
         # 2.4 s on this VM)
         self.first_served.wait(self.ctx.settings.profile_after_s)
         if self.provisional:
-            step = self._measure(self._likely() if self.ctx.settings.settle_first else None,
+            # the lightest model first; the settle set is decided when this
+            # model's turn comes: the models measured before it are then in the
+            # cache, and their prior cuts it
+            if not manager.settle_queue.wait_turn(self, self.ctx.cancel):
+                return False
+            step = self._measure(self._likely if self.ctx.settings.settle_first else None,
                                  'done')
             if step is not True:
                 return step is None
@@ -150,10 +164,14 @@ class BackgroundProfile:
         if not self.completion_due:
             return True
         # the rest (int8 and fp16 files, the unlikely ones) once no model of the
-        # process is still settling: a completion must not delay another's choice
-        if not manager.settle_queue.wait_settled(self.ctx.cancel):
+        # process is still settling: a completion must not delay another's choice;
+        # the lightest model first (what it measures screens the heavier ones' rest)
+        self._enter_queue(manager.completion_queue)
+        if not (manager.settle_queue.wait_settled(self.ctx.cancel) and
+                manager.completion_queue.wait_turn(self, self.ctx.cancel)):
             return False
         step = self._measure(None, 'completed')
+        manager.completion_queue.leave(self)
         if step is True:
             self.completion_due = False
         return step is not False
@@ -178,7 +196,8 @@ class BackgroundProfile:
             return first
         return settled
 
-    def _measure(self, only: Optional[List[str]], phase: str) -> Optional[bool]:
+    def _measure(self, only: Optional[Callable[[], Optional[List[str]]]],
+                 phase: str) -> Optional[bool]:
         """Measure (``only`` these), hand the choice over between two frames.
 
         Returns True when handed over, False when cancelled, None when the
@@ -192,7 +211,9 @@ class BackgroundProfile:
             backend, run = ctx.manager.choose(
                 ctx.spec, ctx.model_path, objective=st.objective,
                 max_latency_ms=st.max_latency_ms, min_accuracy=st.min_accuracy,
-                latency_percentile=st.latency_percentile, cancel=ctx.cancel, only=only)
+                latency_percentile=st.latency_percentile, cancel=ctx.cancel, only=only,
+                screen=float(ctx.manager.config['screen_factor']) if phase == 'completed'
+                else 0.0)
             new = ctx.open_model(backend) if backend.name != self._serving() else None
         except Exception as exc:  # keep serving on the backend serving now
             if ctx.cancel.is_set():

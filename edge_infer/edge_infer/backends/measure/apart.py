@@ -20,9 +20,9 @@ The child asks the serving process for what only that process has:
 Its load probe counts the serving process's CPU time as its own (frames are
 held back during timed runs; between them they are the board's own work).
 A cancel (a node's deactivation, a shutdown) kills the child's process
-group at once: a stop never waits for a measurement, nor for an int8
-quantizer the child started. The child leaves once idle for ``idle_s`` and
-when the serving process dies.
+group at once: a stop never waits for a measurement. The child leaves once
+idle for ``idle_s`` and when the serving process dies, and is replaced
+before a profile once it has grown past ``measure_apart_max_mb``.
 
 The child is ``python -m edge_infer.backends.measuring_child FD``
 (:mod:`..measuring_child`: it builds a manager, so it sits above this part).
@@ -81,9 +81,11 @@ class MeasuringChild:
 
     def _start(self) -> Tuple[subprocess.Popen, Connection]:
         if self._proc is not None and self._conn is not None and self._proc.poll() is None:
-            if self._sent == self.manager.config:
+            if self._sent == self.manager.config and not self._grown():
                 return self._proc, self._conn
-            self._kill()    # a node changed the config (its remote servers): a fresh child
+            # a node changed the config (its remote servers), or the child kept
+            # what an earlier profile loaded: a fresh child
+            self._kill()
         mine, theirs = socket.socketpair()
         m = self.manager
         try:
@@ -100,6 +102,16 @@ class MeasuringChild:
                    'metered': m.meter is not None, 'parent': os.getpid()})
         self.started += 1
         return self._proc, conn
+
+    def _grown(self) -> bool:
+        """Return True when the child's RSS is over ``measure_apart_max_mb`` (0: never)."""
+        import psutil
+        cap = float(self.manager.config.get('measure_apart_max_mb') or 0)
+        try:
+            return bool(cap) and self._proc is not None and \
+                psutil.Process(self._proc.pid).memory_info().rss / 1e6 > cap
+        except psutil.Error:
+            return False
 
     def _answer(self, proc: subprocess.Popen, conn: Connection, model: str, cancel, progress):
         """Answer the child's requests until its run comes back."""
