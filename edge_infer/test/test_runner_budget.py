@@ -124,24 +124,59 @@ print(capped, open(path).read().count('<heap nr='))
 """
 
 
-def test_the_container_caps_malloc_arenas_unless_the_user_set_them():
-    """Threads that allocate at once share the capped arenas (glibc's malloc_info counts)."""
+def _glibc_child(script, arg, unset, **extra):
+    """Run ``script`` in a child without the variable ``unset`` (plus ``extra``): its 2 words."""
     import subprocess
     import sys
     from edge_infer.backends.measure.memory import _libc
     if _libc() is None:
-        pytest.skip('not glibc: malloc arenas are a glibc feature')
-    env = {k: v for k, v in os.environ.items() if k != 'MALLOC_ARENA_MAX'}
+        pytest.skip('not glibc: malloc arenas and thresholds are glibc features')
+    env = {k: v for k, v in os.environ.items() if k != unset}
+    out = subprocess.run([sys.executable, '-c', script, arg], env={**env, **extra},
+                         capture_output=True, text=True, timeout=60, check=True)
+    done, figure = out.stdout.split()
+    return done == 'True', float(figure)
 
+
+def test_the_container_caps_malloc_arenas_unless_the_user_set_them():
+    """Threads that allocate at once share the capped arenas (glibc's malloc_info counts)."""
     def heaps(arg, **extra):
-        out = subprocess.run([sys.executable, '-c', ARENAS, arg], env={**env, **extra},
-                             capture_output=True, text=True, timeout=60, check=True)
-        capped, n = out.stdout.split()
-        return capped == 'True', int(n)
+        return _glibc_child(ARENAS, arg, 'MALLOC_ARENA_MAX', **extra)
     assert heaps('cap') == (True, 1)
     free = heaps('free')
     assert not free[0] and free[1] > 1, free
     assert heaps('cap', MALLOC_ARENA_MAX='3')[0] is False     # the user's choice is kept
+
+
+MMAP = r"""
+import ctypes, sys
+import psutil
+from edge_infer.nodes.container import fix_mmap_threshold
+fixed = fix_mmap_threshold() if sys.argv[1] == 'fix' else False
+libc = ctypes.CDLL('libc.so.6')
+libc.malloc.restype = ctypes.c_void_p
+size = 4 << 20
+libc.free(ctypes.c_void_p(libc.malloc(size)))  # glibc's own threshold rises to this size
+base = psutil.Process().memory_info().rss
+big = []
+for _ in range(17):
+    big.append(libc.malloc(size))
+    ctypes.memset(big[-1], 1, size)
+for block in big[:-1]:                          # the last one stays: a heap cannot shrink past it
+    libc.free(ctypes.c_void_p(block))
+base += size
+print(fixed, (psutil.Process().memory_info().rss - base) / size)
+"""
+
+
+def test_the_container_hands_large_freed_blocks_back_unless_the_user_set_it():
+    """Freed 4 MiB blocks stay resident under glibc's rising threshold, not under the fixed one."""
+    def kept(arg, **extra):
+        return _glibc_child(MMAP, arg, 'MALLOC_MMAP_THRESHOLD_', **extra)
+    fixed, dynamic = kept('fix'), kept('glibc')
+    assert fixed[0] and not dynamic[0]
+    assert fixed[1] < 1 < dynamic[1], (fixed, dynamic)     # blocks still resident
+    assert kept('fix', MALLOC_MMAP_THRESHOLD_='4194304')[0] is False    # the user's is kept
 
 
 def test_a_drift_with_no_runner_up_to_look_at_is_still_accepted(sim):  # noqa: F811

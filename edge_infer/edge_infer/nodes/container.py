@@ -38,6 +38,7 @@ where rclpy has no EventsExecutor (Jazzy before 7.1.4) the container says so
 in one line and uses it.
 """
 
+import os
 import sys
 import threading
 import time
@@ -59,7 +60,7 @@ from .telemetry_node import TelemetryNode
 from .. import procs, shm
 from ..backends.manager import shared_manager
 from ..backends.measure.gate import GATE
-from ..backends.measure.memory import cap_malloc_arenas
+from ..backends.measure.memory import _libc, cap_malloc_arenas
 from ..host_budget import apply_budget
 # exit codes the launch file's supervisor reads: not restarted; any other is a crash
 from ..supervise import EXIT_BAD_PARAMETER, EXIT_PARTIAL
@@ -284,6 +285,30 @@ def join_spinners(threads, wait_s: float, warn) -> None:
             warn(f'{th.name}: a callback still runs after {wait_s:g} s; shutting down anyway')
 
 
+M_MMAP_THRESHOLD = -3      # glibc's mallopt parameter
+MMAP_THRESHOLD = 1 << 20    # bytes: a block this large has pages of its own
+
+
+def fix_mmap_threshold(threshold: int = MMAP_THRESHOLD) -> bool:
+    """Give malloc blocks of ``threshold`` bytes and more their own pages, handed back when freed.
+
+    glibc starts at 128 KiB and raises the threshold to each mmapped block
+    freed (up to 32 MiB): after the sessions' first large buffers were freed
+    (a runner-up closed, a session compiled), blocks of up to that size came
+    from the heap, where a block freed under a live one stays resident.
+    Fixed at 1 MiB, the warm container held 395-416 MB instead of 434-436
+    (bench/footprint.py, 2-core EPYC; footprint_mmap_20261128.md); filling a
+    frame's float inputs (1.2 + 0.6 MB, mmapped each time) was no slower.
+    A ``MALLOC_MMAP_THRESHOLD_`` in the environment is the user's and is
+    kept; False without glibc. (Belongs beside cap_malloc_arenas in
+    backends/measure/memory.py.)
+    """
+    if os.environ.get('MALLOC_MMAP_THRESHOLD_'):
+        return False
+    libc = _libc()
+    return libc is not None and bool(libc.mallopt(M_MMAP_THRESHOLD, int(threshold)))
+
+
 def main(args=None, stop=None) -> int:
     """Run the container until Ctrl-C, SIGTERM or an external shutdown; exit 0 after either.
 
@@ -293,6 +318,7 @@ def main(args=None, stop=None) -> int:
     """
     stop = stop or StopSignals().install()  # before rclpy.init: rclpy's handler chains to it
     cap_malloc_arenas()     # before the nodes' threads start (each kept what it freed)
+    fix_mmap_threshold()    # large blocks handed back when freed, not kept in the heap
     procs.stop_with_parent()            # a killed `ros2 launch` leaves no orphan behind
     dds = procs.use_container_profile()     # also when started by hand
     said = [dds]
