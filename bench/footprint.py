@@ -23,7 +23,8 @@ Runs:
   ``--steady-s`` more, then is stopped with SIGINT: the stop's time and exit
   code are reported. A second cold run is stopped ``--stop-after-s`` after
   start, while the profile runs: the stop's time during a profile;
-- ``warm``: the cache the cold run left; steady RSS (median and max after the
+- ``warm``: the cache the cold run left (without a cold run and without
+  ``--cache``: a copy of the default cache's profile); steady RSS (median and max after the
   first 10 s) and switches per model per minute over ``--steady-s``;
 - ``plain``: the same four model files in one process on a plain ONNX
   Runtime (1 thread each) and a plain OpenVINO (bf16 where the CPU has it,
@@ -131,6 +132,13 @@ def prepared(cache: pathlib.Path) -> None:
     cache.mkdir(parents=True, exist_ok=True)
     if made.is_dir() and not (cache / 'variants').exists():
         (cache / 'variants').symlink_to(made.resolve(), target_is_directory=True)
+
+
+def warmed(cache: pathlib.Path) -> None:
+    """Copy the default cache's profile (and the libraries' answers) into ``cache``."""
+    from edge_infer.backends.manager import default_cache_dir
+    for f in default_cache_dir().glob('*.json'):
+        shutil.copy2(f, cache / f.name)
 
 
 def run_graph(label: str, cache: pathlib.Path, folder: pathlib.Path, *, steady_s: float,
@@ -289,6 +297,8 @@ def main() -> int:
     cache = args.cache or work / 'cache'      # --cache: kept for later warm runs
     for folder in (cache, work / 'cache_stop'):
         prepared(folder)
+    if 'warm' in runs and 'cold' not in runs and args.cache is None:
+        warmed(cache)   # warm alone: the default cache's profile, not a first start
     params = params_with(work, args.set) if args.set else None
     load0 = os.getloadavg()
     rows = []

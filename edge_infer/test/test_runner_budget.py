@@ -151,7 +151,7 @@ def test_the_container_caps_malloc_arenas_unless_the_user_set_them():
 MMAP = r"""
 import ctypes, sys
 import psutil
-from edge_infer.nodes.container import fix_mmap_threshold
+from edge_infer.backends.measure.memory import fix_mmap_threshold
 fixed = fix_mmap_threshold() if sys.argv[1] == 'fix' else False
 libc = ctypes.CDLL('libc.so.6')
 libc.malloc.restype = ctypes.c_void_p

@@ -51,6 +51,8 @@ def _stand_in(name: str, path: Any = None) -> types.ModuleType:
     mod = types.ModuleType(name)
     if path is not None:                # a package: its submodules import from its folder
         spec = importlib.util.find_spec(name)
+        if spec is None or spec.submodule_search_locations is None:
+            raise ImportError(f'{name} is not an installed package')
         mod.__spec__ = spec
         mod.__path__ = list(spec.submodule_search_locations)
 
@@ -59,17 +61,21 @@ def _stand_in(name: str, path: Any = None) -> types.ModuleType:
             raise AttributeError(f'{name} (stand-in) has no {attr}')
         return getattr(importlib.import_module(name), attr)
 
-    mod.__getattr__ = real              # PEP 562: only for names the stand-in lacks
+    setattr(mod, '__getattr__', real)   # PEP 562: only for names the stand-in lacks
     return mod
 
 
 def _assignment_only() -> types.ModuleType:
     """Return a ``scipy.optimize`` stand-in holding scipy's own linear_sum_assignment."""
-    folder = importlib.util.find_spec('scipy.optimize').submodule_search_locations[0]
+    found = importlib.util.find_spec('scipy.optimize')
+    if found is None or not found.submodule_search_locations:
+        raise ImportError('scipy.optimize is not installed')
+    folder = list(found.submodule_search_locations)[0]
     for suffix in importlib.machinery.EXTENSION_SUFFIXES:
         path = os.path.join(folder, '_lsap' + suffix)
-        if os.path.exists(path):
-            spec = importlib.util.spec_from_file_location('scipy.optimize._lsap', path)
+        spec = importlib.util.spec_from_file_location('scipy.optimize._lsap', path) \
+            if os.path.exists(path) else None
+        if spec is not None and spec.loader is not None:
             lsap = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(lsap)
             if sys.modules.get(spec.name) is lsap:     # (a single-phase extension enters it)
@@ -78,7 +84,7 @@ def _assignment_only() -> types.ModuleType:
     else:
         raise ImportError(f'no _lsap extension in {folder}')
     mod = _stand_in('scipy.optimize')
-    mod.linear_sum_assignment = lsap.linear_sum_assignment
+    setattr(mod, 'linear_sum_assignment', lsap.linear_sum_assignment)
     return mod
 
 

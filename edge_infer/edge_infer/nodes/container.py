@@ -38,7 +38,6 @@ where rclpy has no EventsExecutor (Jazzy before 7.1.4) the container says so
 in one line and uses it.
 """
 
-import os
 import sys
 import threading
 import time
@@ -60,7 +59,7 @@ from .telemetry_node import TelemetryNode
 from .. import procs, shm
 from ..backends.manager import shared_manager
 from ..backends.measure.gate import GATE
-from ..backends.measure.memory import _libc, cap_malloc_arenas
+from ..backends.measure.memory import cap_malloc_arenas, fix_mmap_threshold
 from ..host_budget import apply_budget
 # exit codes the launch file's supervisor reads: not restarted; any other is a crash
 from ..supervise import EXIT_BAD_PARAMETER, EXIT_PARTIAL
@@ -283,30 +282,6 @@ def join_spinners(threads, wait_s: float, warn) -> None:
         th.join(timeout=max(0.0, deadline - time.monotonic()))
         if th.is_alive():
             warn(f'{th.name}: a callback still runs after {wait_s:g} s; shutting down anyway')
-
-
-M_MMAP_THRESHOLD = -3      # glibc's mallopt parameter
-MMAP_THRESHOLD = 1 << 20    # bytes: a block this large has pages of its own
-
-
-def fix_mmap_threshold(threshold: int = MMAP_THRESHOLD) -> bool:
-    """Give malloc blocks of ``threshold`` bytes and more their own pages, handed back when freed.
-
-    glibc starts at 128 KiB and raises the threshold to each mmapped block
-    freed (up to 32 MiB): after the sessions' first large buffers were freed
-    (a runner-up closed, a session compiled), blocks of up to that size came
-    from the heap, where a block freed under a live one stays resident.
-    Fixed at 1 MiB, the warm container held 395-416 MB instead of 434-436
-    (bench/footprint.py, 2-core EPYC; footprint_mmap_20261128.md); filling a
-    frame's float inputs (1.2 + 0.6 MB, mmapped each time) was no slower.
-    A ``MALLOC_MMAP_THRESHOLD_`` in the environment is the user's and is
-    kept; False without glibc. (Belongs beside cap_malloc_arenas in
-    backends/measure/memory.py.)
-    """
-    if os.environ.get('MALLOC_MMAP_THRESHOLD_'):
-        return False
-    libc = _libc()
-    return libc is not None and bool(libc.mallopt(M_MMAP_THRESHOLD, int(threshold)))
 
 
 def main(args=None, stop=None) -> int:

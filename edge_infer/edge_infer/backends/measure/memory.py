@@ -91,3 +91,27 @@ def cap_malloc_arenas(arenas: int = 2) -> bool:
     if libc is None:
         return False
     return bool(libc.mallopt(M_ARENA_MAX, int(arenas)))
+
+
+M_MMAP_THRESHOLD = -3      # glibc's mallopt parameter
+MMAP_THRESHOLD = 1 << 20    # bytes: a block this large has pages of its own
+
+
+def fix_mmap_threshold(threshold: int = MMAP_THRESHOLD) -> bool:
+    """Give malloc blocks of ``threshold`` bytes and more their own pages, handed back when freed.
+
+    glibc starts at 128 KiB and raises the threshold to each mmapped block
+    freed (up to 32 MiB): after the sessions' first large buffers were freed
+    (a runner-up closed, a session compiled), blocks of up to that size came
+    from the heap, where a block freed under a live one stays resident.
+    Fixed at 1 MiB, the warm container held 395-416 MB instead of 434-436
+    (bench/footprint.py, 2-core EPYC; footprint_mmap_20261128.md); filling a
+    frame's float inputs (1.2 + 0.6 MB, mmapped each time) was no slower.
+    A ``MALLOC_MMAP_THRESHOLD_`` in the environment is the user's and is
+    kept; False without glibc.
+    """
+    import os
+    if os.environ.get('MALLOC_MMAP_THRESHOLD_'):
+        return False
+    libc = _libc()
+    return libc is not None and bool(libc.mallopt(M_MMAP_THRESHOLD, int(threshold)))
