@@ -268,3 +268,17 @@ def test_a_light_model_jittering_by_a_millisecond_raises_no_alarm_but_2x_does():
     slow = DriftMonitor(1.9, threshold=1.5, window_s=5.0, min_samples=10)
     fired = [t * 0.1 for t in range(600) if slow.add(3.9, now=t * 0.1)]
     assert fired and fired[0] <= 10.0   # a real 2x slowdown: followed within 10 s
+
+
+def test_a_slowdown_while_the_process_profiles_is_not_this_models_drift(env):
+    """A first start: the measuring child loads the cores; no alarm, and no level learned.
+
+    The control is the test above: the same slowdown with no profile running fires.
+    """
+    _learned(env)
+    before = env.levels()
+    now = env.start(slow_at=env.clock.t + 5.0)
+    now.manager.profiling = lambda: True       # another model's profile runs meanwhile
+    env.serve(now.live, 30.0)
+    assert now.live.drift.fired == 0 and _drift_alerts(now.live) == [], now.lines
+    assert env.levels() == before       # the graph's level is not learned from it

@@ -89,6 +89,10 @@ class BackendManager:
         from .measure.apart import MeasuringChild
         self.apart = self.apart or MeasuringChild(self, self.config['measure_apart_idle_s'])
 
+    def profiling(self) -> bool:
+        """Return True while a model of this process settles or completes its profile."""
+        return bool(self.settle_queue.settling() or self.completion_queue.settling())
+
     def cap_threads(self, threads: int, why: str = '') -> None:
         """Cap the threads one model may use (0 = no cap): the container sets it.
 

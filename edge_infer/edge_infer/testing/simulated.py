@@ -71,3 +71,7 @@ class SimManager:
     def candidates(self, spec=None, model_path=None) -> List[Backend]:
         """Return the simulated candidates."""
         return list(self.backends)
+
+    def profiling(self) -> bool:
+        """Return False: no profile runs beside a simulated node."""
+        return False

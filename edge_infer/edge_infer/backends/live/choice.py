@@ -296,9 +296,10 @@ class LiveChoice:
             change = self.load_watch.poll(now)
             if change is not None:
                 self._alert(now, *change)
-        self.graph.frame(self.drift, ms, now)     # the level in this graph, learned
-        if self.drift is not None and self.drift.add(ms, now):
-            self._drift_fired(now, looking)
+        if not self.manager.profiling():    # the process's own profile loads the cores
+            self.graph.frame(self.drift, ms, now)     # the level in this graph, learned
+            if self.drift is not None and self.drift.add(ms, now):
+                self._drift_fired(now, looking)
         self.sampling.judge_served()
         self._tend_runners(now)
 
