@@ -17,9 +17,9 @@ same moment (a camera that is already publishing), and samples every 0.5 s:
 
 Runs:
 - ``cold``: a cache folder (EDGE_INFER_CACHE) with no profile, as on a
-  robot's first start after ``edge_infer prepare``: only the variant files
-  prepare made (``variants/``, linked from the default cache; a start never
-  makes one); it runs until every node has settled (or ``--timeout``), then
+  robot's first start after ``edge_infer prepare``: only the files prepare
+  made (``variants/`` and ``ncnn/``, linked from the default cache; a start
+  never makes one); it runs until every node has settled (or ``--timeout``), then
   ``--steady-s`` more, then is stopped with SIGINT: the stop's time and exit
   code are reported. A second cold run is stopped ``--stop-after-s`` after
   start, while the profile runs: the stop's time during a profile;
@@ -126,12 +126,16 @@ def params_with(folder: pathlib.Path, sets) -> pathlib.Path:
 
 
 def prepared(cache: pathlib.Path) -> None:
-    """Give an empty cache folder the variant files ``edge_infer prepare`` made (linked)."""
+    """Give an empty cache folder the files ``edge_infer prepare`` made (linked).
+
+    The variant files (``variants/``) and the ncnn conversions (``ncnn/``).
+    """
     from edge_infer.backends.manager import default_cache_dir
-    made = default_cache_dir() / 'variants'
     cache.mkdir(parents=True, exist_ok=True)
-    if made.is_dir() and not (cache / 'variants').exists():
-        (cache / 'variants').symlink_to(made.resolve(), target_is_directory=True)
+    for part in ('variants', 'ncnn'):
+        made = default_cache_dir() / part
+        if made.is_dir() and not (cache / part).exists():
+            (cache / part).symlink_to(made.resolve(), target_is_directory=True)
 
 
 def warmed(cache: pathlib.Path) -> None:

@@ -58,7 +58,33 @@ def make_for_model(manager, spec, model_path: pathlib.Path, log: Log = print) ->
             'file': str(path), 'candidates': [], 'made': not there,
             'seconds': round(time.monotonic() - t0, 1), 'peak_mb': read_note(path).get('peak_mb')})
         entry['candidates'].append(backend.name)
-    return list(made.values())
+    converted = _ncnn_files(manager, spec, model_path, log)
+    return list(made.values()) + ([converted] if converted else [])
+
+
+def _ncnn_files(manager, spec, model_path: pathlib.Path, log: Log) -> Optional[dict]:
+    """Convert the model for ncnn once (pnnx): a first start then only loads the pair.
+
+    The conversion is board-independent and cached under the cache's ``ncnn/``
+    folder (pnnx took 1-2 s and a process of its own per model at a start).
+    """
+    ncnn = next((b for b in manager.candidates(spec, model_path)
+                 if getattr(b, 'library', '') == 'ncnn' and getattr(b, 'device', '') == 'cpu'
+                 and b.available()[0]), None)
+    if ncnn is None:
+        return None
+    t0 = time.monotonic()
+    folder = pathlib.Path(manager.cache_dir) / 'ncnn'
+    before = set(folder.glob('*.param')) if folder.is_dir() else set()
+    try:
+        ncnn.open_session(model_path).close()
+    except Exception as exc:  # BackendError: an op ncnn lacks; measured (and said) at a start
+        log(f'{spec.name}: ncnn conversion: {exc}')
+        return None
+    return {'file': f'ncnn files of {model_path.name}', 'candidates': [ncnn.name],
+            'made': set(folder.glob('*.param')) != before,
+            'seconds': round(time.monotonic() - t0, 1),
+            'peak_mb': None}
 
 
 def make_all(names: Sequence[str], models_dir: pathlib.Path, cache_dir: pathlib.Path,
