@@ -34,7 +34,12 @@ heavy = [m for m in ('scipy.optimize', 'scipy.linalg', 'scipy.interpolate',
          if m in sys.modules]
 lib = sys.modules['trackers.core.bytetrack.tracker']
 import scipy.optimize, supervision, trackers     # the real packages, still whole
-same = [lib.linear_sum_assignment is scipy.optimize.linear_sum_assignment,
+# scipy's own assignment: the same object where the extension module is loaded
+# once (Python 3.11), a second load of the same file where it is not (3.12)
+lsa = lib.linear_sum_assignment
+same = [lsa is scipy.optimize.linear_sum_assignment or (
+            lsa.__name__ == 'linear_sum_assignment' and
+            type(lsa) is type(scipy.optimize.linear_sum_assignment)),
         trackers_['bytetrack']._detections is supervision.Detections,
         trackers_['sort']._cls is trackers.SORTTracker]
 print(json.dumps({'added': added, 'ids': ids, 'heavy': heavy, 'same': same}))

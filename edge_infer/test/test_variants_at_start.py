@@ -134,8 +134,11 @@ def test_the_variants_verb_makes_the_files_a_start_then_finds(mobilenet, tmp_pat
     assert make.main(['mobilenet_v2']) == 0
     out = capsys.readouterr().out
     made = [ln for ln in out.splitlines() if ln.startswith('mobilenet_v2: ') and ' made in ' in ln]
-    # fp16, int8 (ORT), int8-nncf (every OpenVINO twin), and the ncnn pair (pnnx)
-    assert len(made) == 4 and 'ncnn files of mobilenet_v2.onnx made' in out, out
+    # fp16, int8 (ORT), int8-nncf (every OpenVINO twin), and the ncnn pair where pnnx is
+    from edge_infer.backends.libs.pnnx import pnnx_binary
+    files = 4 if pnnx_binary() else 3
+    assert len(made) == files and ('ncnn files of mobilenet_v2.onnx made' in out) == (
+        files == 4), out
     assert all('quantizer peak' in ln for ln in made if '.int8' in ln)
     # the serving process now finds every file: no variant candidate waits for one
     mgr = manager_mod.BackendManager(tmp_path, config=load_config(), log=lambda s: None)
@@ -143,5 +146,5 @@ def test_the_variants_verb_makes_the_files_a_start_then_finds(mobilenet, tmp_pat
     assert variants and all(b.available()[0] for b in variants if not mgr.over_budget(b))
     assert make.main(['mobilenet_v2']) == 0      # a second call keeps them
     again = capsys.readouterr().out
-    assert ' made in ' not in again and again.count(' kept') == 4
+    assert ' made in ' not in again and again.count(' kept') == files
     assert make.main(['no_such_model']) == 2
