@@ -36,7 +36,8 @@ def make_for_model(manager, spec, model_path: pathlib.Path, log: Log = print) ->
     from .precision.quantize import read_note
     from .precision.variants import VariantBackend
     made: Dict[str, dict] = {}
-    for backend in manager.candidates(spec, model_path):
+    candidates = manager.candidates(spec, model_path)
+    for backend in candidates:
         if not isinstance(backend, VariantBackend) or manager.over_budget(backend):
             continue
         ok, why = backend.available()
@@ -58,17 +59,18 @@ def make_for_model(manager, spec, model_path: pathlib.Path, log: Log = print) ->
             'file': str(path), 'candidates': [], 'made': not there,
             'seconds': round(time.monotonic() - t0, 1), 'peak_mb': read_note(path).get('peak_mb')})
         entry['candidates'].append(backend.name)
-    converted = _ncnn_files(manager, spec, model_path, log)
+    converted = _ncnn_files(manager, candidates, spec, model_path, log)
     return list(made.values()) + ([converted] if converted else [])
 
 
-def _ncnn_files(manager, spec, model_path: pathlib.Path, log: Log) -> Optional[dict]:
+def _ncnn_files(manager, candidates, spec, model_path: pathlib.Path,
+                log: Log) -> Optional[dict]:
     """Convert the model for ncnn once (pnnx): a first start then only loads the pair.
 
     The conversion is board-independent and cached under the cache's ``ncnn/``
     folder (pnnx took 1-2 s and a process of its own per model at a start).
     """
-    ncnn = next((b for b in manager.candidates(spec, model_path)
+    ncnn = next((b for b in candidates
                  if getattr(b, 'library', '') == 'ncnn' and getattr(b, 'device', '') == 'cpu'
                  and b.available()[0]), None)
     if ncnn is None:
