@@ -88,8 +88,13 @@ def _image_msg(rgb: np.ndarray, stamp_ns: int, encoding='rgb8') -> Image:
 
 
 def _measured(report) -> bool:
-    """Return True when the report's chosen backend has been measured (not provisional)."""
-    return any(c.name == report.chosen and c.status == 'ok' for c in report.candidates)
+    """Return True when the report's chosen backend has been measured (not provisional).
+
+    A provisional report may name a candidate cached as 'ok' (the cached
+    profile's choice while the rest is measured): only the trigger tells.
+    """
+    return report.trigger != 'provisional' and any(
+        c.name == report.chosen and c.status == 'ok' for c in report.candidates)
 
 
 def _backend_report(ros, node, measured=False, timeout=10.0):

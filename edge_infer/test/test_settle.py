@@ -223,6 +223,25 @@ def test_a_completion_screens_what_the_board_showed_cannot_win(tmp_path, models)
     assert chosen.name != slow
 
 
+def test_a_settle_report_lists_what_the_cache_measured_outside_the_settle_set(tmp_path, models):
+    """A candidate measured before (it may have served provisionally) is not 'unmeasured'."""
+    mgr = _manager(tmp_path)
+    spec, path = models['mobilenet_v2']
+    mgr.profile(spec, path, only=['opencv-dnn/cpu'])
+    run = mgr.profile(spec, path, only=['onnxruntime/cpu/t1'], others='later')
+    res = {r.backend: r for r in run.results}
+    assert res['opencv-dnn/cpu'].status == 'ok' and run.from_cache['opencv-dnn/cpu']
+    assert res['onnxruntime/cpu/t1'].status == 'ok'
+    assert {r.status for n, r in res.items() if n not in ('opencv-dnn/cpu',
+                                                          'onnxruntime/cpu/t1')} <= {
+        'unmeasured', 'unavailable'}
+    # the choice weighs both measured ones
+    chosen, run = mgr.choose(spec, path, only=['onnxruntime/cpu/t1'])
+    ok = {r.backend: r.frame_ms for r in run.results if r.status == 'ok'}
+    assert set(ok) == {'opencv-dnn/cpu', 'onnxruntime/cpu/t1'}
+    assert ok[chosen.name] == min(ok.values())
+
+
 @pytest.mark.slow
 def test_a_cold_start_settles_on_the_likely_ones_then_completes(tmp_path, models):
     mgr = _manager(tmp_path)

@@ -168,6 +168,13 @@ def profile(mgr, spec: ModelSpec, model_path: pathlib.Path, use_cache: bool = Tr
             run.notes.append(note)
             mgr.log(f'[profile {spec.name}] {note}')
     for b in left_out:      # still listed: the report names every candidate
+        hit = (mgr._cached(mgr._profile_parts(spec, sha, floor, b))[0]
+               if use_cache and not mgr.over_budget(b) else None)
+        # measured before (it may have served provisionally): say so
+        if hit is not None and usable(hit):
+            run.results.append(CandidateResult.from_dict(hit))
+            run.from_cache[b.name] = True
+            continue
         ok, why = (False, mgr.over_budget(b)) if mgr.over_budget(b) else b.available()
         run.results.append(describe(b, status='unmeasured' if ok else 'unavailable',
                                     reason=others if ok else why))
