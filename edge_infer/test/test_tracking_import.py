@@ -61,3 +61,28 @@ def test_the_lean_import_gives_the_same_ids_for_less_memory():
     assert 'scipy.optimize' in whole['heavy'] and 'supervision.annotators' in whole['heavy']
     assert lean['added'] < whole['added']
     assert all(lean['same']) and all(whole['same'])
+
+
+def test_nodes_configured_at_once_each_get_the_trackers():
+    """Four threads (four nodes' configure) import at once: each gets the three classes."""
+    script = r"""
+import json, threading
+from edge_infer.core.tracking_import import library
+got, barrier = [], threading.Barrier(4)
+def one():
+    barrier.wait()
+    try:
+        classes, detections = library()
+        got.append(sorted(c.__name__ for c in classes.values()))
+    except Exception as exc:
+        got.append(f'{type(exc).__name__}: {exc}')
+threads = [threading.Thread(target=one) for _ in range(4)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+print(json.dumps(got))
+"""
+    for _ in range(3):      # the race needed the threads to overlap: a few fresh processes
+        out = subprocess.run([sys.executable, '-c', script], capture_output=True, text=True,
+                             timeout=120, check=True).stdout
+        got = json.loads(out.strip().splitlines()[-1])
+        assert got == [['ByteTrackTracker', 'OCSORTTracker', 'SORTTracker']] * 4, got

@@ -30,6 +30,7 @@ import importlib.machinery
 import importlib.util
 import os
 import sys
+import threading
 import types
 from typing import Any, Dict, Tuple
 
@@ -44,6 +45,12 @@ SUPERVISION = {
     'Detections': 'supervision.detection.core',
     'box_iou_batch': 'supervision.detection.utils.iou_and_nms',
 }
+
+
+# The stand-ins sit in sys.modules (the process's) while the tracker modules import:
+# a second thread that came by then took a stand-in for the whole library (two
+# nodes configured at once: "trackers (stand-in) has no ByteTrackTracker").
+_IMPORTING = threading.Lock()
 
 
 def _stand_in(name: str, path: Any = None) -> types.ModuleType:
@@ -123,9 +130,10 @@ def library() -> Tuple[Dict[str, Any], Any]:
 
     A second call finds the modules imported (``sys.modules``): it costs microseconds.
     """
-    if 'trackers' in sys.modules:       # imported whole already (or marked missing: None)
-        return _whole()
-    try:
-        return _lean()
-    except (ImportError, AttributeError):
-        return _whole()
+    with _IMPORTING:
+        if 'trackers' in sys.modules:       # imported whole already (or marked missing: None)
+            return _whole()
+        try:
+            return _lean()
+        except (ImportError, AttributeError):
+            return _whole()

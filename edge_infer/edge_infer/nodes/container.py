@@ -38,10 +38,11 @@ where rclpy has no EventsExecutor (Jazzy before 7.1.4) the container says so
 in one line and uses it.
 """
 
+from concurrent.futures import as_completed, ThreadPoolExecutor
 import sys
 import threading
 import time
-from typing import List
+from typing import Iterator, List
 
 from rcl_interfaces.msg import ParameterDescriptor
 import rclpy
@@ -96,6 +97,9 @@ class PerceptionContainer:
         """Create the nodes; add them to ``executor``, or each to its own (``executors``).
 
         ``executor=None``: one of the kind the ``ros_executor`` parameter names.
+        With ``autostart`` and one executor the nodes are brought up here; with
+        ``executor_per_node`` the caller runs :meth:`autostart` and spins each
+        node's executor as the node comes up (:func:`main`).
         """
         self.node = Node(name)
         # process-wide objects (power meter, backend manager) log under the container
@@ -131,8 +135,9 @@ class PerceptionContainer:
         hosted = [n.get_name() for n in self.lifecycle_nodes]
         self.node.get_logger().info(f"hosting {len(hosted)} nodes: {', '.join(hosted)} "
                                     f'(ros_executor: {type(self.executors[-1]).__name__})')
-        if self.node.get_parameter('autostart').value:
-            self.autostart()
+        if self.node.get_parameter('autostart').value and not executor_per_node:
+            for _ in self.autostart():  # one executor: the nodes serve once the caller spins it
+                pass
 
     def _take_renamed(self, warn) -> None:
         """Declare each deprecated name (RENAMED); one given sets its new name, with one line.
@@ -153,8 +158,18 @@ class PerceptionContainer:
         for name, value in renamed(given, warn).items():
             self.node.set_parameters([Parameter(name, value=value)])
 
-    def autostart(self) -> None:
-        """Configure and activate every node; a node that fails stays unconfigured.
+    def executor_of(self, node):
+        """Return the executor ``node`` was added to."""
+        return next((ex for ex in self.executors[1:] if node in ex.get_nodes()),
+                    self.executors[0])
+
+    def autostart(self) -> Iterator[object]:
+        """Configure and activate every node in turn; yield each once its turn is over.
+
+        A node that fails stays unconfigured. The caller may start serving a
+        node as soon as it is yielded: the first detection then does not wait
+        for the other nodes' configure (on a 2-core EPYC the four models'
+        configure took 1.4-2.0 s, and every node waited for the last).
 
         Ends with one line that says whether every node is active: launch files
         and tests wait for it (``autostart: all N nodes active``) instead of
@@ -164,13 +179,22 @@ class PerceptionContainer:
         meanwhile ends the start-up without either line.
         """
         active = []
-        for n in self.lifecycle_nodes:
+
+        def bring_up(n) -> bool:
             if not self.node.context.ok():
-                self.node.get_logger().info('autostart: stopped by a stop request')
-                return
-            if n.trigger_configure() == TransitionCallbackReturn.SUCCESS and \
-                    n.trigger_activate() == TransitionCallbackReturn.SUCCESS:
-                active.append(n.get_name())
+                return False
+            return n.trigger_configure() == TransitionCallbackReturn.SUCCESS and \
+                n.trigger_activate() == TransitionCallbackReturn.SUCCESS
+        with ThreadPoolExecutor(max_workers=len(self.lifecycle_nodes),
+                                thread_name_prefix='autostart') as pool:
+            started = {pool.submit(bring_up, n): n for n in self.lifecycle_nodes}
+            for done in as_completed(started):
+                if done.result():
+                    active.append(started[done].get_name())
+                yield started[done]
+        if not self.node.context.ok():
+            self.node.get_logger().info('autostart: stopped by a stop request')
+            return
         names = [n.get_name() for n in self.lifecycle_nodes]
         if len(active) == len(names):
             self.node.get_logger().info(
@@ -321,9 +345,16 @@ def main(args=None, stop=None) -> int:
         stop.log = container.node.get_logger().info
         for line in said:
             container.node.get_logger().info(line)
-        code = container.exit_code
-        if not code:
+        if container.node.get_parameter('autostart').value:
+            # each node serves once its own turn is over, not after the last one's
+            for n in container.autostart():
+                threads.append(_spin_thread(container.executor_of(n), log_error))
+        else:
             threads = [_spin_thread(ex, log_error) for ex in container.executors[1:]]
+        code = container.exit_code
+        if code:        # autostart stops the process: the spinning nodes stop with it
+            rclpy.try_shutdown()
+        else:
             spin(executor, log_error)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass

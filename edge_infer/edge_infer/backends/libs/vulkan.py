@@ -37,6 +37,7 @@ LOADER_VARS = ('VK_ICD_FILENAMES', 'VK_DRIVER_FILES', 'VK_ADD_DRIVER_FILES', 'XD
                'XDG_CONFIG_DIRS')
 
 _lock = threading.Lock()
+_asking = threading.Lock()      # held while one thread asks ncnn
 _state: Dict[str, object] = {}
 
 
@@ -129,9 +130,19 @@ def driver(get_ncnn: Callable[[], object], version: str, index: Optional[int]) -
 def _known(get_ncnn: Callable[[], object], version: str) -> Dict[str, object]:
     with _lock:
         kept = _state.get('known')
-        cache_file = _state.get('cache_file')
     if kept is not None:
         return kept     # type: ignore[return-value]
+    with _asking:       # asked once: nodes configured at once each started an interpreter
+        with _lock:
+            kept = _state.get('known')
+            cache_file = _state.get('cache_file')
+        if kept is not None:
+            return kept     # type: ignore[return-value]
+        return _ask(get_ncnn, version, cache_file)
+
+
+def _ask(get_ncnn: Callable[[], object], version: str, cache_file) -> Dict[str, object]:
+    """Return what ncnn says of its Vulkan devices: the cache file, else an interpreter."""
     key = fingerprint(version)
     # "no device" is not kept while a driver manifest exists: a driver that
     # failed to load (seen: the NVIDIA driver without libglvnd, which the key
