@@ -4,8 +4,9 @@
 import sys
 
 from edge_infer import paths
-from edge_infer.backends.libs.openvino import (native_precision, openvino_candidates,
-                                               OpenVinoBackend, reason as ov_reason)
+from edge_infer.backends.libs.openvino import (_device_facts, native_precision,
+                                               openvino_candidates, OpenVinoBackend,
+                                               reason as ov_reason)
 from edge_infer.backends.libs.ort import OrtBackend
 from edge_infer.backends.manager import BackendManager
 from edge_infer.backends.measure.profiling import calibration_frames, probe_backend, Reference
@@ -155,6 +156,7 @@ def test_probe_and_bad_files_and_a_missing_library(tmp_path, monkeypatch, capfd)
     with pytest.raises(BackendError, match='not found'):
         OpenVinoBackend(1, 'fp32').open_session(tmp_path / 'missing.onnx')
     monkeypatch.setitem(sys.modules, 'openvino', None)      # as if not installed
+    _device_facts.cache_clear()     # what this process asked before (failures are not kept)
     ok, why = OpenVinoBackend(1, 'fp32').available()
     assert not ok and 'pip install openvino' in why
 

@@ -6,6 +6,8 @@ from typing import Any, Dict, Optional
 
 import yaml
 
+from ..core.registry import YAML_LOADER
+
 DEFAULTS: Dict[str, Any] = {
     'ort_threads': [1, 2],
     'ort_providers_always_listed': ['CUDAExecutionProvider', 'TensorrtExecutionProvider',
@@ -65,7 +67,7 @@ def load_config(path: Optional[pathlib.Path] = None) -> dict:
     path = pathlib.Path(path) if path else paths.config_dir() / 'backends.yaml'
     cfg = dict(DEFAULTS)
     if path.is_file():
-        loaded = yaml.safe_load(path.read_text()) or {}
+        loaded = yaml.load(path.read_text(), Loader=YAML_LOADER) or {}
         unknown = sorted(set(loaded) - set(DEFAULTS))
         if unknown:
             raise ValueError(f'{path}: unknown keys {unknown} (known: {sorted(DEFAULTS)})')

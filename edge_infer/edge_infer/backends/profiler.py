@@ -20,7 +20,7 @@ from .measure.profiling import (CandidateResult, describe, interleave, ProfileRu
 from .measure.progress import report_progress
 from .measure.settle import dominated
 from .precision.variants import add_variant_note
-from ..checksums import sha256_file
+from ..checksums import sha256_kept
 from ..core.backend import Session
 from ..core.registry import ModelSpec
 
@@ -32,7 +32,7 @@ def profile(mgr, spec: ModelSpec, model_path: pathlib.Path, use_cache: bool = Tr
             others: str = '', screen: float = 0.0) -> ProfileRun:
     """Measure every candidate of ``mgr`` on the model (``BackendManager.profile``)."""
     model_path = pathlib.Path(model_path)
-    sha = sha256_file(model_path)
+    sha = sha256_kept(model_path)
     floor = mgr.min_accuracy(spec, min_accuracy)
     cfg = mgr.config
     run = ProfileRun(model=spec.name)

@@ -49,7 +49,7 @@ from .drift import DriftMonitor, Reevaluation
 from .runners_up import OPENINGS, RunnerHours, RunnerPool
 from .startup import BackgroundProfile
 from ..measure.cache import entry_key
-from ...checksums import sha256_file
+from ...checksums import sha256_kept
 
 LEARN_S = 30.0      # a steady window this long (simulated or real seconds) ...
 MIN_FRAMES = 50     # ... and at least this many frames: one figure of the level
@@ -220,7 +220,7 @@ class GraphLevel:
             options, versions = self._describe(backend)
             if self._sha is None:
                 try:
-                    self._sha = sha256_file(self.ctx.model_path)
+                    self._sha = sha256_kept(self.ctx.model_path)
                 except OSError:
                     self._sha = ''
             parts = self._parts[backend] = {

@@ -27,7 +27,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 from .fp16 import to_fp16, VariantError
 from ..libs.installed import dist_version
-from ...checksums import sha256_file
+from ...checksums import sha256_kept
 from ...core.backend import Backend, BackendError, first_line, Session
 
 KINDS = ('fp16', 'int8', 'int8-nncf')
@@ -59,7 +59,7 @@ def variant_path(src: pathlib.Path, kind: str, cache_dir: pathlib.Path,
     import hashlib
     src = pathlib.Path(src)
     extra = f'.{hashlib.sha256(key.encode()).hexdigest()[:8]}' if key else ''
-    return pathlib.Path(cache_dir) / (f'{src.stem}.{kind}.{sha256_file(src)[:12]}{extra}'
+    return pathlib.Path(cache_dir) / (f'{src.stem}.{kind}.{sha256_kept(src)[:12]}{extra}'
                                       f'.c{CONVERTER_VERSION}{SUFFIX.get(kind, ".onnx")}')
 
 
