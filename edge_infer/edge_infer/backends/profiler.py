@@ -30,135 +30,181 @@ def profile(mgr, spec: ModelSpec, model_path: pathlib.Path, use_cache: bool = Tr
             only: Optional[Sequence[str]] = None, cancel=None, persist: bool = True,
             progress: Optional[Callable[[dict], None]] = None, measure: bool = True,
             others: str = '', screen: float = 0.0) -> ProfileRun:
-    """Measure every candidate of ``mgr`` on the model (``BackendManager.profile``)."""
-    model_path = pathlib.Path(model_path)
-    sha = sha256_kept(model_path)
-    floor = mgr.min_accuracy(spec, min_accuracy)
-    cfg = mgr.config
-    run = ProfileRun(model=spec.name)
-    reference = None
-    cands = mgr.candidates(spec, model_path)
+    """Measure every candidate of ``mgr`` on the model (``BackendManager.profile``).
+
+    The stages, in order: the candidates (``only`` these; the others listed
+    as ``others`` says), each one cached or measured alone, the leaders side
+    by side in rounds, the quiet figures stored, the left-out ones listed.
+    """
+    p = _Profile(mgr, spec, pathlib.Path(model_path), use_cache, min_accuracy, cancel,
+                 progress)
+    cands = p.cands
     left_out = [b for b in cands if only and b.name not in set(only)] if others else []
     if only:
         cands = [b for b in cands if b.name in set(only)]
-    if measure and mgr.apart is not None and any(
-            mgr._to_measure(b, spec, sha, floor, use_cache) for b in cands):
+    if measure and mgr.apart is not None and any(p.to_measure(b) for b in cands):
         return mgr.apart.profile(
-            spec, model_path, cancel=cancel, progress=progress, use_cache=use_cache,
+            spec, p.model_path, cancel=cancel, progress=progress, use_cache=use_cache,
             min_accuracy=min_accuracy, budget_s=budget_s,
             only=list(only) if only else None, persist=persist, others=others,
             screen=screen)
-    t_start = time.monotonic()
     mgr._cancel = cancel
     skip = dominated(mgr, spec, screen) if screen else {}
     probe = LoadProbe(also=mgr.own_pids).start()
-    best_ms = float('inf')     # fastest accepted p50 so far: slower ones are cut short
-    screened: List[float] = []      # seconds each fresh candidate took (for the estimate)
-    # candidates that will really be measured: not cached, within budget, present
-    todo = sum(mgr._to_measure(b, spec, sha, floor, use_cache) for b in cands)
-    fresh: Dict[str, Tuple[str, dict]] = {}     # name -> cache key and parts
-    open_sessions: Dict[str, Session] = {}
-    results: Dict[str, CandidateResult] = {}
+    todo = sum(p.to_measure(b) for b in cands)
     try:
         for i, backend in enumerate(cands, 1):
-            if cancel is not None and cancel.is_set():
+            if p.cancelled():
                 break
-            parts = mgr._profile_parts(spec, sha, floor, backend)
-            key = entry_key(parts)
-            over = mgr.over_budget(backend)
-            if over:
-                run.results.append(describe(backend, status='unavailable', reason=over))
-                run.from_cache[backend.name] = False
-                continue
-            hit, provisional = mgr._cached(parts) if use_cache else (None, False)
-            if hit is not None and provisional:
-                run.notes.append(f'{backend.name}: cached figures were taken under '
-                                 f'{describe_load(hit.get("conditions", {}))} '
-                                 f'(provisional: no quiet profile yet)')
-            if hit is not None and usable(hit):
-                res = CandidateResult.from_dict(hit)
-                run.from_cache[backend.name] = True
-            elif not measure:
-                ok, why = backend.available()
-                res = describe(backend, status='unmeasured' if ok else 'unavailable',
-                               reason='not profiled yet' if ok else why)
-                run.from_cache[backend.name] = False
-            elif backend.name in skip:  # dominated elsewhere on this board: cached as such
-                run.from_cache[backend.name] = False
-                res = describe(backend, status='screened', reason=skip[backend.name],
-                               lasting=True)
-                fresh[backend.name] = (key, parts)
-                results[backend.name] = res
-            else:   # only measurements are reused; unavailable / failed ones are tried again
-                run.from_cache[backend.name] = False
-                ok, why = mgr.probe(backend, use_cache)
-                if not ok:
-                    res = describe(backend, status='unavailable', reason=why)
-                else:
-                    if reference is None:
-                        frames, what = mgr._frames_for()
-                        reference = Reference(spec, model_path, frames, what)
-                    report_progress(progress, mgr.log, cfg, spec.name, i, len(cands),
-                                    backend.name, 'load, accuracy check, timing alone',
-                                    time.monotonic() - t_start, screened,
-                                    todo - len(screened))
-                    t_cand = time.monotonic()
-                    res, sess = screen_candidate(
-                        backend, spec, model_path, reference,
-                        budget_s=float(cfg['screen_s']), warmup=int(cfg['warmup']),
-                        min_runs=int(cfg['min_runs']), meter=mgr.meter,
-                        min_accuracy=floor,
-                        cut_ms=float(cfg['cut_factor']) * best_ms,
-                        cut_runs=int(cfg['cut_runs']),
-                        judge_min_frames=int(cfg['judge_min_frames']),
-                        judge_s=float(cfg['judge_s']))
-                    screened.append(time.monotonic() - t_cand)
-                    add_variant_note(backend, model_path, res)
-                    if sess is not None:
-                        open_sessions[backend.name] = sess
-                    fresh[backend.name] = (key, parts)
-                results[backend.name] = res
-            if res.status == 'ok' and not res.cut_short:
-                best_ms = min(best_ms, res.frame_ms)
-            run.results.append(res)
-            # hold only the sessions that can still lead (memory: every screened
-            # session stayed open until the loop ended, 1.27 GB for nanodet's 20)
-            if keep_leaders(open_sessions, results, best_ms, float(cfg['lead_factor']),
-                            int(cfg['max_leaders'])):
-                release_freed_memory(collect=False)     # closed: no cycle to collect
-        # what is still open are the leaders (kept against the final best)
-        leaders = sorted(open_sessions, key=lambda n: results[n].frame_ms)
-        if len(leaders) >= 2 and reference is not None and not (
-                cancel is not None and cancel.is_set()):
-            budget = float(budget_s or cfg['budget_s']) * len(leaders)
-            report_progress(progress, mgr.log, cfg, spec.name, len(cands), len(cands),
-                            ', '.join(leaders), 'side by side in interleaved rounds',
-                            time.monotonic() - t_start, [], 0, extra_s=budget)
-            run.ranking = interleave(
-                {n: open_sessions[n] for n in leaders}, results,
-                reference.first_inputs(),
-                budget_s=budget,
-                runs_per_round=int(cfg['round_runs']), min_rounds=int(cfg['min_rounds']),
-                confidence=float(cfg['confidence']), meter=mgr.meter, model=spec.name,
-                cancel=cancel)
+            p.one(backend, i, len(cands), todo, measure, skip.get(backend.name))
+        p.rounds(len(cands), budget_s)
     finally:
-        for sess in open_sessions.values():
+        p.close()
+    p.store(probe.stop(), persist)
+    p.list_left_out(left_out, others)
+    return p.run
+
+
+class _Profile:
+    """One profile's state while its stages run: the run, the fresh results, the sessions."""
+
+    def __init__(self, mgr, spec: ModelSpec, model_path: pathlib.Path, use_cache: bool,
+                 min_accuracy: float, cancel, progress) -> None:
+        self.mgr, self.spec, self.model_path = mgr, spec, model_path
+        self.use_cache, self.cancel, self.progress = use_cache, cancel, progress
+        self.sha = sha256_kept(model_path)
+        self.floor = mgr.min_accuracy(spec, min_accuracy)
+        self.cands = mgr.candidates(spec, model_path)
+        self.run = ProfileRun(model=spec.name)
+        self.reference: Optional[Reference] = None
+        self.best_ms = float('inf')   # fastest accepted p50 so far: slower ones are cut short
+        self.screened: List[float] = []     # seconds each fresh candidate took (the estimate)
+        self.fresh: Dict[str, Tuple[str, dict]] = {}    # name -> cache key and parts
+        self.sessions: Dict[str, Session] = {}
+        self.results: Dict[str, CandidateResult] = {}
+        self.t_start = time.monotonic()
+
+    def cancelled(self) -> bool:
+        """Return True once the caller cancelled the profile."""
+        return self.cancel is not None and self.cancel.is_set()
+
+    def to_measure(self, backend) -> bool:
+        """Return True when ``backend`` would be measured (not cached, within budget, present)."""
+        return self.mgr._to_measure(backend, self.spec, self.sha, self.floor, self.use_cache)
+
+    def cached(self, backend) -> Optional[dict]:
+        """Return the cache's figures for ``backend`` that a profile reuses, else None."""
+        parts = self.mgr._profile_parts(self.spec, self.sha, self.floor, backend)
+        hit, provisional = self.mgr._cached(parts) if self.use_cache else (None, False)
+        if hit is not None and provisional:
+            self.run.notes.append(f'{backend.name}: cached figures were taken under '
+                                  f'{describe_load(hit.get("conditions", {}))} '
+                                  f'(provisional: no quiet profile yet)')
+        return hit if hit is not None and usable(hit) else None
+
+    def one(self, backend, i: int, n: int, todo: int, measure: bool,
+            screened: Optional[str]) -> None:
+        """Stage 1 for one candidate: over budget, cached, unmeasured, screened or measured."""
+        parts = self.mgr._profile_parts(self.spec, self.sha, self.floor, backend)
+        over = self.mgr.over_budget(backend)
+        self.run.from_cache[backend.name] = False
+        if over:
+            self.run.results.append(describe(backend, status='unavailable', reason=over))
+            return
+        hit = self.cached(backend)
+        if hit is not None:
+            res = CandidateResult.from_dict(hit)
+            self.run.from_cache[backend.name] = True
+        elif not measure:
+            ok, why = backend.available()
+            res = describe(backend, status='unmeasured' if ok else 'unavailable',
+                           reason='not profiled yet' if ok else why)
+        elif screened is not None:  # dominated elsewhere on this board: cached as such
+            res = describe(backend, status='screened', reason=screened, lasting=True)
+            self.fresh[backend.name] = (entry_key(parts), parts)
+            self.results[backend.name] = res
+        else:   # only measurements are reused; unavailable / failed ones are tried again
+            res = self.measure(backend, i, n, todo)
+            self.fresh[backend.name] = (entry_key(parts), parts)
+            self.results[backend.name] = res
+        if res.status == 'ok' and not res.cut_short:
+            self.best_ms = min(self.best_ms, res.frame_ms)
+        self.run.results.append(res)
+        # hold only the sessions that can still lead (memory: every screened
+        # session stayed open until the loop ended, 1.27 GB for nanodet's 20)
+        if keep_leaders(self.sessions, self.results, self.best_ms,
+                        float(self.mgr.config['lead_factor']),
+                        int(self.mgr.config['max_leaders'])):
+            release_freed_memory(collect=False)     # closed: no cycle to collect
+
+    def measure(self, backend, i: int, n: int, todo: int) -> CandidateResult:
+        """Load, check and time ``backend`` alone; keep its session open as a possible leader."""
+        mgr, cfg = self.mgr, self.mgr.config
+        ok, why = mgr.probe(backend, self.use_cache)
+        if not ok:
+            return describe(backend, status='unavailable', reason=why)
+        if self.reference is None:
+            frames, what = mgr._frames_for()
+            self.reference = Reference(self.spec, self.model_path, frames, what)
+        report_progress(self.progress, mgr.log, cfg, self.spec.name, i, n, backend.name,
+                        'load, accuracy check, timing alone',
+                        time.monotonic() - self.t_start, self.screened,
+                        todo - len(self.screened))
+        t_cand = time.monotonic()
+        res, sess = screen_candidate(
+            backend, self.spec, self.model_path, self.reference,
+            budget_s=float(cfg['screen_s']), warmup=int(cfg['warmup']),
+            min_runs=int(cfg['min_runs']), meter=mgr.meter, min_accuracy=self.floor,
+            cut_ms=float(cfg['cut_factor']) * self.best_ms, cut_runs=int(cfg['cut_runs']),
+            judge_min_frames=int(cfg['judge_min_frames']), judge_s=float(cfg['judge_s']))
+        self.screened.append(time.monotonic() - t_cand)
+        add_variant_note(backend, self.model_path, res)
+        if sess is not None:
+            self.sessions[backend.name] = sess
+        return res
+
+    def rounds(self, n: int, budget_s: Optional[float]) -> None:
+        """Stage 2: the leaders still open, side by side in interleaved rounds."""
+        leaders = sorted(self.sessions, key=lambda name: self.results[name].frame_ms)
+        if len(leaders) < 2 or self.reference is None or self.cancelled():
+            return
+        cfg = self.mgr.config
+        budget = float(budget_s or cfg['budget_s']) * len(leaders)
+        report_progress(self.progress, self.mgr.log, cfg, self.spec.name, n, n,
+                        ', '.join(leaders), 'side by side in interleaved rounds',
+                        time.monotonic() - self.t_start, [], 0, extra_s=budget)
+        self.run.ranking = interleave(
+            {name: self.sessions[name] for name in leaders}, self.results,
+            self.reference.first_inputs(), budget_s=budget,
+            runs_per_round=int(cfg['round_runs']), min_rounds=int(cfg['min_rounds']),
+            confidence=float(cfg['confidence']), meter=self.mgr.meter, model=self.spec.name,
+            cancel=self.cancel)
+
+    def close(self) -> None:
+        """Close every session still open."""
+        for sess in self.sessions.values():
             sess.close()
-    run.conditions = probe.stop()
-    quiet = is_quiet(run.conditions, float(cfg['quiet_foreign_cores']))
-    for name, (key, parts) in fresh.items():
-        res = results[name]
-        res.conditions = dict(run.conditions)
-        if persist and (res.status in ('ok', 'rejected') or res.lasting):
-            if quiet or res.lasting:    # an unsupported operator does not depend on load
-                mgr.cache.put(key, res.to_dict(), parts)
-            else:       # kept apart: never shadows (or becomes) the quiet profile
-                mgr.cache.put(entry_key({**parts, 'loaded': True}), res.to_dict(),
-                              {**parts, 'loaded': True})
-    if fresh:
-        where = describe_load(run.conditions)
-        mgr.log(f'[profile {spec.name}] {len(fresh)} candidate(s) measured in '
-                f'{time.monotonic() - t_start:.1f} s ({where}), '
+        self.sessions.clear()
+
+    def store(self, conditions: dict, persist: bool) -> None:
+        """Stage 3: the fresh figures cached, quiet ones as the board's profile; one line."""
+        mgr, cfg, run = self.mgr, self.mgr.config, self.run
+        run.conditions = conditions
+        quiet = is_quiet(conditions, float(cfg['quiet_foreign_cores']))
+        for name, (key, parts) in self.fresh.items():
+            res = self.results[name]
+            res.conditions = dict(conditions)
+            if persist and (res.status in ('ok', 'rejected') or res.lasting):
+                if quiet or res.lasting:    # an unsupported operator does not depend on load
+                    mgr.cache.put(key, res.to_dict(), parts)
+                else:       # kept apart: never shadows (or becomes) the quiet profile
+                    mgr.cache.put(entry_key({**parts, 'loaded': True}), res.to_dict(),
+                                  {**parts, 'loaded': True})
+        if not self.fresh:
+            return
+        where = describe_load(conditions)
+        mgr.log(f'[profile {self.spec.name}] {len(self.fresh)} candidate(s) measured in '
+                f'{time.monotonic() - self.t_start:.1f} s ({where}), '
                 f'{sum(run.from_cache.values())} from cache'
                 + (f'; {run.ranking.describe()}' if run.ranking else ''))
         if not quiet and persist:
@@ -166,19 +212,21 @@ def profile(mgr, spec: ModelSpec, model_path: pathlib.Path, use_cache: bool = Tr
                     "other work): NOT stored as the board's profile (kept as a "
                     f'provisional one until a quiet measurement exists)')
             run.notes.append(note)
-            mgr.log(f'[profile {spec.name}] {note}')
-    for b in left_out:      # still listed: the report names every candidate
-        hit = (mgr._cached(mgr._profile_parts(spec, sha, floor, b))[0]
-               if use_cache and not mgr.over_budget(b) else None)
-        # measured before (it may have served provisionally): say so
-        if hit is not None and usable(hit):
-            run.results.append(CandidateResult.from_dict(hit))
-            run.from_cache[b.name] = True
-            continue
-        ok, why = (False, mgr.over_budget(b)) if mgr.over_budget(b) else b.available()
-        run.results.append(describe(b, status='unmeasured' if ok else 'unavailable',
-                                    reason=others if ok else why))
-    return run
+            mgr.log(f'[profile {self.spec.name}] {note}')
+
+    def list_left_out(self, left_out, others: str) -> None:
+        """Stage 4: the candidates left out, still listed (the report names every one)."""
+        for b in left_out:
+            over = self.mgr.over_budget(b)
+            # measured before (it may have served provisionally): say so
+            hit = None if over else self.cached(b)
+            if hit is not None:
+                self.run.results.append(CandidateResult.from_dict(hit))
+                self.run.from_cache[b.name] = True
+                continue
+            ok, why = (False, over) if over else b.available()
+            self.run.results.append(describe(b, status='unmeasured' if ok else 'unavailable',
+                                             reason=others if ok else why))
 
 
 def usable(hit: Optional[dict]) -> bool:
