@@ -3,12 +3,24 @@
 
 import os
 import pathlib
+import sys
 import tempfile
 import time
 
-from edge_infer import paths, procs
-import pytest
-import yaml
+# `python -m pytest` from the repository root puts the root on sys.path, where
+# the folder edge_infer/ (the ROS package: no __init__.py) is found first and
+# imported as a namespace package in place of the Python package: submodules
+# still import, but the package's own public names (edge_infer.open_model)
+# are missing. The root is not where the package lives: leave it out.
+_ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path[:] = [p for p in sys.path if pathlib.Path(p or '.').resolve() != _ROOT]
+if getattr(sys.modules.get('edge_infer'), '__file__', '') is None:     # imported already
+    for _name in [m for m in sys.modules if m == 'edge_infer' or m.startswith('edge_infer.')]:
+        del sys.modules[_name]
+
+from edge_infer import paths, procs  # noqa: E402 (after the path fix above)
+import pytest  # noqa: E402
+import yaml  # noqa: E402
 
 
 def pytest_configure(config):
