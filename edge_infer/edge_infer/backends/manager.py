@@ -267,7 +267,7 @@ class BackendManager:
                latency_percentile: int = 0,
                progress: Optional[Callable[[dict], None]] = None,
                cancel=None,
-               only: Union[None, Sequence[str], Callable[[], Sequence[str]]] = None,
+               only: Union[None, Sequence[str], Callable[[], Optional[Sequence[str]]]] = None,
                screen: float = 0.0) -> Tuple[Backend, ProfileRun]:
         """Profile (or read the cache) and return the chosen backend with the run.
 

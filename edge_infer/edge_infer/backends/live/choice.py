@@ -44,7 +44,7 @@ from typing import Callable, List, Optional
 
 from .background import BackgroundWork
 from .budget import RunnerBudget
-from .context import ChoiceContext, Log
+from .context import ChoiceContext, Log, Manager
 from .drift import DriftMonitor, Reevaluated, Reevaluation
 from .fallback import Failures, next_best
 from .graph_level import GraphLevel
@@ -67,7 +67,7 @@ from ...core.registry import ModelSpec
 class LiveChoice:
     """One model's backend at run time: chosen, watched, switched between frames."""
 
-    def __init__(self, manager, spec: ModelSpec, model_path: pathlib.Path,
+    def __init__(self, manager: Manager, spec: ModelSpec, model_path: pathlib.Path,
                  models_dir: Optional[pathlib.Path] = None,
                  settings: Optional[LiveSettings] = None, overrides: Optional[dict] = None,
                  log: Log = print, report: Optional[Callable[[ProfileRun, str], None]] = None,

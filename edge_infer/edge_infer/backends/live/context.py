@@ -11,30 +11,85 @@ argument; none reads the chooser's attributes.
 from dataclasses import dataclass
 import pathlib
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple, Union
 
 from .rule import LiveSettings
+from ..measure.profiling import CandidateResult, ProfileRun
+from ..measure.settle import SettleQueue
+from ...core.backend import Backend
 from ...core.model import Model
 from ...core.registry import ModelSpec
 
 Log = Callable[[str], None]
 
 
+class Manager(Protocol):
+    """What the run-time choice asks of the backend manager (``BackendManager``).
+
+    Declared here, not imported: the run-time choice sits below the manager.
+    A simulated manager (:mod:`edge_infer.testing.simulated`) gives what a
+    simulated node reaches of it.
+    """
+
+    config: Dict[str, Any]
+    settle_queue: SettleQueue       # one model settles at a time, the lightest first
+    completion_queue: SettleQueue   # the rest of each profile, after every settle
+
+    def candidates(self, spec: ModelSpec, model_path: pathlib.Path) -> List[Backend]:
+        """Return the model's candidate backends."""
+
+    def over_budget(self, backend: Backend) -> str:
+        """Return why ``backend`` exceeds the thread budget ('' when it does not)."""
+
+    def select(self, results: List[CandidateResult], spec: ModelSpec, objective: str = ...,
+               max_latency_ms: float = ..., min_accuracy: float = ...,
+               latency_percentile: int = ...) -> Tuple[Optional[CandidateResult], str]:
+        """Return (chosen result or None, why)."""
+
+    def choose(self, spec: ModelSpec, model_path: pathlib.Path, objective: str = ...,
+               max_latency_ms: float = ..., min_accuracy: float = ..., force: str = ...,
+               use_cache: bool = ..., latency_percentile: int = ...,
+               progress: Optional[Callable[[dict], None]] = ...,
+               cancel: Optional[threading.Event] = ...,
+               only: Union[None, Sequence[str], Callable[[], Optional[Sequence[str]]]] = ...,
+               screen: float = ...) -> Tuple[Backend, ProfileRun]:
+        """Profile (or read the cache); return the chosen backend and the run."""
+
+    def profile(self, spec: ModelSpec, model_path: pathlib.Path, use_cache: bool = ...,
+                min_accuracy: float = ..., budget_s: Optional[float] = ...,
+                only: Optional[Sequence[str]] = ..., cancel: Optional[threading.Event] = ...,
+                persist: bool = ...,
+                progress: Optional[Callable[[dict], None]] = ..., measure: bool = ...,
+                others: str = ..., screen: float = ...) -> ProfileRun:
+        """Measure (or read) every candidate; return the run."""
+
+    def profiling(self) -> bool:
+        """Return True while this process measures a model."""
+
+
+class Clock(Protocol):
+    """``monotonic()`` and ``perf_counter()``: the time module, or a simulated clock."""
+
+    def monotonic(self) -> float:
+        """Return seconds on a clock that never goes back."""
+
+    def perf_counter(self) -> float:
+        """Return seconds on the finest clock."""
+
+
 @dataclass(frozen=True)
 class ChoiceContext:
     """One model's live choice: what it chooses for, with what, and how it reports."""
 
-    # the backend manager (profile, select, choose, candidates, config, settle_queue);
-    # Any: the run-time choice is below the manager and does not import it
-    manager: Any
+    manager: Manager
     spec: ModelSpec
     model_path: pathlib.Path
     settings: LiveSettings
     log: Log
     warn: Log
-    clock: Any      # monotonic() and perf_counter(): the time module, or a simulated one
+    clock: Clock
     cancel: threading.Event     # set: background work stops at its next check
-    open_model: Callable[[Any], Model]      # a candidate backend -> a Model serving on it
+    open_model: Callable[[Backend], Model]      # a candidate backend -> a Model serving on it
     spawn: Callable[[Callable[[], None], str], None]    # background work, named
 
     def select(self, results):
@@ -43,6 +98,6 @@ class ChoiceContext:
         return self.manager.select(results, self.spec, st.objective, st.max_latency_ms,
                                    st.min_accuracy, st.latency_percentile)
 
-    def backend(self, name: str) -> Any:
+    def backend(self, name: str) -> Backend:
         """Return candidate ``name`` of this model (KeyError: not a candidate)."""
         return {b.name: b for b in self.manager.candidates(self.spec, self.model_path)}[name]

@@ -41,10 +41,10 @@ import math
 import statistics
 import threading
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 import weakref
 
-from .context import ChoiceContext
+from .context import ChoiceContext, Manager
 from .drift import DriftMonitor, Reevaluation
 from .runners_up import OPENINGS, RunnerHours, RunnerPool
 from .startup import BackgroundProfile
@@ -100,11 +100,11 @@ class GraphModels:
         return ''
 
 
-_GRAPHS: 'weakref.WeakKeyDictionary[Any, GraphModels]' = weakref.WeakKeyDictionary()
+_GRAPHS: 'weakref.WeakKeyDictionary[Manager, GraphModels]' = weakref.WeakKeyDictionary()
 _GRAPHS_LOCK = threading.Lock()
 
 
-def graph_of(manager: Any) -> GraphModels:
+def graph_of(manager: Optional[Manager]) -> GraphModels:
     """Return the graph of ``manager``'s process (a private one for no manager).
 
     Kept here, beside the manager rather than on it: the run-time choice is

@@ -24,17 +24,18 @@ runners-up stand by for a server on the network, or are open all the time
 
 import sys
 import threading
-from typing import Any, Dict, List, Optional
+from typing import Dict, List, Optional
 
 from .budget import rss_mb, RunnerBudget
 from .context import ChoiceContext
 from .runners_up import RunnerHours, RunnerPool, wanted
+from ...core.backend import Backend
 
 #: A backend's ``library`` -> the module its import brings (where the names differ).
 MODULES = {'opencv-dnn': 'cv2', 'triton': 'tritonclient'}
 
 
-def imported(backend: Any) -> bool:
+def imported(backend: Backend) -> bool:
     """Return whether ``backend``'s library is imported in this process (none named: True)."""
     lib = getattr(backend, 'library', '')
     return not lib or MODULES.get(lib, lib) in sys.modules
@@ -77,7 +78,7 @@ class RunnerLooks:
                 self.hours.until = self.hours.answered_at = ctx.clock.monotonic()
             self._opening.release()
 
-    def to_open(self, ranked: List[str], by_name: Dict[str, Any], chosen: str) -> List[str]:
+    def to_open(self, ranked: List[str], by_name: Dict[str, Backend], chosen: str) -> List[str]:
         """Return the runners-up to open now, of ``ranked`` (best first; Backends by name).
 
         While the runners-up stand by for a server, or are open all the time,

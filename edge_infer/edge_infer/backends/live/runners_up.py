@@ -14,10 +14,11 @@ from collections import deque
 import contextlib
 import statistics
 import threading
-from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Deque, Dict, List, Optional, Sequence, Tuple
 
 from .rule import LiveSettings
 from ...core.backend import Backend, first_line, open_session, Session
+from ...core.model import Model
 
 Pair = Tuple[float, float, float]       # (time, the chosen one's ms, the runner-up's ms)
 
@@ -82,7 +83,7 @@ class RunnerPool:
         self._sessions: Dict[str, Session] = {}
         self._pairs: Dict[str, Deque[Pair]] = {}
         self._known: Dict[str, Tuple[float, float]] = {}   # name -> (time, median ratio)
-        self._models: Dict[str, Any] = {}       # name -> the Model that serves frames on it
+        self._models: Dict[str, Model] = {}     # name -> the Model that serves frames on it
         self._screened: Dict[str, Tuple[float, object]] = {}   # name -> (time, first look)
         self.rotation = 0       # whose turn it is among equals
 
