@@ -20,7 +20,7 @@ import sys
 from typing import Dict, Set
 
 HERE = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(HERE / 'edge_infer' / 'test'))
+sys.path.insert(0, str(HERE / 'edge_infer' / 'test' / 'graph'))
 import test_import_graph as walker  # noqa: E402  (the test's walker: one definition)
 
 

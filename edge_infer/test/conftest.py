@@ -14,6 +14,9 @@ import time
 # are missing. The root is not where the package lives: leave it out.
 _ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path[:] = [p for p in sys.path if pathlib.Path(p or '.').resolve() != _ROOT]
+# The tests sit in folders by room (core, backends, nodes, graph); the helpers
+# they share (triton_server.py, yolo_layouts.py, candidate_profile.py) sit here.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 if getattr(sys.modules.get('edge_infer'), '__file__', '') is None:     # imported already
     for _name in [m for m in sys.modules if m == 'edge_infer' or m.startswith('edge_infer.')]:
         del sys.modules[_name]

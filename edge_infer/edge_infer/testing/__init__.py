@@ -2,7 +2,7 @@
 """Test and benchmark support, not used by the nodes.
 
 Not installed (``setup.py``): the tests and ``bench/`` import it from the source
-tree, and no installed module may import it (``test/test_import_graph.py``).
+tree, and no installed module may import it (``test/graph/test_import_graph.py``).
 
 :mod:`.simulated`: backend candidates on a simulated clock, to drive
 :class:`edge_infer.backends.live.LiveChoice` without inference;

@@ -11,7 +11,7 @@ publishes the demo bag's frames at 10 Hz and records when detections come.
 :func:`leftovers` says what a run left behind: processes, Fast DDS files no
 live process owns, anything in the run's temporary directory.
 
-Used by test/test_launch_supervision.py (CI's robot stage) and
+Used by test/graph/test_launch_supervision.py (CI's robot stage) and
 bench/launch_supervision.py (the issue's goals, measured).
 """
 

@@ -9,6 +9,6 @@ fetches and converts the bundled models and registers a user's own
 footage (``edge_infer record | play``, ``bag_record``, ``bag_play``). The
 runtime (the nodes, backends, executor, telemetry) never imports them; only
 the entry points :mod:`edge_infer.cli` and :mod:`edge_infer.data` do
-(``test/test_import_graph.py`` checks it). They are installed with the
+(``test/graph/test_import_graph.py`` checks it). They are installed with the
 package, since the CLI verbs need them.
 """

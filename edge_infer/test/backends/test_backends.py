@@ -29,7 +29,7 @@ import numpy as np
 import onnx
 import pytest
 
-FIXTURES = pathlib.Path(__file__).parent / 'fixtures'
+FIXTURES = pathlib.Path(__file__).parents[1] / 'fixtures'
 
 
 @pytest.fixture(scope='module')

@@ -22,7 +22,7 @@ from edge_infer.core.backend import BackendError
 import numpy as np
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 
 def _fake_torch(built: bool = True, devices: int = 0) -> types.ModuleType:

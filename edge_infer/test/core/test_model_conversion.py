@@ -21,7 +21,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-CONFIG = pathlib.Path(__file__).resolve().parents[1] / 'config'
+CONFIG = pathlib.Path(__file__).resolve().parents[2] / 'config'
 
 
 def _run(model, feeds):

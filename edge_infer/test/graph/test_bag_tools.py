@@ -27,7 +27,7 @@ N_FRAMES = 12
 SIZE = (64, 48)  # width, height
 RAW = '/camera/image_raw'
 COMPRESSED = '/camera/image_raw/compressed'
-PACKAGE_ROOT = pathlib.Path(__file__).resolve().parents[1]
+PACKAGE_ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def _frame(i: int) -> np.ndarray:

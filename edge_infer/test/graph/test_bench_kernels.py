@@ -8,7 +8,7 @@ from edge_infer import paths
 import numpy as np
 import pytest
 
-BENCH = pathlib.Path(__file__).resolve().parents[2] / 'bench'
+BENCH = pathlib.Path(__file__).resolve().parents[3] / 'bench'
 HAVE_BENCH = (BENCH / 'exp1_sgemm.py').is_file()
 # A mark, not a module-level skip (that ends a whole folder's collection under
 # launch_testing's pytest plugin).

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-BENCH = pathlib.Path(__file__).resolve().parents[2] / 'bench'
+BENCH = pathlib.Path(__file__).resolve().parents[3] / 'bench'
 # A mark, not a module-level skip (that ends a whole folder's collection under
 # launch_testing's pytest plugin).
 pytestmark = pytest.mark.skipif(not BENCH.is_dir(),

@@ -14,7 +14,7 @@ import sys
 import numpy as np
 import pytest
 
-BENCH = pathlib.Path(__file__).resolve().parents[2] / 'bench'
+BENCH = pathlib.Path(__file__).resolve().parents[3] / 'bench'
 
 
 def _bench(name: str):

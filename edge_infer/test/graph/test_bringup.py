@@ -45,7 +45,7 @@ def test_plan_defaults_and_arguments():
 
 
 def test_launch_file_builds_its_processes_from_the_plan():
-    src = (pathlib.Path(__file__).parents[1] / 'launch' / 'perception.launch.py').read_text()
+    src = (pathlib.Path(__file__).parents[2] / 'launch' / 'perception.launch.py').read_text()
     assert 'graph.plan(' in src and 'OpaqueFunction' in src
     for arg in ('camera_topic', 'objective', 'nodes', 'namespace', 'autostart'):
         assert f"'{arg}'" in src

@@ -3,7 +3,7 @@
 
 import pathlib
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]     # the repository
+ROOT = pathlib.Path(__file__).resolve().parents[3]     # the repository
 PACKAGE = ROOT / 'edge_infer' / 'edge_infer'
 HEADER = '# Copyright 2026 edge_infer contributors. Apache-2.0.'
 MAX_LINES = 500

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-PKG = pathlib.Path(__file__).resolve().parents[1]
+PKG = pathlib.Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow

@@ -10,7 +10,7 @@ import ast
 import pathlib
 from typing import Dict, List, Set
 
-PACKAGE = pathlib.Path(__file__).resolve().parents[1] / 'edge_infer'
+PACKAGE = pathlib.Path(__file__).resolve().parents[2] / 'edge_infer'
 
 
 def _modules() -> Dict[str, pathlib.Path]:

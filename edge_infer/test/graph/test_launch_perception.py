@@ -61,7 +61,7 @@ else:
     from edge_infer import paths, procs  # noqa: I100
     from edge_infer.testing.launching import Listener
 
-    LAUNCH = pathlib.Path(__file__).resolve().parents[1] / 'launch' / 'perception.launch.py'
+    LAUNCH = pathlib.Path(__file__).resolve().parents[2] / 'launch' / 'perception.launch.py'
     BAG = paths.bags_dir() / 'demo'
     DOMAIN = procs.free_domain_id(os.getpid())
     ACTIVE = re.compile(r'autostart: all \d+ nodes active')

@@ -36,7 +36,7 @@ from edge_infer.testing.launching import ros2_launch_missing
 import psutil
 import pytest
 
-LAUNCH = pathlib.Path(__file__).resolve().parents[1] / 'launch' / 'perception.launch.py'
+LAUNCH = pathlib.Path(__file__).resolve().parents[2] / 'launch' / 'perception.launch.py'
 ACTIVE = re.compile(r'autostart: all \d+ nodes active')
 SHM = pathlib.Path('/dev/shm')
 

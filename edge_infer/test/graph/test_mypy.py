@@ -11,7 +11,7 @@ import pathlib
 
 import pytest
 
-PKG = pathlib.Path(__file__).resolve().parents[1]
+PKG = pathlib.Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow

@@ -21,7 +21,7 @@ import re
 import sys
 import xml.etree.ElementTree as ET
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 PKG = ROOT / 'edge_infer'
 
 # Python modules with a rosdep key (rosdistro rosdep/python.yaml): import name -> key.

@@ -6,7 +6,7 @@ import pathlib
 from ament_pep257.main import main
 import pytest
 
-PKG = pathlib.Path(__file__).resolve().parents[1]
+PKG = pathlib.Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.linter

@@ -27,7 +27,7 @@ from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import Image
 import yaml
 
-PKG = pathlib.Path(__file__).resolve().parents[1]
+PKG = pathlib.Path(__file__).resolve().parents[2]
 
 
 def test_namespaced_graph_with_a_remapped_camera_answers_under_its_namespace(

@@ -239,7 +239,7 @@ def test_a_file_a_live_process_has_open_counts_as_used(tmp_path):
 
 def test_the_systemd_unit_stops_with_sigint_restarts_on_failure_and_cleans_shm_first():
     import configparser
-    root = pathlib.Path(__file__).resolve().parents[1]
+    root = pathlib.Path(__file__).resolve().parents[2]
     unit = configparser.ConfigParser(strict=False, interpolation=None)
     unit.optionxform = str
     unit.read(root / 'systemd' / 'edge_infer.service')

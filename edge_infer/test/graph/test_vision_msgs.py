@@ -25,7 +25,7 @@ RELEASED = {   # vision_msgs 4.1.1 as Jazzy ships it (RIHS01 type hashes)
     'VisionClass': '1e4a11f0fed50b5623cb8ff26ca0e37952a48a9c074d16f804b44e9164c2037a',
     'VisionInfo': '95d3116a17484ad91c9a2686e1d54890bbfc3ff6c6a2de137738c4950d45d284',
 }
-VENDORED = pathlib.Path(__file__).resolve().parents[2] / 'tools' / 'vision_msgs'
+VENDORED = pathlib.Path(__file__).resolve().parents[3] / 'tools' / 'vision_msgs'
 
 
 def test_the_installed_vision_msgs_has_the_released_type_hashes():

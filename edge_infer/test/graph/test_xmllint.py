@@ -18,7 +18,7 @@ import xml.dom.minidom
 from catkin_pkg.package import parse_package
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 PACKAGES = [ROOT / 'edge_infer', ROOT / 'edge_infer_msgs']
 SKIP_DIRS = {'build', 'install', 'log', '__pycache__'}
 
