@@ -10,7 +10,8 @@
 
 A profile says what was best when it was measured; the robot's load then
 changes. :class:`LiveChoice` keeps the choice right while running and
-orchestrates the pieces that do it:
+orchestrates the pieces that do it; what serves (the Model, its run, the
+frame lock, every switch) is its :class:`.server.Server`:
 
 - **online re-selection** (objective ``latency`` only): the runners-up stay
   open (:mod:`.runners_up`), are sampled on real frames at a pace within
@@ -54,6 +55,7 @@ from .pacing import Pacing
 from .rule import LiveSettings, Verdict
 from .runners_up import OPENINGS, RunnerHours, RunnerPool
 from .sampling import RunnerSampling
+from .server import Server
 from .startup import BackgroundProfile, provisional
 from ..measure.gate import GATE
 from ..measure.profiling import CandidateResult, ProfileRun
@@ -95,13 +97,12 @@ class LiveChoice:
         self.report = report or (lambda run, trigger: None)
         self.clock = clock
         self.observer = observer
-        self.model: Optional[Model] = None
-        self.run: Optional[ProfileRun] = None
+        # what serves (the Model, its run, every switch); everything else here decides
+        self.server = Server(clock, lambda run, trigger: self.report(run, trigger),
+                             lambda: self.log, lambda: self.warn, spec.name)
         self.fixed = False                  # forced / executor: never switched by measurement
-        self._frame_lock = threading.Lock()     # held by a frame; a settled profile waits
         self._can_fall_back = True          # False for a fixed executor backend
         self.drift: Optional[DriftMonitor] = None
-        self.switches: List[dict] = []      # every switch: time, from, to, trigger, evidence
         self._failed = Failures(self.clock, self.settings.remote_retry_s)
         self.runners = RunnerPool(self.settings)
         self.hours = RunnerHours(self.settings)
@@ -119,7 +120,7 @@ class LiveChoice:
         # the process's runner-up memory is shared by its models' looks (one manager)
         self.sampling = RunnerSampling(ctx, self.runners, self.pacing,
                                        lambda: (self.model, self.run), self._promote,
-                                       self._drop_runner, self.switches, observer)
+                                       self._drop_runner, self.server.switches, observer)
         self.looks = RunnerLooks(ctx, self.runners, self.hours, getattr(
             manager, 'runner_budget', None) or RunnerBudget())
         self.reevaluation = Reevaluation(ctx, lambda: (self.run, self._failed), observer)
@@ -140,9 +141,7 @@ class LiveChoice:
             pick = provisional(self.manager, self.spec, self.model_path, st)
             if pick is not None:
                 backend, run = pick
-                self.model = self._open_model(backend)
-                self.run = run
-                self.report(run, 'provisional')
+                self.server.serve(self._open_model(backend), run, 'provisional')
                 self.startup.begin()
                 return run
         if backend is None:
@@ -153,9 +152,7 @@ class LiveChoice:
         if run is None:
             raise ValueError('LiveChoice.start(backend=...) needs the run that chose it')
         self.fixed = bool(force)
-        self.model = self._open_model(backend)
-        self.run = run
-        self.report(run, 'forced' if force else 'configure')
+        self.server.serve(self._open_model(backend), run, 'forced' if force else 'configure')
         self._watch()
         return run
 
@@ -181,9 +178,7 @@ class LiveChoice:
         """Open ``backend`` as a fixed choice (no re-selection: e.g. the shared executor)."""
         self.fixed = True
         self._can_fall_back = False
-        self.model = self._open_model(backend)
-        self.run = run
-        self.report(run, 'configure')
+        self.server.serve(self._open_model(backend), run, 'configure')
         return run
 
     @property
@@ -204,15 +199,29 @@ class LiveChoice:
     @property
     def backend_name(self) -> str:
         """Return the name of the backend the next frame runs on."""
-        return self.model.backend_name if self.model else ''
+        return self.server.backend_name
+
+    @property
+    def model(self) -> Optional[Model]:
+        """Return the Model the next frame runs on (the server's)."""
+        return self.server.model
+
+    @property
+    def run(self) -> Optional[ProfileRun]:
+        """Return the profile run behind the serving choice (the server's)."""
+        return self.server.run
+
+    @property
+    def switches(self) -> List[dict]:
+        """Return every switch so far: time, from, to, trigger, evidence."""
+        return self.server.switches
 
     def _open_model(self, backend) -> Model:
         return Model(self.spec, backend, self.models_dir, verify_checksum=False,
                      clock=self.clock, **self.overrides)
 
     def _result(self, name: Optional[str]) -> Optional[CandidateResult]:
-        return next((r for r in self.run.results if r.backend == name), None) \
-            if self.run else None
+        return self.server.result(name)
 
     def _spawn(self, target, what: str) -> None:
         def scoped():
@@ -258,7 +267,7 @@ class LiveChoice:
         ``around_run``: Model.infer's hook, called for each run (again when the
         frame is run a second time after a fallback).
         """
-        with self._frame_lock, GATE.shared(self.spec.name):
+        with self.server.frame, GATE.shared(self.spec.name):
             result = self._infer(frame, around_run)
         self.startup.first_served.set()
         return result
@@ -276,12 +285,11 @@ class LiveChoice:
         if self.model is None:
             raise RuntimeError(f'{self.spec.name}: no model open (not started, or closed)')
         try:
-            result = self.model.infer(frame, around_run=around_run)
+            result = self.server.infer(frame, around_run)
         except Exception as exc:
             if isinstance(exc, (ImageError, OutputError)) or not self._fall_back(exc):
                 raise
-            assert self.model is not None      # _fall_back opened the next best one
-            result = self.model.infer(frame, around_run=around_run)
+            result = self.server.infer(frame, around_run)   # the next best one opened
         self._observe(result.inference_ms, result.preprocess_ms)
         return result
 
@@ -337,7 +345,7 @@ class LiveChoice:
         old, old_model = self.run.chosen, self.model
         sess = self.runners.promote(name, old, old_model.session, v.time_ratio,
                                     self.clock.monotonic())
-        self.model = old_model.with_session(sess)
+        self.server.swap(old_model.with_session(sess), close_old=False)
         self._switched(old, name, 'online', evidence, expected_ms=v.runner_ms)
 
     def _switched(self, old: str, new: str, trigger: str, evidence: str,
@@ -359,28 +367,20 @@ class LiveChoice:
                               res.p50_ms if res else self.drift.expected_ms)
         self.hours.cue(self.clock.monotonic())
         self.hours.standby = new.startswith('triton/')     # a server: the runners-up stay open
-        self.switches.append({'t': self.clock.monotonic(), 'from': old, 'to': new,
-                              'trigger': trigger, 'evidence': evidence})
-        if trigger == 'fallback':
-            self.warn(f'{evidence}; falling back to {new}')
-        else:
-            self.warn(f'switching backend {old} -> {new} ({trigger}): {evidence}')
-        self.report(run, trigger)
+        self.server.record(old, new, trigger, evidence)
 
     def _handover(self, new: Optional[Model], run: ProfileRun, took: float, phase: str,
                   rest: str, settled: Callable[[], bool]) -> bool:
         """Take a background profile's choice between two frames (:mod:`.startup`)."""
-        with self._frame_lock:      # between two frames
+        with self.server.frame:     # between two frames
             if self._cancel.is_set() or self.model is None:
                 if new is not None:
                     new.close()
                 return False
-            old = self.model.backend_name
+            old = self.backend_name
             first = settled()
-            self.run = run
+            self.server.swap(new, run)
             if new is not None:
-                previous, self.model = self.model, new
-                previous.close()
                 self.runners.drop(new.backend_name)     # it serves now: no runner-up twice
             if new is None and not first:   # a completion that kept the choice
                 measured = sum(1 for r in run.results if r.status != 'unavailable' and
@@ -392,12 +392,10 @@ class LiveChoice:
             self.pacing.new_choice()    # the provisional one's frames say nothing of it
             self.load_watch.new_choice()
             self.runners.new_choice()
-            self.switches.append({'t': self.clock.monotonic(), 'from': old, 'to': run.chosen,
-                                  'trigger': 'profiled', 'evidence': run.why})
             self.log(f'profile {phase} in {took:.1f} s: '
                      + (f'switching backend {old} -> {run.chosen}' if new is not None else
                         f'keeping {old}') + f' (profiled){rest if first else ""}')
-            self.report(run, 'profiled')
+            self.server.record(old, run.chosen or '', 'profiled', run.why, chosen=False)
             if first:
                 self._watch()
             else:
@@ -435,14 +433,12 @@ class LiveChoice:
     def _reevaluated(self, done: Reevaluated) -> None:
         """Apply a background re-evaluation (frame thread): switch, or keep and rebase."""
         if done.model is None:      # the choice stays: expect what it was just measured at
-            self.run = done.run
+            self.server.swap(None, done.run)
             self.graph.rebase(self.drift, done.backend, done.p50_ms, ends_episode=False)
             self.report(done.run, 'drift')
             return
-        old_name, old = done.run.chosen or '', self.model
-        self.model, self.run = done.model, done.run
-        if old is not None:
-            old.close()
+        old_name = done.run.chosen or ''
+        self.server.swap(done.model, done.run)      # the old model closed
         self._drop_runner(done.backend)
         self._switched(old_name, done.backend, 'drift', done.why)
 
@@ -457,9 +453,10 @@ class LiveChoice:
         if got is None:
             return False
         name, new, evidence = got
-        old, self.model = self.model, new
+        old = self.server.swap(new, close_old=False)
         with contextlib.suppress(Exception):    # the failed session may not close cleanly
-            old.close()
+            if old is not None:
+                old.close()
         self._switched(failed, name, 'fallback', evidence)
         return True
 
@@ -486,9 +483,7 @@ class LiveChoice:
         self.looks.close()
         self.reevaluation.close()
         self.graph.leave()
-        if self.model is not None:
-            self.model.close()
-        self.model = None
+        self.server.close()
         return left
 
     def overhead(self, since_start: bool = False) -> float:

@@ -1,0 +1,96 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""The serving side of one model's run-time choice: the Model a frame runs on (no ROS).
+
+A :class:`Server` holds the serving :class:`~edge_infer.core.model.Model`
+and the profile run behind it, swaps them between two frames (its
+``frame`` lock is what a frame holds), and keeps every switch: the
+record (time, from, to, trigger, evidence), the run's chosen flags, one
+log line and the report. It decides nothing: :class:`.choice.LiveChoice`
+and its parts (runners-up, drift, fallback, the background profile) do,
+and tell it what to serve.
+"""
+
+import threading
+from typing import Callable, List, Optional
+
+from .context import Clock, Log
+from ..measure.profiling import CandidateResult, ProfileRun
+from ...core.model import Model, Result
+
+
+class Server:
+    """One model's serving Model and run, swapped between frames; every switch kept."""
+
+    def __init__(self, clock: Clock, report: Callable[[ProfileRun, str], None],
+                 log: Callable[[], Log], warn: Callable[[], Log], name: str) -> None:
+        """``log`` / ``warn`` return the line writers (read at each line: callers re-route)."""
+        self.clock, self.report, self._log, self._warn, self.name = (
+            clock, report, log, warn, name)
+        self.model: Optional[Model] = None
+        self.run: Optional[ProfileRun] = None
+        self.frame = threading.Lock()       # held by a frame; a hand-over waits for it
+        self.switches: List[dict] = []      # every switch: time, from, to, trigger, evidence
+
+    @property
+    def backend_name(self) -> str:
+        """Return the name of the backend the next frame runs on."""
+        return self.model.backend_name if self.model else ''
+
+    def result(self, name: Optional[str]) -> Optional[CandidateResult]:
+        """Return the run's figures for candidate ``name`` (None: not in the run)."""
+        return next((r for r in self.run.results if r.backend == name), None) \
+            if self.run else None
+
+    def serve(self, model: Model, run: ProfileRun, trigger: str) -> None:
+        """Serve ``model`` (the first choice, or a fixed one) and report ``run``."""
+        self.model, self.run = model, run
+        self.report(run, trigger)
+
+    def infer(self, frame, around_run=None) -> Result:
+        """Run ``frame`` on the serving model (RuntimeError when none is open)."""
+        if self.model is None:
+            raise RuntimeError(f'{self.name}: no model open (not started, or closed)')
+        return self.model.infer(frame, around_run=around_run)
+
+    def swap(self, model: Optional[Model], run: Optional[ProfileRun] = None,
+             close_old: bool = True) -> Optional[Model]:
+        """Serve ``model`` (None: keep) with ``run`` (None: keep); return the old model.
+
+        The old model is closed unless ``close_old`` (a promoted runner-up's
+        session stays open as the new runner-up).
+        """
+        old = self.model
+        if model is not None:
+            self.model = model
+        if run is not None:
+            self.run = run
+        if close_old and model is not None and old is not None and old is not model:
+            old.close()
+        return old
+
+    def record(self, old: str, new: str, trigger: str, evidence: str,
+               chosen: bool = True) -> None:
+        """Keep a switch ``old`` -> ``new``: the record, one line, the report.
+
+        ``chosen``: mark ``new`` chosen in the run and give the evidence as
+        its why (a background profile's run says so itself: False).
+        """
+        run = self.run
+        assert run is not None      # a switch replaces a choice
+        if chosen:
+            for r in run.results:
+                r.chosen = r.backend == new
+            run.chosen, run.why = new, f'{trigger}: {evidence}'
+        self.switches.append({'t': self.clock.monotonic(), 'from': old, 'to': new,
+                              'trigger': trigger, 'evidence': evidence})
+        if trigger == 'fallback':
+            self._warn()(f'{evidence}; falling back to {new}')
+        elif trigger != 'profiled':     # a profile's hand-over says so in its own line
+            self._warn()(f'switching backend {old} -> {new} ({trigger}): {evidence}')
+        self.report(run, trigger)
+
+    def close(self) -> None:
+        """Close the serving model."""
+        if self.model is not None:
+            self.model.close()
+        self.model = None
