@@ -89,11 +89,12 @@ def local_modules() -> set:
     """Return the top-level names this repository provides on the tests' import path.
 
     The package, and the modules of the folders its tests put on ``sys.path``
-    (test/, bench/, tools/): a module deeper down (``backends/libs/openvino.py``) is
+    (test/ and its rooms, bench/, tools/): a module deeper down (``backends/libs/openvino.py``) is
     not importable as a top-level name, so it does not hide a library.
     """
     names = set()
-    for folder in (PKG, PKG / 'test', ROOT / 'bench', ROOT / 'tools'):
+    rooms = [d for d in (PKG / 'test').iterdir() if d.is_dir() and any(d.glob('test_*.py'))]
+    for folder in (PKG, PKG / 'test', *rooms, ROOT / 'bench', ROOT / 'tools'):
         for path in folder.glob('*.py'):
             names.add(path.stem)
         names.update(d.name for d in folder.iterdir() if (d / '__init__.py').is_file())

@@ -19,12 +19,12 @@ from edge_infer.nodes.perception_node import PerceptionNode
 from edge_infer.telemetry import shared
 from edge_infer_msgs.msg import Classification, EnergyRecord
 import numpy as np
+from power_trees import _jetson_jp5_tree
 import pytest
 from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.parameter import Parameter
 from rclpy.serialization import serialize_message
 from sensor_msgs.msg import Image
-from test_telemetry import _jetson_jp5_tree
 
 # A sample held back this long lands before the node's old wait gave up
 # (max(0.25 s, 3 periods) = 1.5 s at 2 Hz): the old node got its record first.

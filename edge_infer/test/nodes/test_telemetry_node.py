@@ -15,10 +15,10 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from edge_infer.nodes.telemetry_node import TelemetryNode
 from edge_infer.telemetry import shared
 from edge_infer_msgs.msg import PowerSample
+from power_trees import _jetson_jp5_tree
 import pytest
 from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.parameter import Parameter
-from test_telemetry import _jetson_jp5_tree
 
 VDD_IN_W = 5072 * 1280 / 1e6    # the fixture's input rail: the board's total
 
