@@ -9,19 +9,19 @@ Prints, per tree: product modules and lines, the package's internal import
 links (and how many sit inside functions), links between backends/ files
 and between its parts, import circles, links from the runtime into the
 set-up tools, mypy ``ignore_errors`` sections and files over 500 lines.
-The walker is the one test_import_graph.py checks the rules with.
+The walker (edge_infer/testing/import_walk.py) is the one test_import_graph.py
+checks the rules with.
 """
 
 import argparse
 import ast
 import configparser
 import pathlib
-import sys
 from typing import Dict, Set
 
+from edge_infer.testing import import_walk     # one walker: the rules' test's too
+
 HERE = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(HERE / 'edge_infer' / 'test' / 'graph'))
-import test_import_graph as walker  # noqa: E402  (the test's walker: one definition)
 
 
 def _in_functions(path: pathlib.Path, known: Dict[str, pathlib.Path]) -> int:
@@ -41,9 +41,9 @@ def _in_functions(path: pathlib.Path, known: Dict[str, pathlib.Path]) -> int:
 
 def shape(tree: pathlib.Path) -> Dict[str, object]:
     """Return the figures of the checkout at ``tree``."""
-    walker.PACKAGE = tree / 'edge_infer' / 'edge_infer'
-    known = walker._modules()
-    graph = walker._graph()
+    package = tree / 'edge_infer' / 'edge_infer'
+    known = import_walk.modules(package)
+    graph = import_walk.graph(package)
     product = {n: p for n, p in known.items() if '.testing' not in n}
     tools = ('edge_infer.tools', 'edge_infer.models', 'edge_infer.bag', 'edge_infer.armcheck')
     lines = {n: len(p.read_text().splitlines()) for n, p in product.items()}
@@ -71,7 +71,7 @@ def shape(tree: pathlib.Path) -> Dict[str, object]:
         'imports inside functions': sum(_in_functions(p, known) for p in product.values()),
         'links between backends/ files': len(in_backends),
         'links between backends/ parts': len(between_parts),
-        'import circles': len(walker._circles(graph)),
+        'import circles': len(import_walk.circles(graph)),
         'runtime -> tools links': len(into_tools),
         'mypy ignore_errors sections': len(ignored),
         'files over 500 lines': sum(1 for n in lines.values() if n > 500),

@@ -6,86 +6,28 @@ import moved into a function to dodge a circle is still a circle (graph.py
 and validate.py were one, nodes/container.py and nodes/stopping.py another).
 """
 
-import ast
 import pathlib
 from typing import Dict, List, Set
+
+from edge_infer.testing import import_walk
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[2] / 'edge_infer'
 
 
 def _modules() -> Dict[str, pathlib.Path]:
-    out = {}
-    for path in PACKAGE.rglob('*.py'):
-        parts = list(path.relative_to(PACKAGE.parent).with_suffix('').parts)
-        if parts[-1] == '__init__':
-            parts = parts[:-1]
-        out['.'.join(parts)] = path
-    return out
-
-
-def _imports(name: str, path: pathlib.Path, known: Dict[str, pathlib.Path]) -> Set[str]:
-    """Return the package's modules that ``name`` imports, anywhere in its file."""
-    package = name.split('.') if path.name == '__init__.py' else name.split('.')[:-1]
-    found: Set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            targets = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = package[:len(package) - node.level + 1] if node.level else []
-            module = '.'.join(base + ([node.module] if node.module else []))
-            targets = [f'{module}.{a.name}' for a in node.names] + [module]
-        else:
-            continue
-        for target in targets:
-            while target not in known and '.' in target:
-                target = target.rsplit('.', 1)[0]
-            if target in known and target != name and not name.startswith(target + '.'):
-                found.add(target)
-    return found
+    return import_walk.modules(PACKAGE)
 
 
 def _graph() -> Dict[str, Set[str]]:
-    known = _modules()
-    return {name: _imports(name, path, known) for name, path in known.items()}
-
-
-def _circles(graph: Dict[str, Set[str]]) -> List[List[str]]:
-    """Return the strongly connected parts of more than one module (Tarjan)."""
-    index: Dict[str, int] = {}
-    low: Dict[str, int] = {}
-    stack: List[str] = []
-    out: List[List[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        for w in graph[v]:
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            part = []
-            while True:
-                w = stack.pop()
-                part.append(w)
-                if w == v:
-                    break
-            if len(part) > 1:
-                out.append(sorted(part))
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return out
+    return import_walk.graph(PACKAGE)
 
 
 def test_the_package_has_no_import_circle():
     graph = _graph()
     assert len(graph) > 100 and sum(map(len, graph.values())) > 200   # the walk found them
-    assert _circles(graph) == []
+    assert import_walk.circles(graph) == []
     # the check itself: a circle made on purpose is found
-    assert _circles({**graph, 'edge_infer.paths': graph['edge_infer.paths'] | {
+    assert import_walk.circles({**graph, 'edge_infer.paths': graph['edge_infer.paths'] | {
         'edge_infer.graph'}}) != []
 
 
@@ -187,6 +129,6 @@ def test_the_runtime_imports_no_set_up_tool(tmp_path):
     planted = tmp_path / 'quantize.py'
     planted.write_text('def frames():\n    from ...tools.bag import record\n')
     name = 'edge_infer.backends.precision.quantize'
-    imports = _imports(name, planted, _modules())
+    imports = import_walk.imports(name, planted, _modules())
     assert 'edge_infer.tools.bag.record' in imports
     assert _imports_of_tools({**graph, name: graph[name] | imports}) != found
