@@ -89,13 +89,13 @@ samples anyway.
 
 from collections import deque
 from dataclasses import dataclass, field
-import itertools
 import math
 import threading
 import time
 from typing import Callable, Dict, List, Optional, Sequence
 
-from edge_infer.telemetry.attribution import attribute, Entry, method_text, Run, RunEnergy
+from edge_infer.telemetry.attribution import attribute, Entry, Run, RunEnergy
+from edge_infer.telemetry.ledger import EnergyLedger
 from edge_infer.telemetry.sources import PowerSource, Sample
 
 INF = float('inf')
@@ -128,9 +128,6 @@ class PowerMeter:
         self._rate_req = float(rate_hz)
         self._history_s = float(history_s)
         self._log = log
-        self._model_rails = {k: tuple(v) for k, v in (model_rails or {}).items()}
-        self._max_wait_s = float(max_wait_s)
-        self._wait_for_tail = wait_for_tail     # None: wait only for measured sources
         self._ring: deque = deque(maxlen=max(2, int(math.ceil(history_s * rate_hz))))
         self._cv = threading.Condition()
         self._stop = threading.Event()
@@ -139,12 +136,8 @@ class PowerMeter:
         self._e_total = 0.0
         self._e_rails: Dict[str, float] = {}
         self._t_start: Optional[float] = None
-        self._runs: Dict[int, Run] = {}      # by token = start order (t0 never decreases)
-        self._open: Dict[int, Run] = {}      # runs begun, not yet ended
-        self._longest = 0.0                   # longest run seen (s): how far back overlaps reach
-        self._next_prune = 0.0
-        self._pending: List[Run] = []
-        self._tokens = itertools.count(1)
+        # the runs marked by begin() / end() and the energy each is given
+        self._ledger = EnergyLedger(self, history_s, model_rails, max_wait_s, wait_for_tail, log)
         self.switches: List[Switch] = []
         self._dead_logged = False
 
@@ -189,7 +182,7 @@ class PowerMeter:
         if self._thread is not None:
             self._thread.join(timeout=5.0)
             self._thread = None
-        self._deliver(force=True)
+        self._ledger.deliver(force=True)
 
     def _loop(self) -> None:
         src = self._sources[self._idx]
@@ -208,10 +201,10 @@ class PowerMeter:
                 if not self._switch(f'{type(exc).__name__}: {exc}'):
                     self._stop.wait(1.0)
                 next_t = time.monotonic()
-                self._deliver()
+                self._ledger.deliver()
                 continue
             self._add(s)
-            self._deliver()
+            self._ledger.deliver()
             next_t += self._period
             now = time.monotonic()
             if next_t < now - self._period:
@@ -281,28 +274,6 @@ class PowerMeter:
             self._ring.append(Entry(s, self._idx))
             self._cv.notify_all()
 
-    def _deliver(self, force: bool = False) -> None:
-        """Call end() callbacks whose window is covered (or overdue / forced)."""
-        if not self._pending:  # unlocked peek: a callback added now is seen next loop
-            return
-        with self._cv:
-            if not self._pending:
-                return
-            last_t = self._ring[-1].sample.t if self._ring else -INF
-            overdue = time.monotonic() - max(2.0 * self._period, 0.1)
-            ready = [r for r in self._pending
-                     if force or r.ended <= last_t or r.ended < overdue]
-            if not ready:
-                return
-            self._pending = [r for r in self._pending if r not in ready]
-            jobs = [(r, self._prepare(r)) for r in ready]
-        for run, prepared in jobs:
-            assert run.callback is not None     # only end(callback=...) leaves a run pending
-            try:
-                run.callback(self._finish(run, prepared))
-            except Exception as exc:  # a user callback must not kill the sampler
-                self._log(f'WARNING power meter: end() callback for {run.model} raised: {exc}')
-
     # ------------------------------------------------------------------ queries
     def achieved_rate_hz(self, window_s: float = 2.0) -> float:
         """Return the sample rate achieved over the last ``window_s`` seconds."""
@@ -345,26 +316,30 @@ class PowerMeter:
                 return 0.0
             return self._ring[-1].sample.t - self._t_start
 
+    def entries_since(self, t0: float) -> List[Entry]:
+        """Return the ring's entries from the last one at/before t0 to the newest (lock held)."""
+        out = []
+        for e in reversed(self._ring):
+            out.append(e)
+            if e.sample.t <= t0:
+                break
+        out.reverse()
+        return out
+
     def average_w(self, t0: float, t1: float) -> float:
         """Return the mean total power over [t0, t1] from the buffered samples (NaN if none)."""
         if t1 <= t0:
             return float('nan')
         run = Run(0, '', t0, None, t1)
         with self._cv:
-            entries = self._select(t0)
+            entries = self.entries_since(t0)
         res = attribute(entries, run, [run], self._period)
         return res['joules'] / (t1 - t0) if res else float('nan')
 
     # ------------------------------------------------------------------ energy per inference
     def begin(self, model: str, rails: Optional[Sequence[str]] = None) -> int:
         """Mark the start of a model run now; return the token for end(). Thread-safe."""
-        t0 = time.monotonic()
-        claim = tuple(rails) if rails else self._model_rails.get(model)
-        with self._cv:
-            token = next(self._tokens)
-            self._runs[token] = self._open[token] = Run(token, model, t0, claim or None)
-            self._prune(t0)
-        return token
+        return self._ledger.begin(model, rails)
 
     def end(self, token: int,
             callback: Optional[Callable[[Optional[RunEnergy]], None]] = None
@@ -375,109 +350,4 @@ class PowerMeter:
         the first sample after the end. With ``callback`` it returns None at once
         and ``callback(record)`` runs on the sampler thread when the data is in.
         """
-        t1 = time.monotonic()
-        wait = self._wait_for_tail if self._wait_for_tail is not None else self.measured
-        with self._cv:
-            run = self._runs.get(token)
-            if run is None or run.t1 is not None:
-                return None
-            run.t1 = t1
-            self._open.pop(token, None)
-            self._longest = max(self._longest, t1 - run.t0)
-            self._prune(t1)
-            if not wait:
-                prepared = self._prepare(run)
-            elif callback is not None:
-                run.callback = callback
-                self._pending.append(run)
-                return None
-        if not wait:
-            record = self._finish(run, prepared)
-            if callback is None:
-                return record
-            try:
-                callback(record)
-            except Exception as exc:  # same contract as a callback from the sampler
-                self._log(f'WARNING power meter: end() callback for {run.model} raised: {exc}')
-            return None
-        with self._cv:
-            deadline = t1 + min(1.5 * self._period, self._max_wait_s)
-            while not self._ring or self._ring[-1].sample.t < t1:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or self._thread is None:
-                    break
-                self._cv.wait(remaining)
-            prepared = self._prepare(run)
-        return self._finish(run, prepared)
-
-    def _select(self, t0: float) -> List[Entry]:
-        """Return the ring's entries from the last one at/before t0 to the newest (lock held)."""
-        out = []
-        for e in reversed(self._ring):
-            out.append(e)
-            if e.sample.t <= t0:
-                break
-        out.reverse()
-        return out
-
-    def _prepare(self, run: Run):
-        """Copy what the integration needs (lock held)."""
-        # newest first; runs are kept in start order (up to the lock wait: begin()
-        # reads the clock before taking the lock, hence the 50 ms of slack), so
-        # none that began more than the longest run ago can reach into this one,
-        # except one still open
-        reach = run.t0 - self._longest - 0.05
-        overlapping = []
-        for r in reversed(self._runs.values()):
-            if r.t0 < reach:
-                break
-            if r.t0 < run.ended and (r.t1 is None or r.t1 > run.t0):
-                overlapping.append(r)
-        overlapping += [r for r in self._open.values() if r.t0 < reach]
-        overlapping.reverse()
-        overlapping = [Run(r.token, r.model, r.t0, r.rails, r.t1) for r in overlapping]
-        return self._select(run.t0), overlapping, self._period
-
-    def _finish(self, run: Run, prepared) -> Optional[RunEnergy]:
-        entries, overlapping, period = prepared
-        res = attribute(entries, run, overlapping, period)
-        if res is None:
-            return None
-        joules, used, notes = res['joules'], res['used'], res['notes']
-        idx = sorted({e.src for e in used})
-        srcs = [self._sources[i] for i in idx]
-        acc_frac = max(float(s.accuracy_frac) for s in srcs)
-        acc_w = max(float(s.accuracy_w) for s in srcs)
-        duration = run.ended - run.t0
-        p_mean = abs(joules) / duration if duration > 0 else 0.0
-        error = res['edge_s'] * p_mean + acc_frac * abs(joules) + acc_w * res['t_share']
-        n_used = len(used)
-        if n_used >= 2 and used[-1].sample.t > used[0].sample.t:
-            rate = (n_used - 1) / (used[-1].sample.t - used[0].sample.t)
-        else:
-            rate = 1.0 / period
-        method = method_text(res['rails'], len(overlapping) - 1, acc_frac, acc_w, tuple(notes))
-        return RunEnergy(
-            model=run.model, t0=run.t0, t1=run.ended, joules=joules,
-            rail_joules=res['rail_joules'],
-            source='+'.join(s.name for s in srcs), measured=all(s.measured for s in srcs),
-            sample_rate_hz=rate, n_samples=n_used, error_j=error, method=method)
-
-    def _prune(self, now: float) -> None:
-        """Forget ended runs older than the history and drop runs left open that long.
-
-        At most once a second: a scan of every run kept (1,800 at 60 runs/s)
-        on each begin/end cost ~0.2 ms per call.
-        """
-        if now < self._next_prune:
-            return
-        self._next_prune = now + 1.0
-        horizon = now - self._history_s
-        for token, r in list(self._runs.items()):
-            if r.t1 is not None and r.t1 < horizon and r not in self._pending:
-                del self._runs[token]
-            elif r.t1 is None and r.t0 < horizon:
-                del self._runs[token]
-                self._open.pop(token, None)
-                self._log(f'WARNING power meter: run of {r.model} begun {now - r.t0:.0f} s ago '
-                          f'never ended; dropped from the overlap accounting')
+        return self._ledger.end(token, callback)
