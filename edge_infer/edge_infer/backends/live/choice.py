@@ -351,11 +351,6 @@ class LiveChoice:
     def _switched(self, old: str, new: str, trigger: str, evidence: str,
                   expected_ms: Optional[float] = None) -> None:
         """Record a switch; ``expected_ms``: the new backend's latency as just measured."""
-        run = self.run
-        assert run is not None      # a switch replaces a choice
-        for r in run.results:
-            r.chosen = r.backend == new
-        run.chosen, run.why = new, f'{trigger}: {evidence}'
         # what was measured of the old choice says nothing of the new one
         self.runners.new_choice()
         self.load_watch.new_choice()
@@ -367,7 +362,7 @@ class LiveChoice:
                               res.p50_ms if res else self.drift.expected_ms)
         self.hours.cue(self.clock.monotonic())
         self.hours.standby = new.startswith('triton/')     # a server: the runners-up stay open
-        self.server.record(old, new, trigger, evidence)
+        self.server.record(old, new, trigger, evidence)    # the run's chosen flags, the report
 
     def _handover(self, new: Optional[Model], run: ProfileRun, took: float, phase: str,
                   rest: str, settled: Callable[[], bool]) -> bool:
