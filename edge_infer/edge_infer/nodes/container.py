@@ -164,7 +164,7 @@ class PerceptionContainer:
                     self.executors[0])
 
     def autostart(self) -> Iterator[object]:
-        """Configure and activate every node in turn; yield each once its turn is over.
+        """Configure and activate the nodes side by side (a thread each); yield each when done.
 
         A node that fails stays unconfigured. The caller may start serving a
         node as soon as it is yielded: the first detection then does not wait

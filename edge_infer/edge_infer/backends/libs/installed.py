@@ -27,6 +27,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 _lock = threading.Lock()
 _memo: Dict[str, object] = {}
 _asking: Dict[str, threading.Lock] = {}     # one lock per question being asked
+_versions: Dict[Tuple[str, ...], Tuple[str, str]] = {}     # dist_version's answers
 
 
 def dist_version(*names: str) -> Tuple[str, str]:
@@ -36,11 +37,9 @@ def dist_version(*names: str) -> Tuple[str, str]:
     times for the same few, 0.36 s of a 2-core EPYC's start; a name not
     installed costs a scan of every site folder.
     """
-    tag = json.dumps(['dist_version', names])
     with _lock:
-        if tag in _memo:
-            name, version = json.loads(str(_memo[tag]))
-            return name, version
+        if names in _versions:
+            return _versions[names]
     found: Tuple[str, str] = ('', '')
     for name in names:
         try:
@@ -49,7 +48,7 @@ def dist_version(*names: str) -> Tuple[str, str]:
         except metadata.PackageNotFoundError:
             continue
     with _lock:
-        _memo[tag] = json.dumps(found)
+        _versions[names] = found
     return found
 
 
@@ -140,3 +139,4 @@ def forget() -> None:
     """Drop what this process kept in memory (tests; a library installed while running)."""
     with _lock:
         _memo.clear()
+        _versions.clear()
