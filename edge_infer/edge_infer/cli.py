@@ -45,6 +45,7 @@ def _lifecycle(argv) -> int:
 
     from . import procs
     from .nodes.lifecycle_client import LifecycleClient, LifecycleError, TRANSITIONS
+    from .nodes.stopping import shut_down_within
     ap = argparse.ArgumentParser(prog='edge_infer lifecycle')
     ap.add_argument('node', help='node name, e.g. /detector')
     ap.add_argument('transition', choices=[*TRANSITIONS, 'get'])
@@ -52,18 +53,19 @@ def _lifecycle(argv) -> int:
     args = ap.parse_args(argv)
     procs.use_ros_env_here()
     rclpy.init()
+    node = rclpy.create_node('edge_infer_lifecycle')
+    code = 1
     try:
-        node = rclpy.create_node('edge_infer_lifecycle')
         lc = LifecycleClient(node)
         if args.transition != 'get':
             lc.change(args.node, args.transition, args.timeout)
-        print(f'{args.node}: {lc.get_state(args.node, args.timeout)}')
-        return 0
+        print(f'{args.node}: {lc.get_state(args.node, args.timeout)}', flush=True)
+        code = 0
     except LifecycleError as exc:
-        print(f'edge_infer lifecycle: {exc}', file=sys.stderr)
-        return 1
+        print(f'edge_infer lifecycle: {exc}', file=sys.stderr, flush=True)
     finally:
-        rclpy.try_shutdown()
+        code = shut_down_within([node], code)   # the answer is out: a hang must not keep it
+    return code
 
 
 def _info(argv) -> int:

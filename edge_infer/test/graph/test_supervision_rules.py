@@ -335,3 +335,51 @@ def test_a_destroyed_lifecycle_node_takes_its_dds_participant_and_shm_files_alon
         node.destroy_node()         # twice: nothing more to do, no error
     finally:
         rclpy.try_shutdown(context=ctx)
+
+
+def test_a_short_command_leaves_with_its_answer_when_the_ros_teardown_hangs():
+    """stopping.shut_down_within: CI saw ``edge_infer lifecycle`` print its refusal, then hang."""
+    import subprocess
+    import sys
+    code = '\n'.join([
+        'import threading, time',
+        'from edge_infer.nodes.stopping import shut_down_within',
+        'class Stuck:                      # a teardown that never returns',
+        '    context = None',
+        '    def destroy_node(self):',
+        '        threading.Event().wait()',
+        "print('refused', flush=True)",
+        'shut_down_within([Stuck()], 3, grace_s=0.5)',
+        "print('not reached')"])
+    t0 = time.monotonic()
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 3, out.stderr
+    assert out.stdout.strip() == 'refused'
+    assert 'did not shut down in 0.5 s' in out.stderr and 'exit code 3' in out.stderr
+    assert time.monotonic() - t0 < 30
+
+
+def test_a_short_command_tears_ros_down_and_returns_its_code():
+    import subprocess
+    import sys
+    from edge_infer import procs
+    code = '\n'.join([
+        'import os, rclpy',
+        'from edge_infer import shm',
+        'from edge_infer.nodes.stopping import shut_down_within',
+        'rclpy.init()',
+        "node = rclpy.create_node('short_command')",
+        'held = shm.segment_locks(os.getpid())',
+        'assert shut_down_within([node], 0, grace_s=30) == 0',
+        'assert not rclpy.ok()',
+        'left = shm.segment_locks(os.getpid())',
+        "print('held', len(held), 'left', len(left))"])
+    env = procs.ros_env(procs.free_domain_id(os.getpid() + 29))
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                         timeout=60, env=env)
+    assert out.returncode == 0, out.stderr
+    held, left = (int(w) for w in out.stdout.split()[1::2])
+    if not held:
+        pytest.skip('no Fast DDS shared memory segment here (SHM transport off)')
+    assert left == 0, out.stdout      # the participant and its files went with the context
