@@ -77,7 +77,7 @@ def replay(rows, names, settings: LiveSettings, model='mobilenet_v2', lag_s=0.5,
     """Serve the rows through a LiveChoice; return (rows with 'sim' columns, live).
 
     ``delay_s``: the first runner-up run waits this long (seeds shift the frames
-    the runners-up land on). ``live.observer`` holds its samples and cues.
+    the runners-up land on). ``live.selector.observer`` holds its samples and cues.
     """
     clock = Clock()
     spec = load_registry(paths.config_dir() / 'models.yaml')[model]
@@ -99,9 +99,9 @@ def replay(rows, names, settings: LiveSettings, model='mobilenet_v2', lag_s=0.5,
                       settings=settings, log=lambda s: None, foreign_load=foreign,
                       clock=clock, observer=RecordingObserver())
     live.start(backend=next(b for b in backends if b.name == ranked[0]), run=run)
-    for t in live._threads:
+    for t in live.background.threads:
         t.join()
-    live.pacing.next_probe = live.pacing.next_eager = clock.t + delay_s
+    live.selector.pacing.next_probe = live.selector.pacing.next_eager = clock.t + delay_s
     out = []
     base, phase, offset = clock.t, None, 0.0
     for r in rows:
@@ -138,7 +138,7 @@ def summary(rows, names, settings, phase_s=20.0, delay_s=0.0):
     table = analyse(out, {'sim': None}, dict.fromkeys(names), phases_of(out, phase_s))
     # the whole run's runner-up time / chosen time (overhead() covers the last horizon_s)
     over = live.overhead(since_start=True)
-    return table, over, live.switches, len(live.observer.pairs)
+    return table, over, live.switches, len(live.selector.observer.pairs)
 
 
 def main() -> None:

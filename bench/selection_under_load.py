@@ -125,7 +125,7 @@ def serve_start(after, before, frames, timeout: float = 300.0) -> dict:
 
     ``after`` starts with an empty cache: it serves on a provisional backend at
     once while its profile runs in the background, sharing the cores with the
-    frames (edge_infer.backends.live.startup). Returns what that start cost.
+    frames (edge_infer.backends.live.selector.startup). Returns what that start cost.
     """
     provisional, k, waits = after.backend_name, 0, 0
     times = {'after': [], 'before': []}
@@ -175,7 +175,7 @@ def serve(runtimes: dict, pinned: dict, frames, seconds: float, log: list, phase
                 # background thread: let it run alone, off the phase clock (see the
                 # docstring), so that it slows no other session's frames
                 t_wait = time.monotonic()
-                if live.observer.wait_reevaluation():
+                if live.selector.observer.wait_reevaluation():
                     waited = time.monotonic() - t_wait
                     t0 += waited
                     log.append({'phase': phase, 't': now, 'event': f'{name} re-evaluated',

@@ -86,7 +86,7 @@ def simulate(rule: dict, a, b, seconds: float, frames, spec, model_path,
                       settings=LiveSettings(drift_threshold=0, **rule), log=lambda s: None,
                       clock=clock)
     live.start(backend=backends[0], run=run)
-    for th in live._threads:
+    for th in live.background.threads:
         th.join()
     served = []
     end, k = clock.t + seconds, 0

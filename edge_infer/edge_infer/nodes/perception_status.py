@@ -183,13 +183,13 @@ class PerceptionStatus(_Node):
         if live is not None and live.run is not None:
             values['backend_reason'] = live.run.why
             values['backend_provisional'] = live.provisional   # profile still running
-            values['drift_events'] = live.drift.fired if live.drift else 0
-            values['drift_episodes'] = live.drift.episodes if live.drift else 0
+            values['drift_events'] = live.selector.drift.fired if live.selector.drift else 0
+            values['drift_episodes'] = live.selector.drift.episodes if live.selector.drift else 0
             values['backend_switches'] = len(live.switches)
             values['reselect_runs'] = f'{live.shadow_runs} ({live.served_frames} served)'
             values['reselect_share'] = f'{live.overhead():.3f}'
         if live is not None:
-            values['runners_up_open'] = len(live.runners)
+            values['runners_up_open'] = len(live.selector.runners)
             values['fallbacks'] = snap['fallbacks']
             fell = [s for s in live.switches if s['trigger'] == 'fallback']
             if fell and live.clock.monotonic() - fell[-1]['t'] < window:

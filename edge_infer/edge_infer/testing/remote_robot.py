@@ -73,4 +73,4 @@ def feed(live: LiveChoice, frames, served: Served, until: Callable[[], bool],
 
 def local_open(live: LiveChoice) -> bool:
     """Return whether the local candidate is open beside the chosen one."""
-    return LOCAL in live.runners.names()
+    return LOCAL in live.selector.runners.names()

@@ -108,11 +108,11 @@ def env(data_home, tmp_path):
             while e.clock.t < min(second, end):
                 t0 = e.clock.t
                 live.infer(e.frames[k % len(e.frames)])
-                served.append((e.clock.t, live.backend_name, len(live.runners)))
+                served.append((e.clock.t, live.backend_name, len(live.selector.runners)))
                 live.after_frame()
                 e.clock.t = max(e.clock.t, t0 + 1.0 / fps)
                 k += 1
-            for t in live._threads:     # runners-up opening, a level being written
+            for t in live.background.threads:     # runners-up opening, a level being written
                 t.join()
         return served
 
@@ -139,19 +139,19 @@ def _learned(env):
 
 
 def _drift_alerts(live):
-    return [t for t, why in live.observer.alerts if why == 'latency drift']
+    return [t for t, why in live.selector.observer.alerts if why == 'latency drift']
 
 
 def test_a_steady_graph_raises_no_drift_alarm_and_opens_no_runner_up(env):
     level = _learned(env)
     now = env.start()
     # made before its peers joined: the profile; then the 4 models' level, said once
-    assert now.live.drift.expected_ms == pytest.approx(5.0)
+    assert now.live.selector.drift.expected_ms == pytest.approx(5.0)
     served = env.serve(now.live, 300.0)
-    assert now.live.drift.expected_ms == pytest.approx(level)
+    assert now.live.selector.drift.expected_ms == pytest.approx(level)
     said = [s for s in now.lines if "this model's level in this graph" in s]
     assert len(said) == 1 and '(4 models)' in said[0] and 'alone 5.0 ms' in said[0], now.lines
-    assert now.live.drift.fired == 0 and _drift_alerts(now.live) == []
+    assert now.live.selector.drift.fired == 0 and _drift_alerts(now.live) == []
     # the fresh choice's look alone; closed after it, never opened again
     assert now.manager.runner_budget.grants == 1
     assert not any(n for t, _, n in served if t > served[0][0] + 15.0)
@@ -163,7 +163,8 @@ def test_a_real_2x_slowdown_over_the_graph_level_still_fires_and_moves_the_choic
     slow_at = env.clock.t + 60.0
     now = env.start(slow_at=slow_at)     # fake/a: 18 ms in the graph; fake/b: 12.6 ms
     env.serve(now.live, 60.0)
-    assert now.live.drift.fired == 0 and now.live.drift.expected_ms == pytest.approx(level)
+    drift = now.live.selector.drift
+    assert drift.fired == 0 and drift.expected_ms == pytest.approx(level)
     served = env.serve(now.live, 30.0)
     fired = _drift_alerts(now.live)
     assert fired and fired[0] - slow_at < 10.0, now.lines
@@ -177,7 +178,7 @@ def test_the_first_start_stores_the_level_so_the_second_start_does_not_fire(env)
     first = env.start()
     env.serve(first.live, 60.0)
     # no level yet: the alarm fires, a look keeps the choice, the level is accepted (as before)
-    assert first.live.drift.fired >= 1 and _drift_alerts(first.live)
+    assert first.live.selector.drift.fired >= 1 and _drift_alerts(first.live)
     assert any('expected now' in s for s in first.lines), first.lines
     first.close()
     (graph, value), = env.levels()
@@ -185,8 +186,8 @@ def test_the_first_start_stores_the_level_so_the_second_start_does_not_fire(env)
     assert value['level_ms'] == pytest.approx(5.0 * IN_GRAPH, rel=0.1)
     second = env.start()
     env.serve(second.live, 120.0)
-    assert second.live.drift.fired == 0 and _drift_alerts(second.live) == []
-    assert second.live.drift.expected_ms == pytest.approx(value['level_ms'])
+    assert second.live.selector.drift.fired == 0 and _drift_alerts(second.live) == []
+    assert second.live.selector.drift.expected_ms == pytest.approx(value['level_ms'])
     assert second.manager.runner_budget.grants == 1      # the fresh choice's look alone
 
 
@@ -194,9 +195,9 @@ def test_a_graph_of_two_models_does_not_use_the_four_models_level(env):
     _learned(env)
     two = env.start(graph=2)
     env.serve(two.live, 1.0)
-    assert two.live.drift.expected_ms == pytest.approx(5.0)     # the profile
+    assert two.live.selector.drift.expected_ms == pytest.approx(5.0)     # the profile
     env.serve(two.live, 30.0)
-    assert two.live.drift.fired >= 1        # 1.8x over it: fires, as before
+    assert two.live.selector.drift.fired >= 1        # 1.8x over it: fires, as before
     assert not any('level in this graph' in s for s in two.lines), two.lines
 
 
@@ -206,8 +207,8 @@ def test_a_level_found_too_high_is_lowered_at_once_and_a_slowdown_over_it_fires(
     slow_at = env.clock.t + 90.0
     now = env.start(in_graph=1.2, slow_at=slow_at)
     env.serve(now.live, 60.0)
-    lowered = now.live.drift.expected_ms
-    assert lowered == pytest.approx(6.0, rel=0.05) and now.live.drift.fired == 0
+    lowered = now.live.selector.drift.expected_ms
+    assert lowered == pytest.approx(6.0, rel=0.05) and now.live.selector.drift.fired == 0
     (_, value), = env.levels()
     assert value['level_ms'] == pytest.approx(lowered) and value['how'] == 'steady'
     assert value['level_ms'] < 0.9 * level
@@ -219,10 +220,10 @@ def test_a_level_found_too_high_is_lowered_at_once_and_a_slowdown_over_it_fires(
 def test_the_level_is_learned_only_while_the_whole_graph_is_steady(env):
     start = env.start(settings=_settings(drift_threshold=2.5))
     peer = start.lives[1]
-    peer.startup.provisional = True     # a peer's profile runs (a provisional start)
+    peer.selector.startup.provisional = True     # a peer's profile runs (a provisional start)
     env.serve(start.live, 90.0)
     assert env.levels() == []
-    peer.startup.provisional = False
+    peer.selector.startup.provisional = False
     env.serve(start.live, 35.0)
     (graph, value), = env.levels()
     assert len(graph) == 4 and value['frames'] >= 300
@@ -280,5 +281,5 @@ def test_a_slowdown_while_the_process_profiles_is_not_this_models_drift(env):
     now = env.start(slow_at=env.clock.t + 5.0)
     now.manager.profiling = lambda: True       # another model's profile runs meanwhile
     env.serve(now.live, 30.0)
-    assert now.live.drift.fired == 0 and _drift_alerts(now.live) == [], now.lines
+    assert now.live.selector.drift.fired == 0 and _drift_alerts(now.live) == [], now.lines
     assert env.levels() == before       # the graph's level is not learned from it

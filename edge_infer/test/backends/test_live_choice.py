@@ -162,7 +162,7 @@ def test_a_load_generator_process_moves_the_choice_and_its_end_moves_it_back(
     # (under 0.9x the CPU path's by the switch rule), not against the slower CPU path
     # it replaced (the old rebase took the CPU path's own latency: ~1.0x)
     cpu_ms = sorted(ms for _, b, ms in served if b == 'test/cpu')
-    expected = live.drift.expected_ms
+    expected = live.selector.drift.expected_ms
     assert expected < 0.93 * cpu_ms[len(cpu_ms) // 2], (expected, cpu_ms)
 
 
@@ -176,7 +176,7 @@ def test_a_fixed_choice_is_never_switched_or_watched(tmp_path, mobilenet):
         served = []
         _serve(live, frames, 1.0, served)
         assert {b for _, b, _ in served} == {'test/cpu'}
-        assert live.shadow_runs == 0 and live.drift is None
+        assert live.shadow_runs == 0 and live.selector.drift is None
     finally:
         live.close()
 
@@ -193,9 +193,9 @@ def test_runner_up_time_stays_within_the_duty(tmp_path, mobilenet):
         # the runners-up open in a background thread: this test is about the duty
         # once they run (a CI run beside a cmake build took > 4 s to open them)
         deadline = time.monotonic() + 60
-        while not live.runners and time.monotonic() < deadline:
+        while not live.selector.runners and time.monotonic() < deadline:
             threading.Event().wait(0.05)
-        assert live.runners
+        assert live.selector.runners
         frames = calibration_frames(2)[0]
         # serve until the runners-up ran a few times (a busy CI machine needs longer)
         _serve(live, frames, 60.0, [], until=lambda: live.shadow_runs >= 4)

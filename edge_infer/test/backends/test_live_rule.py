@@ -120,7 +120,7 @@ def sim(data_home):
                           log=lambda s: None, clock=clock, observer=RecordingObserver(),
                           foreign_load=lambda: foreign(clock.t) if foreign else None)
         live.start(backend=backends[0], run=run)
-        for t in live._threads:         # the runners-up open in the background
+        for t in live.background.threads:         # the runners-up open in the background
             t.join()
         opened.append(live)
         return live
@@ -280,7 +280,7 @@ def test_a_load_change_moves_the_choice_and_its_end_moves_it_back(sim):
     # the quiet profile ranks t1 last: it is watched as the one with another thread count
     live = sim.make([t2, other, worse, t1], [4.0, 7.0, 7.5, 8.0],
                     foreign=lambda t: 1.0 if busy(t) else 0.05)
-    assert set(live.runners.names()) == {'fake/other-t2', 'fake/t1'}
+    assert set(live.selector.runners.names()) == {'fake/other-t2', 'fake/t1'}
     served = sim.serve(live, 180.0)
     moved = next(t for t, b in served if t >= t_on and b == 'fake/t1')
     back = next(t for t, b in served if t >= t_off and b == 'fake/t2')
@@ -288,7 +288,7 @@ def test_a_load_change_moves_the_choice_and_its_end_moves_it_back(sim):
     assert [s['to'] for s in live.switches] == ['fake/t1', 'fake/t2'], live.switches
     assert live.overhead() <= 0.05 + 0.01
     # the move back was seen in the foreign load: t1's own latency did not move
-    alerts = live.observer.alerts
+    alerts = live.selector.observer.alerts
     assert any('foreign load 1.00 -> 0.05' in why for _, why in alerts), alerts
 
 
@@ -305,13 +305,13 @@ def test_a_foreign_load_change_forgets_the_pairs_taken_before_it(sim):
     # another process takes a core; the chosen one's latency does not move
     live = sim.make(*_steady_three(jump, 5.0), foreign=lambda t: 1.0 if t >= jump else 0.05)
     sim.serve(live, 29.9)
-    before = {n: len(live.runners.pairs(n)) for n in live.runners.names()}
+    before = {n: len(live.selector.runners.pairs(n)) for n in live.selector.runners.names()}
     assert sum(before.values()) >= 4 and all(before.values()), before
     sim.serve(live, 2.6)            # two 1 s load windows after the change
-    assert [why for _, why in live.observer.alerts] == ['foreign load 0.05 -> 1.00 cores']
+    assert [why for _, why in live.selector.observer.alerts] == ['foreign load 0.05 -> 1.00 cores']
     assert not live.switches
     # pairs from before the older of the two windows are gone
-    pairs = {n: live.runners.pairs(n) for n in live.runners.names()}
+    pairs = {n: live.selector.runners.pairs(n) for n in live.selector.runners.names()}
     assert all(p[0] >= jump - 1.0 for each in pairs.values() for p in each), pairs
 
 
@@ -319,18 +319,18 @@ def test_a_move_of_the_chosen_ones_latency_alone_is_a_cue_not_a_reset(sim):
     jump = sim.clock.t + 30.0
     live = sim.make(*_steady_three(jump, 6.5))      # 5 -> 6.5 ms, no foreign load
     sim.serve(live, 29.9)
-    kept = {n: live.runners.pairs(n) for n in live.runners.names()}
+    kept = {n: live.selector.runners.pairs(n) for n in live.selector.runners.names()}
     runs = live.shadow_runs
     sim.serve(live, 1.2)            # ~20 frames: both medians moved by 30 %
-    assert [why.split()[0] for _, why in live.observer.alerts] == ['latency']
+    assert [why.split()[0] for _, why in live.selector.observer.alerts] == ['latency']
     # the older pairs are still there, and the runners-up are timed eagerly now
     for name, pairs in kept.items():
-        assert pairs[-1] in live.runners.pairs(name), name
-    assert live.pacing.eager_until > sim.clock.t
+        assert pairs[-1] in live.selector.runners.pairs(name), name
+    assert live.selector.pacing.eager_until > sim.clock.t
     sim.serve(live, 2.0)
     # steady: one run per 2.4 s here (a served frame counts once the chosen one's
     # frames after it came: those still awaiting them count as timed)
-    assert live.shadow_runs + len(live.pacing.awaiting) - runs >= 4
+    assert live.shadow_runs + len(live.selector.pacing.awaiting) - runs >= 4
 
 
 def test_energy_objective_keeps_its_choice_no_time_race(sim):
@@ -339,7 +339,7 @@ def test_energy_objective_keeps_its_choice_no_time_race(sim):
     fast = ('fake/fast', _noisy(3.0, 0.02, seed=13), 2)
     live = sim.make([slow, fast], [5.0, 3.0],
                     settings=LiveSettings(drift_threshold=0, objective='energy'))
-    assert len(live.runners) == 0
+    assert len(live.selector.runners) == 0
     sim.serve(live, 60.0)
     assert live.switches == [] and live.shadow_runs == 0
     assert live.backend_name == 'fake/frugal'
@@ -361,14 +361,14 @@ def test_a_fallback_takes_the_open_runner_up_session_without_opening_one(sim):
     good = ('fake/good', _noisy(5.0, 0.02, seed=15), 1)
     live = sim.make([bad, good], [4.0, 5.0])
     live.manager.__class__ = _SelectingManager
-    opened = live.runners.get('fake/good')
+    opened = live.selector.runners.get('fake/good')
     reopened = []
     for b in live.manager.backends:
         b.open_session = lambda path, strict=False, input_spec=None, _b=b: reopened.append(_b.name)
     live.model.session.__class__ = _FailingSession
     sim.serve(live, 1.0)
     assert live.backend_name == 'fake/good' and live.model.session is opened
-    assert reopened == [] and 'fake/good' not in live.runners
+    assert reopened == [] and 'fake/good' not in live.selector.runners
     assert [s['trigger'] for s in live.switches] == ['fallback']
 
 
@@ -409,11 +409,11 @@ def test_a_reevaluation_that_keeps_the_choice_is_applied_between_frames(sim):
     kept.results = [CandidateResult('fake/a', status='ok', p50_ms=7.0, p90_ms=7.0,
                                     p99_ms=7.0, runs=20, accuracy=1.0)]
     # what a re-evaluation that kept the choice leaves for the frame thread
-    live.reevaluation.pending = Reevaluated(kept, 'fake/a', 're-measured', 7.0)
-    assert live.run is not kept and live.drift.expected_ms == pytest.approx(5.0)
+    live.selector.reevaluation.pending = Reevaluated(kept, 'fake/a', 're-measured', 7.0)
+    assert live.run is not kept and live.selector.drift.expected_ms == pytest.approx(5.0)
     sim.serve(live, 0.06)
-    assert live.run is kept and live.drift.expected_ms == pytest.approx(7.0)
-    assert live.reevaluation.pending is None
+    assert live.run is kept and live.selector.drift.expected_ms == pytest.approx(7.0)
+    assert live.selector.reevaluation.pending is None
 
 
 def test_an_observer_can_wait_for_a_reevaluation_without_cancelling_it(sim):
@@ -433,15 +433,15 @@ def test_an_observer_can_wait_for_a_reevaluation_without_cancelling_it(sim):
         return run
     live.manager.profile = profile
     live.manager.select = lambda results, *args: (results[0], 're-measured')
-    observer = live.observer
+    observer = live.selector.observer
     assert observer.wait_reevaluation() is False    # none running: returns at once
-    live.reevaluation.start(live.drift)
+    live.selector.reevaluation.start(live.selector.drift)
     threading.Timer(0.2, release.set).start()
     assert observer.wait_reevaluation() is True
     assert done == [False] and observer.reevaluations == 1   # ran to its end, not cancelled
-    assert live.reevaluation.pending is not None    # its result waits for the next frame
+    assert live.selector.reevaluation.pending is not None    # its result waits for the next frame
     sim.serve(live, 0.06)
-    assert live.drift.expected_ms == pytest.approx(7.0)
+    assert live.selector.drift.expected_ms == pytest.approx(7.0)
 
 
 # ------------------------------------------------------------ served frames
@@ -509,10 +509,10 @@ def test_a_runner_up_that_fails_on_a_served_frame_is_dropped_frame_not_lost(sim)
     live = sim.make([a, b], [5.0, 5.0])
     lines = []
     live.log = lines.append
-    live.runners.get('fake/b').__class__ = _FailingSession
+    live.selector.runners.get('fake/b').__class__ = _FailingSession
     out = _run(live, sim, 5.0)
     assert all(ran == 'fake/a' for _, ran, _ in out)    # every frame has its result
-    assert 'fake/b' not in live.runners and live.served_frames == 0
+    assert 'fake/b' not in live.selector.runners and live.served_frames == 0
     assert any('runner-up fake/b failed (device lost)' in x for x in lines), lines
 
 
@@ -525,11 +525,11 @@ def test_no_extra_run_follows_a_served_frame(sim):
                     settings=LiveSettings(drift_threshold=0, duty=0.5))   # the bound aside
     frame = calibration_frames(1)[0][0]
     _run(live, sim, 1.0, frame=frame)   # the chosen one's reference frames
-    live.sampling.serve_next = 'fake/close'
+    live.selector.sampling.serve_next = 'fake/close'
     assert live.infer(frame).backend == 'fake/close'
-    live._drop_runner('fake/close')     # left: the far one, due now and eager
-    live.pacing.next_eager = live.pacing.next_probe = 0.0
-    live.pacing.eager_until = sim.clock.t + 10.0
+    live.selector.drop_runner('fake/close')     # left: the far one, due now and eager
+    live.selector.pacing.next_eager = live.selector.pacing.next_probe = 0.0
+    live.selector.pacing.eager_until = sim.clock.t + 10.0
     runs = live.shadow_runs
     assert not live.after_frame() and live.shadow_runs == runs
     live.infer(frame)                   # the chosen one ran this one: it may pair
@@ -579,12 +579,12 @@ def test_the_drift_line_comes_once_per_episode(sim):
     live.log = live.warn = lines.append
     sim.serve(live, off1 - t0, fps=10.0)
     drift_lines = [s for s in lines if 'latency drift' in s]
-    assert live.drift.fired >= 2 and len(drift_lines) == 1, lines
+    assert live.selector.drift.fired >= 2 and len(drift_lines) == 1, lines
     # the second firing: a cooldown of looks kept the choice, so the level is expected now
     assert any('under this load' in s for s in lines), lines
     sim.serve(live, on2 + 20.0 - sim.clock.t, fps=10.0)   # quiet, then a second episode
     drift_lines = [s for s in lines if 'latency drift' in s]
-    assert live.drift.episodes == 2 and len(drift_lines) == 2, lines
+    assert live.selector.drift.episodes == 2 and len(drift_lines) == 2, lines
     assert live.switches == []
 
 
@@ -596,24 +596,24 @@ def test_idle_runners_up_are_closed_and_a_cue_or_a_due_look_opens_them(sim):
     c = ('fake/c', _noisy(7.0, 0.03, seed=43), 1)
     settings = LiveSettings(drift_threshold=0, runners_idle_s=10.0, runners_recheck_s=40.0)
     live = sim.make([a, b, c], [5.0, 6.0, 7.0], settings=settings)
-    assert len(live.runners) == 0           # a fresh choice: the first frame opens them
+    assert len(live.selector.runners) == 0           # a fresh choice: the first frame opens them
     sim.serve(live, 0.2)
-    for t in live._threads:
+    for t in live.background.threads:
         t.join()
-    assert len(live.runners) == settings.runners_per_look     # one look: in turn
+    assert len(live.selector.runners) == settings.runners_per_look     # one look: in turn
     sim.serve(live, 12.0)
-    assert len(live.runners) == 0           # nothing moved for 10 s: closed
+    assert len(live.selector.runners) == 0           # nothing moved for 10 s: closed
     sim.serve(live, 25.0)
-    assert len(live.runners) == 0
+    assert len(live.selector.runners) == 0
     opened = []
     for _ in range(10):                     # 40 s after the last cue: a look is due
         sim.serve(live, 0.5)
-        for t in live._threads:
+        for t in live.background.threads:
             t.join()
-        opened.append(len(live.runners))
+        opened.append(len(live.selector.runners))
     assert settings.runners_per_look in opened, opened
     sim.serve(live, 12.0)
-    assert len(live.runners) == 0
+    assert len(live.selector.runners) == 0
     served = sim.serve(live, slow_at + 30.0 - sim.clock.t)
     # fake/a doubled at slow_at: its latency cue opened the runners, and the choice
     # left it within seconds (for fake/c, then fake/b: both faster than it now)
@@ -635,11 +635,11 @@ def test_a_load_that_stays_is_accepted_and_the_runners_up_stay_closed(sim):
     open_at = []
     while sim.clock.t < t0 + 110.0:
         sim.serve(live, 1.0, fps=10.0)
-        for t in live._threads:     # runners-up opened meanwhile: real threads, simulated time
+        for t in live.background.threads:     # runners-up opened meanwhile: real threads
             t.join()
-        open_at.append((sim.clock.t - t0, len(live.runners)))
+        open_at.append((sim.clock.t - t0, len(live.selector.runners)))
     assert live.switches == []
-    assert live.drift.expected_ms == pytest.approx(10.0, rel=0.1), lines
+    assert live.selector.drift.expected_ms == pytest.approx(10.0, rel=0.1), lines
     # open for a look after the drift alarm, then closed once the level was accepted
     assert any(n for t, n in open_at if 10 < t < 45), open_at
     late = [n for t, n in open_at if t > 60]

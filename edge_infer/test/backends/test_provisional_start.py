@@ -154,7 +154,7 @@ def test_closing_during_the_background_profile_stops_it_without_a_switch(
     live.infer(frames[0])
     live.close()        # cancels the profile and waits for its thread
     assert [t for t, _ in reports] == ['provisional']
-    assert not any(t.is_alive() for t in live._threads)
+    assert not any(t.is_alive() for t in live.background.threads)
 
 
 def test_gate_frames_share_it_a_timed_run_holds_it_alone():
@@ -208,7 +208,8 @@ def test_a_profile_stopped_by_a_deactivation_goes_on_when_resumed(tmp_path, mobi
         _serve_until_settled(live, frames)
         assert [t for t, _ in reports] == ['provisional', 'profiled']
         live.resume()       # settled: nothing to resume
-        assert not any(t.is_alive() and t.name.endswith('-profile') for t in live._threads)
+        assert not any(t.is_alive() and t.name.endswith('-profile')
+                       for t in live.background.threads)
     finally:
         live.close()
 

@@ -61,7 +61,8 @@ def _two_models(sim, budget_mb):  # noqa: F811
                  (f'fake/{k}b', _noisy(6.5, 0.03, seed=70 + k), 1),
                  (f'fake/{k}c', _noisy(8.0, 0.03, seed=80 + k), 1)]
         lives.append(sim.make(cands, [5.0, 6.5, 8.0], settings=settings))
-    lives[1].looks.budget = lives[0].looks.budget   # one process: one manager's budget
+    # one process: one manager's budget
+    lives[1].selector.looks.budget = lives[0].selector.looks.budget
     return lives
 
 
@@ -72,9 +73,9 @@ def _serve_both(sim, lives, seconds):  # noqa: F811
     while sim.clock.t < end:
         for live in lives:
             sim.serve(live, 0.1)
-            for t in live._threads:
+            for t in live.background.threads:
                 t.join()
-        seen.append((sim.clock.t, [len(live.runners) for live in lives]))
+        seen.append((sim.clock.t, [len(live.selector.runners) for live in lives]))
     return seen
 
 
@@ -89,16 +90,16 @@ def test_two_models_look_in_turn_within_the_budget_and_close_once_answered(sim, 
     if budget_mb:
         assert not both, 'never both open at once'
         assert looked[1][0] > looked[0][-1], 'the second waited for the first'
-        assert lives[0].looks.budget.denials > 0
+        assert lives[0].selector.looks.budget.denials > 0
     else:
         assert both, 'no cap: both looked at once'
     # each look ended once answered (5+ pairs slower than the chosen one), well
     # before the 20 s of runners_idle_s, and nothing was switched
     for k, live in enumerate(lives):
         assert looked[k][-1] - looked[k][0] < 15.0, looked[k]
-        assert len(live.runners) == 0 and live.switches == []
-        assert live.hours.answered_at > live.hours.since - 1e-9
-    assert lives[0].looks.budget.holders() == 0
+        assert len(live.selector.runners) == 0 and live.switches == []
+        assert live.selector.hours.answered_at > live.selector.hours.since - 1e-9
+    assert lives[0].selector.looks.budget.holders() == 0
 
 
 ARENAS = r"""
@@ -189,8 +190,8 @@ def test_a_drift_with_no_runner_up_to_look_at_is_still_accepted(sim):  # noqa: F
     live.log = live.warn = lines.append
     for _ in range(40):
         sim.serve(live, 1.0)
-        for t in live._threads:
+        for t in live.background.threads:
             t.join()
-    assert len(live.runners) == 0 and live.switches == []
-    assert live.drift.expected_ms == pytest.approx(10.0, rel=0.1), lines
+    assert len(live.selector.runners) == 0 and live.switches == []
+    assert live.selector.drift.expected_ms == pytest.approx(10.0, rel=0.1), lines
     assert any('expected now' in line for line in lines), lines

@@ -260,7 +260,8 @@ def test_a_cold_start_settles_on_the_likely_ones_then_completes(tmp_path, models
         deadline = time.monotonic() + 120
         tick = threading.Event()
         k = 0
-        while live.startup.completion_due or live.provisional or live.startup.profiling:
+        startup = live.selector.startup
+        while startup.completion_due or live.provisional or startup.profiling:
             assert time.monotonic() < deadline, lines
             live.infer(frames[k % 2])
             k += 1

@@ -12,22 +12,35 @@ thread is inside a library's native code aborted the process (ONNX Runtime:
 "terminate called without an active exception").
 """
 
+import contextlib
 import threading
 import time
-from typing import Callable, List
+from typing import Callable, ContextManager, List, Optional
 
 MARK = 'edge_infer_background'      # the attribute that marks these threads
 
 
 class BackgroundWork:
-    """One LiveChoice's background threads."""
+    """One LiveChoice's background threads.
 
-    def __init__(self):
+    ``prefix`` starts each thread's name; ``scope`` (a context manager
+    factory) is entered around each thread's work (a node routes the lines
+    of the work under itself with it).
+    """
+
+    def __init__(self, prefix: str = '',
+                 scope: Optional[Callable[[], ContextManager]] = None) -> None:
         self.threads: List[threading.Thread] = []
+        self.prefix = prefix
+        self.scope = scope or contextlib.nullcontext
 
     def spawn(self, target: Callable[[], object], name: str) -> threading.Thread:
-        """Start ``target`` in a daemon thread called ``name``; forget the ended ones."""
-        t = threading.Thread(target=target, daemon=True, name=name)
+        """Start ``target`` in a daemon thread ``<prefix>-<name>``; forget the ended ones."""
+        def scoped():
+            with self.scope():
+                target()
+        t = threading.Thread(target=scoped, daemon=True,
+                             name=f'{self.prefix}-{name}' if self.prefix else name)
         setattr(t, MARK, True)
         self.threads = [x for x in self.threads if x.is_alive()] + [t]
         t.start()

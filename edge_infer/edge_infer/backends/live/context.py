@@ -90,7 +90,7 @@ class ChoiceContext:
     clock: Clock
     cancel: threading.Event     # set: background work stops at its next check
     open_model: Callable[[Backend], Model]      # a candidate backend -> a Model serving on it
-    spawn: Callable[[Callable[[], None], str], None]    # background work, named
+    spawn: Callable[[Callable[[], None], str], object]  # background work, named
 
     def select(self, results):
         """Return (chosen result or None, why) by the settings' objective and limits."""

@@ -39,9 +39,10 @@ import math
 import statistics
 import threading
 import time
-from typing import Callable, Container, Optional, Tuple
+from typing import Container, Optional
 
 from .context import ChoiceContext
+from .server import Server
 from ..measure.profiling import ProfileRun
 from ...core.model import Model
 
@@ -165,15 +166,15 @@ class Reevaluated:
 class Reevaluation:
     """Every working candidate measured again in the background: a part of the live choice.
 
-    ``current`` returns the serving run and the backends that failed.
-    ``observer`` (optional) is told when one starts and ends.
+    It reads the serving run from ``server`` and skips the backends in
+    ``failed``. ``observer`` (optional) is told when one starts and ends.
     """
 
-    def __init__(self, ctx: ChoiceContext,
-                 current: Callable[[], Tuple[Optional[ProfileRun], Container[str]]],
+    def __init__(self, ctx: ChoiceContext, server: Server, failed: Container[str],
                  observer=None):
         self.ctx = ctx
-        self._current = current
+        self._server = server
+        self._failed = failed
         self._observer = observer
         self._running = threading.Lock()
         self.pending: Optional[Reevaluated] = None
@@ -211,7 +212,7 @@ class Reevaluation:
     def _reevaluate(self) -> None:
         ctx = self.ctx
         try:
-            current, failed = self._current()
+            current, failed = self._server.run, self._failed
             if current is None:
                 return
             with _REEVALUATION:

@@ -5,10 +5,12 @@ The frame is then run again on it (:meth:`.choice.LiveChoice.infer`): no
 frame is lost. An open runner-up takes over without opening a session.
 """
 
+import contextlib
 from typing import Dict, Optional, Tuple
 
 from .context import ChoiceContext
 from .runners_up import RunnerPool
+from .server import Server
 from ..measure.profiling import ProfileRun
 from ...core.backend import first_line
 from ...core.model import Model
@@ -58,3 +60,28 @@ def next_best(ctx: ChoiceContext, run: ProfileRun, failed: 'Failures', pool: Run
     new = model.with_session(sess) if sess is not None else \
         ctx.open_model(ctx.backend(chosen.backend))
     return chosen.backend, new, f'backend {name} failed ({first})'
+
+
+def fall_back(ctx: ChoiceContext, server: Server, failed: Failures, pool: RunnerPool,
+              exc: Exception, allowed: bool = True) -> Optional[Tuple[str, str, str]]:
+    """Serve the next best measured backend after the serving one raised ``exc``.
+
+    Returns (the failed backend, the new one, evidence); None when there is
+    none (not ``allowed``: a fixed executor backend; nothing open; none left).
+    The failed session is closed, quietly: it may not close cleanly.
+    """
+    run, model = server.run, server.model
+    name = run.chosen if run and run.chosen else server.backend_name
+    failed.add(name)
+    if run is None or not allowed or model is None:
+        return None
+    pool.drop(name)
+    got = next_best(ctx, run, failed, pool, model, exc)
+    if got is None:
+        return None
+    new_name, new, evidence = got
+    old = server.swap(new, close_old=False)
+    with contextlib.suppress(Exception):
+        if old is not None:
+            old.close()
+    return name, new_name, evidence

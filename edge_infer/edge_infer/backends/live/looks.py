@@ -22,13 +22,17 @@ runners-up stand by for a server on the network, or are open all the time
 (``runners_idle_s`` 0), the best ``runners_up`` open, as before.
 """
 
+import math
 import sys
 import threading
-from typing import Dict, List, Optional
+from typing import Container, Dict, List, Optional
 
 from .budget import rss_mb, RunnerBudget
 from .context import ChoiceContext
 from .runners_up import RunnerHours, RunnerPool, wanted
+from .server import Server
+from ..measure.profiling import CandidateResult
+from ..measure.selection import latency_at, stalls
 from ...core.backend import Backend
 
 #: A backend's ``library`` -> the module its import brings (where the names differ).
@@ -39,6 +43,18 @@ def imported(backend: Backend) -> bool:
     """Return whether ``backend``'s library is imported in this process (none named: True)."""
     lib = getattr(backend, 'library', '')
     return not lib or MODULES.get(lib, lib) in sys.modules
+
+
+def ranked(ctx: ChoiceContext, results: List[CandidateResult],
+           failed: Container[str]) -> List[CandidateResult]:
+    """Return the accepted candidates outside ``failed``, best first by the objective."""
+    config = ctx.manager.config
+    pct = int(ctx.settings.latency_percentile or config.get('latency_percentile', 50))
+    guard = float(config.get('tail_guard', 0) or 0)
+    ok = [r for r in results if r.status == 'ok' and not r.cut_short and
+          r.backend not in failed and math.isfinite(r.p50_ms) and
+          not (guard and stalls(r, guard))]    # a staller could win 10 calm pairs
+    return sorted(ok, key=lambda r: latency_at(r, pct))
 
 
 class RunnerLooks:
@@ -54,6 +70,13 @@ class RunnerLooks:
         self._opening = threading.Lock()    # one thread opens runners-up at a time
         self._mb: Optional[float] = None    # what opening a whole look added (the last one)
         self._left: List[str] = []          # the runners-up this look has still to open
+
+    def open_best(self, server: Server, failed: Container[str]) -> None:
+        """Open the best runners-up beside what ``server`` serves (a background thread)."""
+        run, model = server.run, server.model
+        if run is not None and run.chosen and model is not None:
+            self.open_look([r.backend for r in ranked(self.ctx, run.results, failed)],
+                           run.chosen, model.spec.input_spec)
 
     def open_look(self, ranked: List[str], chosen: str, input_spec) -> None:
         """Open the best of ``ranked`` beside ``chosen`` (a background thread runs this)."""

@@ -5,53 +5,50 @@ A part of :class:`.choice.LiveChoice`. After a frame, one open runner-up
 may run the same input (a *pair*: its time beside the chosen one's, same
 load), or run the next frame itself (a *served* frame, judged against the
 chosen one's frames around it), at a pace within ``duty``
-(:mod:`.pacing`). Every pair goes to the switch rule (:func:`.rule.two_looks`);
-when a runner-up passes both looks, ``promote`` hands it over.
+(:mod:`.pacing`). Every pair goes to the switch rule (:func:`.rule.two_looks`).
+It reads what serves from the :class:`.server.Server` and calls no one back:
+a runner-up that passed both looks waits in :attr:`RunnerSampling.won`, one
+that failed in :attr:`RunnerSampling.failed`, for the selector to act on.
 """
 
-from typing import Callable, Optional, Tuple
+from typing import List, Optional, Tuple
 
 from .context import ChoiceContext
 from .pacing import expected_ratio, Pacing, pre_delta, SERVE
 from .rule import dwell_margin, two_looks, Verdict
 from .runners_up import RunnerPool
+from .server import Server
 from ..measure.gate import GATE
-from ..measure.profiling import CandidateResult, ProfileRun
+from ..measure.profiling import CandidateResult
 from ...core.backend import first_line, input_kind
 from ...core.image import ImageError
-from ...core.model import Model, Result
-
-# (the model serving now, its run)
-Serving = Callable[[], Tuple[Optional[Model], Optional[ProfileRun]]]
+from ...core.model import Result
 
 
 class RunnerSampling:
     """Time one model's open runners-up on its frames; promote one that wins."""
 
-    def __init__(self, ctx: ChoiceContext, pool: RunnerPool, pacing: Pacing, serving: Serving,
-                 promote: Callable[[str, Verdict, str], None], drop: Callable[[str], None],
-                 switches: list, observer=None):
+    def __init__(self, ctx: ChoiceContext, pool: RunnerPool, pacing: Pacing, server: Server,
+                 observer=None):
         self.ctx = ctx
         self.pool = pool
         self.pacing = pacing
-        self._serving = serving
-        self._promote = promote
-        self._drop = drop
-        self._switches = switches   # every switch so far (the dwell rule reads them)
+        self._server = server       # what serves, and every switch (the dwell rule reads them)
         self._observer = observer
+        self.won: Optional[Tuple[str, Verdict, str]] = None     # passed both looks: promote
+        self.failed: List[str] = []     # runners-up that raised: drop them
         self.shadow_runs = 0        # runner-up samples (served frames among them)
         self.served_frames = 0
         self.serve_next: Optional[str] = None   # the runner-up that runs the next frame
 
     def _result(self, name: Optional[str]) -> Optional[CandidateResult]:
-        run = self._serving()[1]
-        return next((r for r in run.results if r.backend == name), None) if run else None
+        return self._server.result(name)
 
     def serve(self, name: str, frame, around_run) -> Optional[Result]:
         """Run the frame on runner-up ``name`` (its result goes out); None: it could not."""
         if not self.pacing.reference_full():
             return None
-        model = self.pool.model(name, self._serving()[0])
+        model = self.pool.model(name, self._server.model)
         if model is None:
             return None
         now = self.ctx.clock.monotonic()
@@ -61,7 +58,7 @@ class RunnerSampling:
             raise       # the frame's fault, not the backend's
         except Exception as exc:
             self.ctx.log(f'runner-up {name} failed ({first_line(exc)}): no longer watched')
-            self._drop(name)
+            self.failed.append(name)
             return None     # the chosen one runs the frame: none is lost
         self.pacing.frames_since_served = 0
         self.served_frames += 1
@@ -73,12 +70,12 @@ class RunnerSampling:
     def judge_served(self) -> None:
         """Record the served frames that the chosen one's frames around them now judge."""
         for name, t, ref, runner_ms in self.pacing.judged():
-            if self._serving()[1] is not None and name in self.pool:
+            if self._server.run is not None and name in self.pool:
                 self._sampled(name, t, ref, runner_ms, max(0.0, runner_ms - ref), served=True)
 
     def after_frame(self) -> bool:
         """Time one runner-up on the last frame's input when the duty allows; True if it did."""
-        model, run = self._serving()
+        model, run = self._server.model, self._server.run
         # after a served frame no chosen run is there to pair with
         if not self.pool or model is None or run is None or \
                 not self.pacing.may_pair() or getattr(model, 'last_input', None) is None:
@@ -109,7 +106,7 @@ class RunnerSampling:
                     self._result(run.chosen), self._result(name))
         except Exception as exc:  # a runner-up that fails is dropped, not fatal
             self.ctx.log(f'runner-up {name} failed ({first_line(exc)}): no longer watched')
-            self._drop(name)
+            self.failed.append(name)
             return False
         self._sampled(name, now, self.pacing.last_ms, ms, ms)
         return True
@@ -117,7 +114,7 @@ class RunnerSampling:
     def _sampled(self, name: str, now: float, chosen_ms: float, ms: float, cost: float,
                  served: bool = False) -> None:
         """Record one sample of runner-up ``name`` (``cost``: the compute it added), judge."""
-        run = self._serving()[1]
+        run = self._server.run
         if name not in self.pool or run is None or run.chosen is None:
             return
         self.shadow_runs += 1
@@ -127,6 +124,6 @@ class RunnerSampling:
             self._observer.paired(now, run.chosen, name, chosen_ms, ms)
         st = self.ctx.settings
         decided = two_looks(self.pool, name, now, st, run.chosen,
-                            dwell_margin(st, self._switches, name, now), self.ctx.log)
-        if decided is not None:
-            self._promote(name, *decided)
+                            dwell_margin(st, self._server.switches, name, now), self.ctx.log)
+        if decided is not None and self.won is None:    # one switch at a time
+            self.won = (name, *decided)
