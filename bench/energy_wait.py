@@ -79,7 +79,7 @@ def main() -> None:
     try:
         assert node.trigger_configure().name == 'SUCCESS', 'configure failed (see the log)'
         assert node.trigger_activate().name == 'SUCCESS', 'activate failed (see the log)'
-        add, task_publish, publish_energy = (node.stats.add_latency, node._task.publish,
+        add, task_publish, publish_energy = (node.stats.add_latency, node.parts.task.publish,
                                              node._energy.publish)
 
         def add_latency(ms, st=None):       # the node's own stage times, per frame
@@ -94,7 +94,7 @@ def main() -> None:
             publish_energy(out, *rest)
             with lock:
                 followed[out.header.stamp.sec] = time.perf_counter()
-        node.stats.add_latency, node._task.publish = add_latency, result_out
+        node.stats.add_latency, node.parts.task.publish = add_latency, result_out
         node._energy.publish = energy_out
         img = Image(height=224, width=224, encoding='rgb8', step=224 * 3, data=np.random.
                     default_rng(0).integers(0, 255, 224 * 224 * 3, np.uint8).tobytes())
@@ -110,7 +110,7 @@ def main() -> None:
         while len(followed) < warmup + args.frames and time.monotonic() < deadline:
             time.sleep(0.01)
         source, rate = meter.source_name, meter.rate_hz
-        backend = node._model.backend_name
+        backend = node.parts.live.model.backend_name
     finally:
         node.trigger_shutdown()
         node.destroy_node()

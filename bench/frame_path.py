@@ -46,6 +46,7 @@ class PathTrace:
         self.between = 0
         self.back = 0
         self.back_examples: Dict[str, int] = {}
+        self.functions: Dict[str, int] = {}     # 'file:function' -> calls
         self._stack: List[str] = []     # the file of each open call ('' = not ours)
 
     def hook(self, frame, event, arg) -> None:
@@ -59,6 +60,8 @@ class PathTrace:
             return
         caller = next((f for f in reversed(self._stack) if f), '')
         if mine:
+            key = f'{_short(mine)}:{frame.f_code.co_name}'
+            self.functions[key] = self.functions.get(key, 0) + 1
             if mine not in self.files:
                 self.files.append(mine)
             if caller and mine != caller:
@@ -135,7 +138,7 @@ def trace_frames(node_name: str, frames: int) -> List[PathTrace]:
     jpegs = _jpegs(50)
 
     def feed(i: int) -> None:
-        node._on_frame(jpegs[i % len(jpegs)])
+        node.camera._on_frame(jpegs[i % len(jpegs)])
         if not done.acquire(timeout=60):
             raise RuntimeError('the node did not process a frame within 60 s')
         time.sleep(0.1)     # a 10 Hz camera: the choice's pacing sees real gaps
@@ -144,11 +147,11 @@ def trace_frames(node_name: str, frames: int) -> List[PathTrace]:
         assert node.trigger_activate() == TransitionCallbackReturn.SUCCESS
         t0, i = time.monotonic(), 0
         # a provisional start measures in the background: trace the settled choice
-        while node._live.provisional and time.monotonic() - t0 < 600 or i < 10:
+        while node.parts.live.provisional and time.monotonic() - t0 < 600 or i < 10:
             feed(i)
             i += 1
         print(f'[frame_path] settled after {time.monotonic() - t0:.0f} s ({i} frames) on '
-              f'{node._live.backend_name}')
+              f'{node.parts.live.backend_name}')
         tracing.set()
         for j in range(frames):
             feed(i + j)
@@ -165,6 +168,8 @@ def main(argv=None) -> int:
     ap.add_argument('--frames', type=int, default=30)
     ap.add_argument('--node', default='detector', help='a node of config/perception.yaml')
     ap.add_argument('--label', default='', help='results name suffix (e.g. a commit)')
+    ap.add_argument('--functions', action='store_true',
+                    help='also list the functions each file ran, with their calls per frame')
     benchlib.common_args(ap)
     args = ap.parse_args(argv)
     frames = 5 if args.quick else args.frames
@@ -186,8 +191,15 @@ def main(argv=None) -> int:
         print(f'{key:>8}: median {statistics.median(vals):g}, max {max(vals)} '
               f'({len(vals)} frames)')
     print(f'files entered by any frame ({len(union)}):')
+    calls: Dict[str, int] = {}
+    for t in traces:
+        for k, v in t.functions.items():
+            calls[k] = calls.get(k, 0) + v
     for f in sorted(union):
         print(f'  {_short(f)}')
+        if args.functions:
+            for k in sorted(k for k in calls if k.startswith(_short(f) + ':')):
+                print(f'      {k.split(":", 1)[1]} {calls[k] / len(traces):.2f}')
     if backs:
         print('calls back (caller -> a file below it on the stack), summed over frames:')
         for k, v in sorted(backs.items(), key=lambda kv: -kv[1]):

@@ -6,10 +6,10 @@ import threading
 import time
 from typing import Callable, Dict, Optional, Tuple
 
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from lifecycle_msgs.srv import ChangeState
 from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.lifecycle import LifecycleNode
+from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 import rclpy.logging
 from rclpy.publisher import Publisher
 from rclpy.time import Time
@@ -56,6 +56,7 @@ class ManagedNode(LifecycleNode):
     """
 
     PARAMETERS: Dict[str, Tuple[object, str]] = {}
+    failure = ''        # '<transition> failed: <reason>' until a transition succeeds
 
     def __init__(self, node_name: str, **kwargs):
         super().__init__(node_name, **kwargs)
@@ -152,6 +153,45 @@ class ManagedNode(LifecycleNode):
                 response.success = False
                 return response
         service.callback = guarded
+
+    # ------------------------------------------------------- guarded transitions
+    def _transition(self, transition: str, step: Callable[[], None], undo: Callable[[], None],
+                    known: tuple = ()) -> TransitionCallbackReturn:
+        """Run a transition's ``step``; on any exception, :meth:`_transition_failed`.
+
+        ``known``: exception types whose message is the reason by itself (a bug
+        or a library error gets its type name in front: still one line, no crash).
+        """
+        try:
+            step()
+        except Exception as exc:
+            reason = str(exc) if isinstance(exc, known) else f'{type(exc).__name__}: {exc}'
+            return self._transition_failed(transition, reason, undo)
+        self.failure = ''
+        return TransitionCallbackReturn.SUCCESS
+
+    def _transition_failed(self, transition: str, reason: str,
+                           undo: Callable[[], None]) -> TransitionCallbackReturn:
+        """Log one line, ``undo``, and publish ERROR with the reason until a transition succeeds.
+
+        A node left unconfigured (a model name's typo) says why on /diagnostics,
+        every ``diagnostics_period``, not only in its log.
+        """
+        self.get_logger().error(f'{transition} failed: {reason}')
+        undo()
+        self.failure = f'{transition} failed: {reason}'
+        period = self._param('diagnostics_period') if 'diagnostics_period' in \
+            self.PARAMETERS else -1.0
+        self._start_diagnostics(period if period >= 0 else 1.0)     # < 0: the default's
+        self._publish_diagnostics()
+        return TransitionCallbackReturn.FAILURE
+
+    def failure_status(self, st: DiagnosticStatus, **values) -> DiagnosticStatus:
+        """Return ``st`` as ERROR with the failed transition's reason, the state and ``values``."""
+        st.level, st.message = DiagnosticStatus.ERROR, self.failure
+        st.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()] + \
+            [KeyValue(key='state', value=self.lifecycle_state())]
+        return st
 
     # ---------------------------------------------------------------- diagnostics
     def diagnostic_status(self) -> DiagnosticStatus:

@@ -24,6 +24,7 @@ from typing import Any, Callable, Deque, Optional
 from edge_infer_msgs.msg import Energy, EnergyRecord
 
 from ..core.stream import StreamStats
+from ..telemetry.ledger import RunMarks
 from ..telemetry.meter import RunEnergy
 
 NAN = float('nan')
@@ -73,23 +74,43 @@ class EnergyFollow:
     ``stats`` counts ``energy_missing`` and ``energy_after_stop``;
     ``ros_time`` turns a time.monotonic() instant into a builtin_interfaces
     Time; ``context_ok`` says whether the ROS context still runs; ``joules``
-    gets the joules of every record delivered (the node's diagnostics).
+    keeps the joules of the last 1000 records delivered (the node's diagnostics).
     ``pub`` is the ~/energy lifecycle publisher (None: not configured); it is
     used, and destroyed (:meth:`release`), under a lock, since the sampler
     thread publishes too.
     """
 
     def __init__(self, stats: StreamStats, ros_time: Callable[[float], Any],
-                 context_ok: Callable[[], bool], joules: Deque[float]):
+                 context_ok: Callable[[], bool]):
         self.stats = stats
         self.pub: Any = None
         self._ros_time = ros_time
         self._context_ok = context_ok
-        self._joules = joules
+        self.joules: Deque[float] = deque(maxlen=1000)
         # records the meter has yet to deliver, in frame order (_cv)
         self._due: Deque[Pending] = deque()
         self._cv = threading.Condition()
         self._lock = threading.Lock()
+        self.marks: Optional[RunMarks] = None   # Model.infer's around_run: each run marked
+
+    def mark_runs(self, meter, model: str) -> None:
+        """Mark each run of ``model`` on ``meter``'s ledger (None: no meter, nothing marked)."""
+        self.marks = RunMarks(meter.ledger, model, self.pending) if meter is not None else None
+
+    def on_result(self, p: Optional[Pending]) -> Energy:
+        """Return the Energy of a result whose run's record is ``p`` (None: no meter).
+
+        The result never waits for its energy. The estimator delivered the
+        record inside end(): it rides on the result. A measured source needs
+        the first power sample after the run (up to one period, 10 ms at
+        100 Hz): the result goes out with joules NaN, source 'pending', and
+        the record follows on ~/energy, keyed by the same header (:meth:`follows`).
+        """
+        delivered = p is not None and p.event.is_set()
+        energy = energy_msg(p.record if p is not None and delivered else None)
+        if p is not None and not delivered:
+            energy.source = 'pending'
+        return energy
 
     def pending(self) -> Pending:
         """Return the record of one model run to come (its ``deliver`` is end()'s callback)."""
@@ -175,7 +196,7 @@ class EnergyFollow:
         ROS context ended, is dropped and counted (``energy_after_stop``).
         """
         if r is not None:
-            self._joules.append(r.joules)
+            self.joules.append(r.joules)
         try:
             rec = EnergyRecord(header=out.header, model=out.model, backend=out.backend,
                                latency_ms=out.inference_ms,

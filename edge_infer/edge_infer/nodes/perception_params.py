@@ -7,10 +7,15 @@ params file before anything starts. Documented with examples in
 config/perception.yaml; `ros2 param describe` shows the descriptions.
 """
 
-from typing import Any, Mapping
+from dataclasses import dataclass, field
+import pathlib
+from typing import Any, Dict, Mapping
 
+from .. import paths
 from ..backends.live.rule import LiveSettings
 from ..backends.remote_config import check_remote
+from ..core.model import model_file
+from ..core.registry import load_models, ModelSpec, user_registry_path
 from ..core.tracking import ALGORITHMS, DEFAULT as DEFAULT_TRACKER
 from ..executor.core import POLICIES
 
@@ -142,3 +147,45 @@ def check(p: Mapping[str, Any]) -> LiveSettings:
         raise bad('depth_tolerance_s', 'a positive number of seconds')
     check_remote(p)
     return settings
+
+
+def instance_decoder(decoder: str) -> bool:
+    """Return True for segmentation decoders whose result is instances (InstanceMasks)."""
+    return decoder == 'yolov8_seg'
+
+
+class ConfigError(ValueError):
+    """A parameter has a value the node cannot use."""
+
+
+@dataclass
+class ModelChoice:
+    """The model a node's parameters name: its entry, file and decoder overrides."""
+
+    spec: ModelSpec
+    path: pathlib.Path          # the model file (checked against its checksum if asked)
+    models_dir: pathlib.Path
+    overrides: Dict[str, Any] = field(default_factory=dict)    # score_threshold, nms_iou, top_k
+
+
+def model_of(p: Mapping[str, Any]) -> ModelChoice:
+    """Return the model the parameters ``p`` name (ConfigError: not in the registry).
+
+    The decoder's parameters that are set (>= 0, or top_k > 0) override the
+    registry's for the task that has them.
+    """
+    registry = load_models(p['registry'] or None)      # + the user's (model add)
+    if p['model'] not in registry:
+        where = p['registry'] or f'{paths.config_dir() / "models.yaml"} or ' \
+            f'{user_registry_path()}'
+        raise ConfigError(f"model '{p['model']}' is not in {where} "
+                          f"(known: {', '.join(sorted(registry))})")
+    spec = registry[p['model']]
+    overrides = {}
+    if spec.task in ('detection', 'pose') or instance_decoder(spec.decoder):
+        overrides = {k: p[k] for k in ('score_threshold', 'nms_iou') if p[k] >= 0}
+    elif spec.task == 'classification' and p['top_k'] > 0:
+        overrides['top_k'] = p['top_k']
+    models_dir = pathlib.Path(p['models_dir'] or paths.models_dir())
+    return ModelChoice(spec, model_file(spec, models_dir, p['verify_checksum']), models_dir,
+                       overrides)

@@ -34,6 +34,7 @@ from edge_infer_msgs.msg import (Classification, ClassScore, Detection, Detectio
 import numpy as np
 from sensor_msgs.msg import Image
 
+from .perception_params import instance_decoder
 from .vision_out import VisionOutputs
 from ..core.draw import draw_result
 
@@ -89,6 +90,23 @@ class Task:
     def to_msg(self, result):
         """Return the edge_infer message with the task's own fields filled."""
         return DetectionArray(detections=_detections(self.spec, result.output))
+
+    def result_msg(self, frame, result, decode_ms: float, serving: str):
+        """Return the frame's result message: the task's fields and the shared ones.
+
+        ``decode_ms``: the frame's decode, counted in preprocess_ms; ``serving``:
+        the backend serving now (a runner-up may have run this frame). The
+        header and energy are the node's to set.
+        """
+        out = self.to_msg(result)
+        out.model = self.spec.name
+        out.backend = result.backend or serving
+        out.image_width = frame.width
+        out.image_height = frame.height
+        out.preprocess_ms = decode_ms + result.preprocess_ms
+        out.inference_ms = result.inference_ms
+        out.postprocess_ms = result.postprocess_ms
+        return out
 
     def publish(self, msg, result) -> None:
         """Publish ``msg`` (from :meth:`to_msg`, common fields set) and the standard forms."""
@@ -191,11 +209,6 @@ class SegmentationTask(Task):
         if self.mask_pub is not None:
             self.node.destroy_lifecycle_publisher(self.mask_pub)
             self.mask_pub = None
-
-
-def instance_decoder(decoder: str) -> bool:
-    """Return True for segmentation decoders whose result is instances (InstanceMasks)."""
-    return decoder == 'yolov8_seg'
 
 
 TASKS = {'detection': Task, 'classification': ClassificationTask, 'pose': PoseTask,

@@ -10,7 +10,7 @@ every method here that says "lock held" runs under ``meter._cv``.
 
 import itertools
 import time
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from edge_infer.telemetry.attribution import attribute, method_text, Run, RunEnergy
 
@@ -166,3 +166,27 @@ class EnergyLedger:
                 run.callback(self._finish(run, prepared))
             except Exception as exc:  # a user callback must not kill the sampler
                 self._log(f'WARNING power meter: end() callback for {run.model} raised: {exc}')
+
+
+class RunMarks:
+    """Each run of one model marked on a ledger: ``Model.infer``'s ``around_run``.
+
+    ``records()`` returns a fresh record per run; its ``deliver`` is the
+    ledger's end() callback. The last run's record waits in :meth:`take`
+    (a frame run again after a fallback: the run that gave the result).
+    """
+
+    def __init__(self, ledger: EnergyLedger, model: str, records: Callable[[], Any]):
+        self._ledger, self._model, self._records = ledger, model, records
+        self._last: Any = None
+
+    def __call__(self) -> Callable[[], object]:
+        """Mark a run's start now; return what marks its end."""
+        self._last = record = self._records()
+        token = self._ledger.begin(self._model)
+        return lambda: self._ledger.end(token, callback=record.deliver)
+
+    def take(self) -> Any:
+        """Return the last run's record, once (None: no run since)."""
+        record, self._last = self._last, None
+        return record

@@ -152,6 +152,11 @@ class PowerMeter:
         return self._sources[self._idx].name
 
     @property
+    def ledger(self) -> EnergyLedger:
+        """Return the ledger of the runs marked on this meter (begin / end)."""
+        return self._ledger
+
+    @property
     def measured(self) -> bool:
         """Return False when the current source is the estimator."""
         return bool(self._sources[self._idx].measured)

@@ -16,12 +16,12 @@ import cv2
 from edge_infer import paths
 from edge_infer.backends.live.choice import LiveChoice, LiveSettings
 from edge_infer.backends.live.drift import Reevaluated
-from edge_infer.backends.live.metered import MeteredChoice
 from edge_infer.backends.live.pacing import Pacing
 from edge_infer.backends.live.rule import dwell_margin, paired_verdict, sign_test_p
 from edge_infer.backends.measure.profiling import calibration_frames, CandidateResult, ProfileRun
 from edge_infer.core.image import Frame
 from edge_infer.core.registry import load_registry
+from edge_infer.telemetry.ledger import RunMarks
 from edge_infer.testing.observer import RecordingObserver
 from edge_infer.testing.simulated import Clock, SimBackend, SimManager, SimSession
 import pytest
@@ -372,9 +372,10 @@ def test_a_fallback_takes_the_open_runner_up_session_without_opening_one(sim):
     assert [s['trigger'] for s in live.switches] == ['fallback']
 
 
-def test_a_metered_frame_marks_each_run_and_returns_the_record_of_the_one_that_answered(sim):
-    # the node asks MeteredChoice for a result: a fallback runs the frame twice, each run
-    # is marked on the meter, and the record that rides with the result is the second's
+def test_a_metered_frame_marks_each_run_and_keeps_the_record_of_the_one_that_answered(sim):
+    # the node runs a frame with RunMarks as Model.infer's around_run: a fallback runs
+    # the frame twice, each run is marked on the ledger, and the record that rides with
+    # the result is the second's
     bad = ('fake/bad', _noisy(4.0, 0.02, seed=14), 2)
     good = ('fake/good', _noisy(5.0, 0.02, seed=15), 1)
     live = sim.make([bad, good], [4.0, 5.0])
@@ -382,7 +383,7 @@ def test_a_metered_frame_marks_each_run_and_returns_the_record_of_the_one_that_a
     live.model.session.__class__ = _FailingSession
     marks, records = [], []
 
-    class Meter:
+    class Ledger:
         def begin(self, name):
             marks.append(('begin', name))
             return len(marks)
@@ -394,12 +395,16 @@ def test_a_metered_frame_marks_each_run_and_returns_the_record_of_the_one_that_a
     def record():
         records.append(type('Record', (), {'deliver': lambda self, token: None})())
         return records[-1]
-    result, rec = MeteredChoice(live, Meter(), record).infer(sim.frames[0])
+    run_marks = RunMarks(Ledger(), live.spec.name, record)
+    result = live.infer(sim.frames[0], around_run=run_marks)
+    rec = run_marks.take()
     assert result.backend == 'fake/good' and live.switches[0]['trigger'] == 'fallback'
     assert [m[0] for m in marks] == ['begin', 'end', 'begin', 'end']
+    assert marks[0][1] == live.spec.name
     assert len(records) == 2 and rec is records[1]
-    result, rec = MeteredChoice(live).infer(sim.frames[0])     # no meter: no record
-    assert result.backend == 'fake/good' and rec is None and len(marks) == 4
+    assert run_marks.take() is None     # once
+    result = live.infer(sim.frames[0])     # no marks: nothing marked
+    assert result.backend == 'fake/good' and len(marks) == 4
 
 
 def test_a_reevaluation_that_keeps_the_choice_is_applied_between_frames(sim):

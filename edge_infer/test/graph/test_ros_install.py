@@ -164,13 +164,13 @@ def test_worker_ends_quietly_when_ctrl_c_ends_the_context_mid_frame():
         ctx.shutdown()
         raise RCLError("Failed to publish: publisher's context is invalid")
     node._process = process
-    node._slot.reopen()
-    node._running = True
-    node._slot.put((time.perf_counter(), b'frame'))     # (received at, serialized frame)
-    worker = threading.Thread(target=node._work, daemon=True)
+    node.camera.slot.reopen()
+    node.camera.running = True
+    node.camera.slot.put((time.perf_counter(), b'frame'))     # (received at, serialized frame)
+    worker = threading.Thread(target=node.camera._work, daemon=True)
     worker.start()
     worker.join(5)
-    node._running = False
+    node.camera.running = False
     assert not worker.is_alive(), 'the worker kept running after the context ended'
     assert node.stats.snapshot()['rejected'] == 0
 

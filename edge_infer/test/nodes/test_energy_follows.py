@@ -102,7 +102,7 @@ def metered(ros, tmp_path, monkeypatch, data_home):
         assert meter.source_name == 'jetson_ina3221' and meter.rate_hz == pytest.approx(2.0)
         monkeypatch.setattr(meter.source, 'read', gate.read)
         log, lock = [], threading.Lock()
-        real_end = meter.end
+        real_end = meter.ledger.end     # what marks each run's end
 
         def end(token, callback=None):
             def delivered(record):
@@ -110,10 +110,10 @@ def metered(ros, tmp_path, monkeypatch, data_home):
                     log.append(('delivered', sum(e[0] == 'delivered' for e in log) + 1))
                 callback(record)
             return real_end(token, callback=delivered if callback else None)
-        monkeypatch.setattr(meter, 'end', end)
+        monkeypatch.setattr(meter.ledger, 'end', end)
         with _active_node(ros) as node:
-            assert node._meter is meter
-            task = node._task
+            assert node.parts.meter is meter
+            task = node.parts.task
             real_publish = task.publish
 
             def publish(out, result):
@@ -190,7 +190,7 @@ def test_the_result_goes_out_before_its_energy_record_which_follows(ros, metered
         assert 'tail held' not in rec.method and rec.latency_ms >= res.inference_ms * 0.999
     assert [_stamp(r.header) for r in got['energy']] == [(100 + k, 7, 'cam') for k in range(n)]
     assert node.stats.energy_missing == 0 and node.stats.energy_after_stop == 0
-    assert len(node._joules) == n       # diagnostics' energy per inference still fed
+    assert len(node._energy.joules) == n       # diagnostics' energy per inference still fed
     # the frame thread spends nothing on energy now (it was the wait: >= 1 s here)
     assert node.stats.stage_medians()['energy'] < 50.0
 
@@ -223,7 +223,7 @@ def test_a_record_that_never_comes_is_missing_and_one_after_stop_is_dropped(
         ros.spin_until(lambda: False, 0.3)
         assert len(got['energy']) == 1
         assert not [x for x in meter_log if 'raised' in x]      # no callback failed
-        assert node._meter is not None and node._meter.latest() is not None
+        assert node.parts.meter is not None and node.parts.meter.latest() is not None
     finally:
         for s in subs:
             ros.node.destroy_subscription(s)

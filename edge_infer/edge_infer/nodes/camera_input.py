@@ -1,0 +1,169 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""A perception node's camera: the subscription, the newest-frame slot, the frame thread.
+
+A part of :class:`~.perception_node.PerceptionNode`. The subscription takes
+serialized messages (``raw=True``) and only puts the newest one in a
+one-frame slot (:class:`~edge_infer.core.stream.LatestSlot`); the frame
+thread takes it and hands it to ``process(received, raw)``. Frames replaced
+before the thread took them are dropped and counted, so a slow model never
+builds a queue. A frame that cannot be used (wrong encoding, corrupt JPEG,
+an output the decoder does not know) is counted as rejected with one log
+line per reason at most every 5 s, and the thread goes on. :meth:`parse`
+reads the header fields from the CDR bytes and views the pixels in place.
+"""
+
+import threading
+import time
+from typing import Callable, Dict, Optional, Tuple
+
+from rclpy.event_handler import SubscriptionEventCallbacks
+from rclpy.qos import qos_profile_sensor_data
+from rclpy.serialization import deserialize_message
+from sensor_msgs.msg import CompressedImage, Image
+
+from ..core.cdr import CdrError, parse_compressed_image, parse_image
+from ..core.image import from_compressed, from_raw, ImageError, JPEG_DETECTS_CORRUPTION
+from ..core.postprocess import OutputError
+from ..core.stream import LatestSlot, StreamStats
+
+Stamp = Tuple[int, int, str]    # header: sec, nanosec, frame_id
+
+
+class CameraInput:
+    """One camera topic into one frame thread, newest frame first, every frame counted."""
+
+    def __init__(self, node, stats: StreamStats, process: Callable[[float, bytes], None]):
+        """``node``: the ROS node it subscribes from; ``process(received, raw)``: one frame."""
+        self.node = node
+        self.stats = stats
+        self._process = process
+        self.slot = LatestSlot()
+        self.sub = None
+        self.worker: Optional[threading.Thread] = None
+        self.running = False
+        self.msg_type = Image
+        self.topic = ''
+        self.input_spec = None      # the model's: a JPEG is decoded at the scale it needs
+        self._warned: Dict[str, Tuple[float, int]] = {}     # reason -> (last logged, count since)
+
+    def configure(self, transport: str, topic: str, input_spec) -> None:
+        """Take ``raw`` Images on ``topic`` or ``compressed`` ones on ``<topic>/compressed``."""
+        self.msg_type = Image if transport == 'raw' else CompressedImage
+        self.input_spec = input_spec
+        if transport == 'compressed' and not JPEG_DETECTS_CORRUPTION:
+            self.node.get_logger().warning('simplejpeg is not installed: JPEG frames are '
+                                           'decoded with OpenCV, which cannot tell corrupt '
+                                           'data (pip install simplejpeg)')
+        self.topic = topic if transport == 'raw' else topic.rstrip('/') + '/compressed'
+
+    @property
+    def topic_name(self) -> str:
+        """Return the topic subscribed to (remapped and namespaced once subscribed)."""
+        return self.sub.topic_name if self.sub is not None else self.topic
+
+    def start(self) -> None:
+        """Start the frame thread, then subscribe (sensor-data QoS)."""
+        self.slot.clear()
+        self.slot.reopen()
+        self.running = True
+        self.worker = threading.Thread(target=self._work, daemon=True,
+                                       name=f'{self.node.get_name()}-infer')
+        self.worker.start()
+
+    def subscribe(self) -> None:
+        """Subscribe to the camera (after the rest of the node is ready for frames)."""
+        self.sub = self.node.create_subscription(
+            self.msg_type, self.topic, self._on_frame, qos_profile_sensor_data, raw=True,
+            event_callbacks=SubscriptionEventCallbacks(message_lost=self._on_lost))
+
+    def unsubscribe(self) -> None:
+        """Stop receiving frames (:meth:`cancel` and :meth:`join` stop the thread)."""
+        if self.sub is not None:
+            self.node.destroy_subscription(self.sub)
+            self.sub = None
+
+    def cancel(self) -> None:
+        """Stop taking frames, without waiting (no ROS calls)."""
+        self.running = False
+        self.slot.close()
+
+    def join(self) -> None:
+        """Wait for the frame thread; a frame still in the slot counts as dropped."""
+        if self.worker is not None:
+            self.worker.join(timeout=10.0)
+            self.worker = None
+        if self.slot.clear():
+            self.stats.count('dropped')
+
+    # ---------------------------------------------------------------- frames
+    def _on_lost(self, event) -> None:
+        """Count frames the middleware reports lost before delivery (message-lost event)."""
+        n = int(getattr(event, 'total_count_change', 1))
+        # Fast DDS 2.14 sends, beside one event per lost frame (change 1), one
+        # whose total wrapped to -2**31 and change is 2**31 - 1 (measured: 2 lost
+        # 8K frames gave changes 1, 2147483647, 1): that one is no frame
+        if 0 < n < 1_000_000:
+            self.lost(n)
+
+    def lost(self, n: int) -> None:
+        """Count ``n`` frames lost in transport; the first loss gets one line with the limit."""
+        first = self.stats.lost == 0
+        self.stats.count('lost', n)
+        if first:
+            self.node.get_logger().warning(
+                f'{n} frame(s) on {self.topic_name} lost in transport (message-lost event), '
+                f"never received: a frame larger than the transport carries (edge_infer's "
+                f'Fast DDS profile: 63.8 MiB, docs/transport.md) or a subscriber too slow to '
+                f'take its fragments; counted as lost on /diagnostics')
+
+    def _on_frame(self, raw: bytes) -> None:
+        self.stats.count('received')
+        if self.slot.put((time.perf_counter(), raw)):
+            self.stats.count('dropped')
+
+    def _work(self) -> None:
+        with self.node.acting():     # a fallback's manager lines are this node's
+            while self.running:
+                item = self.slot.take(timeout=0.5)
+                if item is None:
+                    continue
+                try:
+                    self._process(*item)
+                except (ImageError, OutputError) as exc:
+                    self.reject(str(exc))
+                except Exception as exc:  # keep serving: one line, not a traceback
+                    if not self.node.context.ok():
+                        return      # Ctrl-C ended the context mid-frame: not a bad frame
+                    self.reject(f'{type(exc).__name__}: {exc}')
+
+    def reject(self, reason: str) -> None:
+        """Count a bad frame; log it once, then at most every 5 s per reason."""
+        self.stats.reject(reason)
+        now = time.monotonic()
+        last, hidden = self._warned.get(reason, (-1e9, 0))
+        if now - last >= 5.0:
+            more = f' ({hidden} more like it since the last report)' if hidden else ''
+            self.node.get_logger().warning(f'frame rejected: {reason}{more}')
+            self._warned[reason] = (now, 0)
+        else:
+            self._warned[reason] = (last, hidden + 1)
+        if len(self._warned) > 100:     # bounded: forget the oldest reasons
+            self._warned.pop(next(iter(self._warned)))
+
+    def parse(self, raw: bytes):
+        """Return (header fields, Frame) from serialized bytes, pixels viewed in place."""
+        try:
+            if self.msg_type is Image:
+                f = parse_image(raw)
+                frame = from_raw(f.encoding, f.height, f.width, f.step, f.data, f.is_bigendian)
+            else:
+                f = parse_compressed_image(raw)     # a JPEG: decoded at the scale it needs
+                frame = from_compressed(f.format, f.data, self.input_spec)
+            return (f.sec, f.nanosec, f.frame_id), frame
+        except CdrError:        # an unusual encapsulation: let rclpy deserialize it
+            msg = deserialize_message(raw, self.msg_type)
+            stamp = (msg.header.stamp.sec, msg.header.stamp.nanosec, msg.header.frame_id)
+            if self.msg_type is Image:
+                return stamp, from_raw(msg.encoding, msg.height, msg.width, msg.step,
+                                       msg.data, msg.is_bigendian)
+            return stamp, from_compressed(msg.format, msg.data, self.input_spec)

@@ -1,0 +1,60 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""What a perception node's configure makes, in one place: its :class:`Parts`.
+
+The node composes them (:mod:`.perception_node`), its status reads them
+(:mod:`.perception_status`), and its cleanup releases them here, in order.
+The backend manager, the power meter and the shared executor are the
+process's: a node holds a lease on them and gives it back.
+"""
+
+from dataclasses import dataclass, fields
+from typing import Any, Optional
+
+from .debug_image import DebugImage
+from .tasks import Task
+from .tracks_and_depth import TracksAndDepth
+from ..backends.live.choice import LiveChoice
+from ..backends.manager import BackendManager
+from ..backends.measure.memory import release_freed_memory
+from ..executor import shared as shared_executor
+from ..executor.core import SharedExecutor
+from ..telemetry import shared as shared_meter
+from ..telemetry.meter import PowerMeter
+
+
+@dataclass
+class Parts:
+    """What a perception node's configure made; its cleanup releases them (None: not made)."""
+
+    live: Optional[LiveChoice] = None           # the run-time choice: serves every frame
+    manager: Optional[BackendManager] = None    # the process's (shared)
+    meter: Optional[PowerMeter] = None          # the process's (energy_metering)
+    executor: Optional[SharedExecutor] = None   # the process's (executor_policy set)
+    task: Optional[Task] = None                 # the task's result publishers
+    extras: Optional[TracksAndDepth] = None     # track ids, 3D from depth
+    debug: Optional[DebugImage] = None          # ~/debug_image
+    report_pub: Any = None                      # ~/backend_report (rclpy: no type information)
+
+    def release(self, node, wait_s: float) -> None:
+        """Release every part ``node``'s configure made, and forget them.
+
+        ``wait_s``: how long the run-time choice waits for its cancelled
+        background work (a thread inside one measurement ends by itself).
+        """
+        if self.task is not None:
+            self.task.destroy()
+        if self.extras is not None:
+            self.extras.destroy()
+        if self.debug is not None:
+            self.debug.destroy()
+        if self.meter is not None:
+            shared_meter.release()
+        if self.report_pub is not None:
+            node.destroy_publisher(self.report_pub)
+        if self.live is not None:
+            self.live.close(timeout=wait_s)
+            release_freed_memory()      # the sessions' heap back to the OS (cleanup's RSS)
+        if self.executor is not None:
+            shared_executor.release()
+        for f in fields(self):
+            setattr(self, f.name, None)
