@@ -103,11 +103,13 @@ def decode(raw: bytes):
 def bare_model(model: str, backend_name: str):
     """Open ``model`` on the backend candidate named ``backend_name`` (as the node would)."""
     from edge_infer.backends.manager import shared_manager
+    from edge_infer.backends.runtime import Runtime
     from edge_infer.core.model import Model, model_file
     from edge_infer.core.registry import load_registry
     spec = load_registry(paths.config_dir() / 'models.yaml')[model]
     path = model_file(spec, paths.models_dir())
-    by_name = {b.name: b for b in shared_manager(log=lambda s: None).candidates(spec, path)}
+    mgr = shared_manager(Runtime(), log=lambda s: None)
+    by_name = {b.name: b for b in mgr.candidates(spec, path)}
     if backend_name not in by_name:
         raise SystemExit(f"backend '{backend_name}' is not a candidate here "
                          f"(candidates: {', '.join(sorted(by_name))})")

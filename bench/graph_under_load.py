@@ -47,7 +47,6 @@ import time
 from edge_infer import paths
 from edge_infer.backends.live.choice import LiveChoice, LiveSettings
 from edge_infer.backends.manager import BackendManager, load_config
-from edge_infer.backends.measure.gate import GATE
 from edge_infer.backends.measure.profiling import calibration_frames
 from edge_infer.core.model import Model
 from edge_infer.core.registry import load_registry
@@ -70,7 +69,7 @@ def run_frame(live, pinned, frame, row, order) -> None:
             row['after:ran'] = res.backend
             live.after_frame()
         else:
-            with GATE.shared():         # a frame, as the runtime's are
+            with live.runtime.gate.shared():    # a frame, as the choice's are
                 res = pinned[name].infer(frame)
             row[name] = res.preprocess_ms + res.inference_ms
 

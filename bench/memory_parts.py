@@ -73,10 +73,11 @@ def main() -> int:
         step(f'import {lib}')
     from edge_infer import paths
     from edge_infer.backends.manager import shared_manager
+    from edge_infer.backends.runtime import Runtime
     from edge_infer.backends.live.runners_up import wanted
     from edge_infer.core.backend import open_session
     from edge_infer.core.registry import load_registry
-    mgr = shared_manager(log=lambda s: None)
+    mgr = shared_manager(Runtime(), log=lambda s: None)
     step('edge_infer backend manager, candidate list')
     reg = load_registry(paths.config_dir() / 'models.yaml')
     from edge_infer.backends.measure.profiling import calibration_frames

@@ -70,8 +70,8 @@ import time
 from edge_infer import paths
 from edge_infer.backends.live.choice import LiveChoice, LiveSettings
 from edge_infer.backends.manager import BackendManager, load_config
-from edge_infer.backends.measure.gate import GATE
 from edge_infer.backends.measure.profiling import calibration_frames
+from edge_infer.backends.runtime import Runtime
 from edge_infer.core.backend import input_kind, open_session
 from edge_infer.core.registry import load_registry
 from edge_infer.testing.observer import RecordingObserver
@@ -184,12 +184,17 @@ def serve(runtimes: dict, pinned: dict, frames, seconds: float, log: list, phase
                 # this frame's input of the kind the session takes (u8 pixels for +pre)
                 model = next(iter(runtimes.values())).model
                 x = model.preprocessor(input_kind(pinned[name]))(frame)[0]
-                with GATE.shared():     # a frame, as the runtimes' are
+                with model_gate(runtimes):     # a frame, as the choices' are
                     t = time.perf_counter()
                     pinned[name].run(x)
                     row[name] = (time.perf_counter() - t) * 1e3
         log.append(row)
         k += 1
+
+
+def model_gate(runtimes):
+    """Return a frame's hold on the process's compute gate (the choices' runtime's)."""
+    return next(iter(runtimes.values())).runtime.gate.shared()
 
 
 def analyse(rows, runtimes, pinned, phases):
@@ -291,11 +296,12 @@ def main() -> None:
     frames = calibration_frames(8)[0]
     cache = pathlib.Path(tempfile.mkdtemp(prefix='edge_infer_bench_'))
     quiet = {'quiet_foreign_cores': 99.0}   # this bench is about run time, not the cache
+    shared = Runtime()      # one process: one compute gate for every session
     after_mgr = BackendManager(cache / 'after', config={**load_config(), **quiet},
-                               log=lambda s: None)
+                               log=lambda s: None, runtime=shared)
     before_mgr = BackendManager(cache / 'before', config={
         **load_config(), **quiet, 'lead_factor': 0.0, 'screen_s': 1.0, 'tail_guard': 0.0},
-        log=lambda s: None)
+        log=lambda s: None, runtime=shared)
     print(f'load average at start: {os.getloadavg()[0]:.2f}; {os.cpu_count()} cores')
     events = []
     after = LiveChoice(after_mgr, spec, path, log=lambda s: events.append(('after', s)),

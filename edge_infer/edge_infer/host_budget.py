@@ -35,7 +35,7 @@ The slots fix threads per model; :class:`FairShare` bounds how many frames
 run at once, and follows processes as they come and go. Every container
 joins as a *member* (``member-<pid>``: its model count, under an exclusive
 ``flock`` held for life) and lets at most its share of the cores run at
-once (``backends.gate.GATE``'s limit): cores x its models / the models of
+once (the compute gate's limit): cores x its models / the models of
 every live member, at least one frame. Two launches of two models each on 2
 cores run one frame at a time each, 2 inference threads in all; a launch
 alone is not limited, and gets its cores back when the other one ends.
@@ -199,7 +199,8 @@ def max_threads_per_model(config: dict) -> int:
     return max(counts)
 
 
-def apply_budget(manager, models: int, thread_budget: int, log, warn) -> Optional[Budget]:
+def apply_budget(manager, models: int, thread_budget: int, log, warn,
+                 gate=None) -> Optional[Budget]:
     """Lease the container's threads and cap ``manager``'s candidates at them; one line.
 
     ``thread_budget``: the container's parameter (0 = auto, T > 0 = T per
@@ -223,7 +224,7 @@ def apply_budget(manager, models: int, thread_budget: int, log, warn) -> Optiona
     manager.cap_threads(budget.per_model, budget.why())
     (warn if budget.over else log)(budget.line())
     try:
-        budget.fair = FairShare(models, budget.per_model, log=log).start()
+        budget.fair = FairShare(models, budget.per_model, gate=gate, log=log).start()
     except OSError as exc:
         warn(f'inference share: not followed ({lease_dir()}: {exc}); frames run unlimited')
     return budget
@@ -232,8 +233,8 @@ def apply_budget(manager, models: int, thread_budget: int, log, warn) -> Optiona
 class FairShare:
     """How many of this process's frames may run at once, re-read while it runs (see module doc).
 
-    ``gate``: what takes the limit (``set_limit``; default the process's
-    ``GATE``); ``period_s``: how often the members are counted again.
+    ``gate``: what takes the limit (``set_limit``: the process's compute
+    gate, its runtime's); ``period_s``: how often the members are counted again.
     """
 
     def __init__(self, models: int, per_model: int = 1, cores: Optional[int] = None,
@@ -243,9 +244,9 @@ class FairShare:
         self.models, self.per_model = int(models), max(1, int(per_model))
         self.cores = int(cores or os.cpu_count() or 1)
         self.directory = pathlib.Path(directory) if directory else lease_dir()
-        if gate is None:
-            from .backends.measure.gate import GATE
-            gate = GATE
+        if gate is None:     # a process of its own: its own gate
+            from .backends.measure.gate import ComputeGate
+            gate = ComputeGate()
         self.gate, self.log, self.period_s = gate, log, float(period_s)
         self.limit = -1         # not computed yet; 0 = no limit
         self._fd: Optional[int] = None

@@ -28,13 +28,12 @@ import threading
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from .config import DEFAULTS, load_config
-from .live.budget import RunnerBudget
 from .measure.cache import board_fingerprint, entry_key, ProfileCache
 from .measure.memory import release_freed_memory
 from .measure.profiling import calibration_frames, probe_backend, ProfileRun
 from .measure.selection import OBJECTIVES, select
-from .measure.settle import SettleQueue
 from .profiler import usable as _usable
+from .runtime import Runtime
 from ..core.backend import Backend, BackendError
 from ..core.registry import ModelSpec
 
@@ -59,7 +58,8 @@ class BackendManager:
     """
 
     def __init__(self, cache_dir: Optional[pathlib.Path] = None, config: Optional[dict] = None,
-                 log: Log = print, meter=None, root: str = '/'):
+                 log: Log = print, meter=None, root: str = '/',
+                 runtime: Optional[Runtime] = None):
         from .. import paths
         self.cache_dir = pathlib.Path(cache_dir) if cache_dir else paths.data_home() / 'cache'
         self.config: Dict[str, Any] = dict(DEFAULTS)
@@ -73,9 +73,9 @@ class BackendManager:
         self.thread_budget = 0
         self.thread_budget_why = ''
         self._cancel = None         # the running profile's cancel event (int8 quantizers)
-        self.settle_queue = SettleQueue()   # models settling first, completions after
-        self.completion_queue = SettleQueue()   # completions, the lightest model first
-        self.runner_budget = RunnerBudget()     # the models' looks at runners-up take turns
+        # what the process's models share (the gate, the settle queues, the
+        # runner-up budget): the host's runtime, else one of its own
+        self.runtime = runtime or Runtime()
         self.apart: Optional[Any] = None    # a MeasuringChild: measurements run there
         self.own_pids: Tuple[int, ...] = ()     # in a measuring child: the serving process
 
@@ -83,6 +83,16 @@ class BackendManager:
         """Measure in a child process from now on (:mod:`.measure.apart`; the nodes do)."""
         from .measure.apart import MeasuringChild
         self.apart = self.apart or MeasuringChild(self, self.config['measure_apart_idle_s'])
+
+    @property
+    def settle_queue(self):
+        """Return the runtime's settle queue: models settling first, completions after."""
+        return self.runtime.settle_queue
+
+    @property
+    def completion_queue(self):
+        """Return the runtime's completion queue: the lightest model first."""
+        return self.runtime.completion_queue
 
     def profiling(self) -> bool:
         """Return True while a model of this process settles or completes its profile."""
@@ -329,21 +339,18 @@ def default_cache_dir() -> pathlib.Path:
     return pathlib.Path(os.environ.get('EDGE_INFER_CACHE', paths.data_home() / 'cache'))
 
 
-_shared: Dict[str, BackendManager] = {}
-_shared_lock = threading.Lock()
-
-
-def shared_manager(cache_dir: Optional[pathlib.Path] = None, meter=None,
+def shared_manager(runtime: Runtime, cache_dir: Optional[pathlib.Path] = None, meter=None,
                    log: Log = print) -> BackendManager:
-    """Return the process's manager for ``cache_dir`` (one per directory, config from file)."""
+    """Return ``runtime``'s manager for ``cache_dir`` (one per directory, config from file)."""
     cache_dir = pathlib.Path(cache_dir) if cache_dir else default_cache_dir()
-    with _shared_lock:
-        mgr = _shared.get(str(cache_dir))
+    with runtime.managers_lock:
+        mgr = runtime.managers.get(str(cache_dir))
         if mgr is None:
-            mgr = BackendManager(cache_dir, config=load_config(), log=log, meter=meter)
+            mgr = BackendManager(cache_dir, config=load_config(), log=log, meter=meter,
+                                 runtime=runtime)
             if mgr.config['measure_apart']:
                 mgr.measure_apart()     # the serving process keeps only what it serves
-            _shared[str(cache_dir)] = mgr
+            runtime.managers[str(cache_dir)] = mgr
         elif meter is not None and mgr.meter is None:
             mgr.meter = meter
         return mgr

@@ -19,7 +19,6 @@ import threading
 import time
 
 from .manager import BackendManager
-from .measure.gate import GATE
 from ..core.backend import first_line
 
 
@@ -84,10 +83,10 @@ def main(argv=None) -> int:
     link = _Link(Connection(int(argv[0])))
     setup = link.conn.recv()
     threading.Thread(target=_watch_parent, args=(setup['parent'],), daemon=True).start()
-    GATE.forward(link.hold)
     manager = BackendManager(pathlib.Path(setup['cache_dir']), config=setup['config'],
                              log=lambda line: link.send('log', line),
                              meter=_Meter(link) if setup['metered'] else None)
+    manager.runtime.gate.forward(link.hold)     # the serving process's gate holds the runs
     manager.cap_threads(setup['threads'], setup['why'])
     manager.own_pids = (setup['parent'],)
     while True:

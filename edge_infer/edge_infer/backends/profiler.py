@@ -156,7 +156,8 @@ class _Profile:
             budget_s=float(cfg['screen_s']), warmup=int(cfg['warmup']),
             min_runs=int(cfg['min_runs']), meter=mgr.meter, min_accuracy=self.floor,
             cut_ms=float(cfg['cut_factor']) * self.best_ms, cut_runs=int(cfg['cut_runs']),
-            judge_min_frames=int(cfg['judge_min_frames']), judge_s=float(cfg['judge_s']))
+            judge_min_frames=int(cfg['judge_min_frames']), judge_s=float(cfg['judge_s']),
+            gate=mgr.runtime.gate)
         self.screened.append(time.monotonic() - t_cand)
         add_variant_note(backend, self.model_path, res)
         if sess is not None:
@@ -178,7 +179,7 @@ class _Profile:
             self.reference.first_inputs(), budget_s=budget,
             runs_per_round=int(cfg['round_runs']), min_rounds=int(cfg['min_rounds']),
             confidence=float(cfg['confidence']), meter=self.mgr.meter, model=self.spec.name,
-            cancel=self.cancel)
+            cancel=self.cancel, gate=self.mgr.runtime.gate)
 
     def close(self) -> None:
         """Close every session still open."""

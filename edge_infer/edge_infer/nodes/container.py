@@ -59,8 +59,8 @@ from .stopping import leave, StopSignals
 from .telemetry_node import TelemetryNode
 from .. import procs, shm
 from ..backends.manager import shared_manager
-from ..backends.measure.gate import GATE
 from ..backends.measure.memory import cap_malloc_arenas, fix_mmap_threshold
+from ..backends.runtime import Runtime
 from ..host_budget import apply_budget
 # exit codes the launch file's supervisor reads: not restarted; any other is a crash
 from ..supervise import EXIT_BAD_PARAMETER, EXIT_PARTIAL
@@ -118,13 +118,16 @@ class PerceptionContainer:
         if len(set(names)) != len(names) or not all(names) or telemetry in names:
             raise ValueError(f"parameter 'nodes' must hold distinct non-empty names, other "
                              f"than the telemetry node's ('{telemetry}'): {names}")
-        GATE.set_order(str(self.node.get_parameter('frame_order').value))
+        # what the hosted models share: the compute gate, the settle queues, ...
+        self.runtime = Runtime()
+        self.runtime.gate.set_order(str(self.node.get_parameter('frame_order').value))
         # the nodes' manager, capped at this process's share of the host's cores
-        self.lease = apply_budget(shared_manager(log=shared_log), len(names),
+        self.lease = apply_budget(shared_manager(self.runtime, log=shared_log), len(names),
                                   int(self.node.get_parameter('thread_budget').value),
-                                  self.node.get_logger().info, log)
+                                  self.node.get_logger().info, log, gate=self.runtime.gate)
         self.telemetry = TelemetryNode(telemetry) if telemetry else None
-        self.perception: List[PerceptionNode] = [PerceptionNode(n) for n in names]
+        self.perception: List[PerceptionNode] = [PerceptionNode(n, runtime=self.runtime)
+                                                 for n in names]
         self.lifecycle_nodes = ([self.telemetry] if self.telemetry else []) + self.perception
         executor.add_node(self.node)
         self.executors = [executor]     # [the container node's, then one per node if asked]

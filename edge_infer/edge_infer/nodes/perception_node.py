@@ -1,11 +1,10 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
 """Lifecycle node: camera topic in, typed model results out.
 
-- configure: read and check parameters, load the registry entry, open the
-  model on its backend, create publishers. FAILURE with one log line on a bad
-  parameter or a missing/bad model file.
-- activate: subscribe to the camera (sensor-data QoS) and start the worker.
-- deactivate: unsubscribe and stop the worker: no CPU is spent on inference.
+- configure: check parameters, open the model on its backend, create
+  publishers; FAILURE with one line on a bad parameter or model file.
+- activate: start the frame thread, subscribe (sensor-data QoS); deactivate:
+  unsubscribe and stop it: no CPU is spent on inference.
 - cleanup: free the model session; shutdown: the same from any state.
 
 It translates; its parts work: the camera and its frame thread
@@ -16,7 +15,7 @@ It translates; its parts work: the camera and its frame thread
 """
 
 import time
-from typing import List
+from typing import List, Optional
 
 from edge_infer_msgs.msg import BackendReport, EnergyRecord
 from rclpy.lifecycle import LifecycleState, TransitionCallbackReturn
@@ -34,6 +33,7 @@ from .tracks_and_depth import TracksAndDepth
 from ..backends.live.choice import LiveChoice
 from ..backends.manager import shared_manager
 from ..backends.remote_config import apply_remote
+from ..backends.runtime import Runtime
 from ..core.backend import BackendError
 from ..core.registry import RegistryError
 from ..core.stream import StreamStats
@@ -49,14 +49,15 @@ class PerceptionNode(ManagedNode):
 
     PARAMETERS = PARAMETERS
 
-    def __init__(self, node_name: str = 'perception', **kwargs):
+    def __init__(self, node_name: str = 'perception', runtime: Optional[Runtime] = None,
+                 **kwargs):
         super().__init__(node_name, **kwargs)
+        self.runtime = runtime or Runtime()     # what the process's models share
         self.stats = StreamStats()
         self.parts = Parts()                # what configure made (cleanup releases it)
         # the frame thread calls self._process (looked up per frame: tests replace it)
         self.camera = CameraInput(self, self.stats, lambda t, raw: self._process(t, raw))
-        # ~/energy follows the result (nodes/energy_follow.py)
-        self._energy = EnergyFollow(self.stats, self.ros_time, self.context.ok)
+        self._energy = EnergyFollow(self.stats, self.ros_time, self.context.ok)   # ~/energy
         self.status = PerceptionStatus(self, self.stats, self.camera, self.parts,
                                        self._energy.joules)
 
@@ -124,11 +125,10 @@ class PerceptionNode(ManagedNode):
             raise ConfigError(str(exc)) from None
         chosen = model_of(values)
         spec, path, parts, log = chosen.spec, chosen.path, self.parts, self.get_logger()
-        # process-wide objects: their lines go under this node while it calls
-        # them (self.acting()), under the container otherwise (base.shared_log)
+        # the process's objects log under this node while it calls them (self.acting())
         if values['energy_metering']:
             parts.meter = shared_meter.acquire(None, log=shared_log)
-        parts.manager = manager = shared_manager(meter=parts.meter, log=shared_log)
+        parts.manager = manager = shared_manager(self.runtime, None, parts.meter, shared_log)
         for change in apply_remote(manager.config, values):
             log.info(f"remote servers: {change} (the process's manager)")
         parts.report_pub = self.create_publisher(BackendReport, '~/backend_report', QoSProfile(

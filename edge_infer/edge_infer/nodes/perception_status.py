@@ -25,7 +25,6 @@ from edge_infer_msgs.msg import BackendCandidate, BackendReport
 from .base import ManagedNode
 from .camera_input import CameraInput
 from .perception_parts import Parts
-from ..backends.measure.gate import GATE
 from ..backends.precision.variants import make_command, NOT_MADE
 from ..core.health import StreamHealth, WARN
 from ..core.stream import StreamStats
@@ -161,7 +160,7 @@ class PerceptionStatus:
         values['stage_total_ms'] = ', '.join(f'{k} {v:.1f}' for k, v in
                                              self.stats.stage_totals().items())
         if live is not None:    # in run_other: waiting for a core (the compute gate)
-            values['core_wait_total_ms'] = f'{GATE.waited_ms(live.spec.name):.1f}'
+            values['core_wait_total_ms'] = f'{live.runtime.gate.waited_ms(live.spec.name):.1f}'
         values['debug_images'] = self.stats.debug_images
         values['debug_image_subscribers'] = parts.debug.subscribers() if parts.debug else 0
         if parts.meter is not None:

@@ -13,6 +13,7 @@ from typing import Callable, List, Optional
 
 import numpy as np
 
+from ..backends.runtime import Runtime
 from ..core.backend import Backend, Session
 
 Latency = Callable[[float], float]      # the clock's time -> ms the run takes
@@ -67,6 +68,7 @@ class SimManager:
 
     def __init__(self, backends: List[Backend]):
         self.backends = backends
+        self.runtime = Runtime()    # one simulated process's
 
     def candidates(self, spec=None, model_path=None) -> List[Backend]:
         """Return the simulated candidates."""

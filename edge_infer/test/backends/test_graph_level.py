@@ -20,11 +20,12 @@ from typing import List
 
 import cv2
 from edge_infer import paths
-from edge_infer.backends.live.budget import RunnerBudget
 from edge_infer.backends.live.choice import LiveChoice, LiveSettings
-from edge_infer.backends.live.graph_level import GraphModels, KIND
+from edge_infer.backends.live.graph_level import KIND
+from edge_infer.backends.live.graph_models import GraphModels
 from edge_infer.backends.measure.cache import ProfileCache
 from edge_infer.backends.measure.profiling import calibration_frames, CandidateResult, ProfileRun
+from edge_infer.backends.runtime import Runtime
 from edge_infer.core.image import Frame
 from edge_infer.core.registry import load_registry
 from edge_infer.testing.observer import RecordingObserver
@@ -43,7 +44,7 @@ class _Process(SimManager):
         super().__init__(backends)
         self.cache = ProfileCache(cache_path, log=lambda s: None)
         self.board = {'cpu': 'simulated 2-core board', 'cpus': '2'}
-        self.runner_budget = RunnerBudget()
+        self.runtime = Runtime()     # what the process's models share
 
 
 def _settings(**kw) -> LiveSettings:
@@ -153,7 +154,7 @@ def test_a_steady_graph_raises_no_drift_alarm_and_opens_no_runner_up(env):
     assert len(said) == 1 and '(4 models)' in said[0] and 'alone 5.0 ms' in said[0], now.lines
     assert now.live.selector.drift.fired == 0 and _drift_alerts(now.live) == []
     # the fresh choice's look alone; closed after it, never opened again
-    assert now.manager.runner_budget.grants == 1
+    assert now.manager.runtime.runner_budget.grants == 1
     assert not any(n for t, _, n in served if t > served[0][0] + 15.0)
     assert now.live.switches == []
 
@@ -188,7 +189,7 @@ def test_the_first_start_stores_the_level_so_the_second_start_does_not_fire(env)
     env.serve(second.live, 120.0)
     assert second.live.selector.drift.fired == 0 and _drift_alerts(second.live) == []
     assert second.live.selector.drift.expected_ms == pytest.approx(value['level_ms'])
-    assert second.manager.runner_budget.grants == 1      # the fresh choice's look alone
+    assert second.manager.runtime.runner_budget.grants == 1      # the fresh choice's look alone
 
 
 def test_a_graph_of_two_models_does_not_use_the_four_models_level(env):

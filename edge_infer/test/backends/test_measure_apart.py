@@ -16,7 +16,6 @@ from edge_infer import paths
 from edge_infer.backends.live.choice import LiveChoice, LiveSettings
 from edge_infer.backends.manager import BackendManager
 from edge_infer.backends.measure.cache import ProfileCache
-from edge_infer.backends.measure.gate import GATE
 from edge_infer.backends.measure.load_probe import LoadProbe
 from edge_infer.backends.measure.profiling import calibration_frames
 from edge_infer.core.backend import BackendError
@@ -53,14 +52,15 @@ def test_a_child_measures_holds_our_gate_and_a_warm_start_needs_none(
     spec, path = mobilenet
     mgr, lines = _manager(tmp_path)
     holds = []
-    exclusive = GATE.exclusive
+    gate = mgr.runtime.gate     # this process's: the child's runs hold it
+    exclusive = gate.exclusive
 
     @contextlib.contextmanager
     def counted():
         with exclusive():
             holds.append(threading.get_ident())
             yield
-    monkeypatch.setattr(GATE, 'exclusive', counted)
+    monkeypatch.setattr(gate, 'exclusive', counted)
     backend, run = mgr.choose(spec, path)
     by = {r.backend: r for r in run.results}
     assert set(by) == {'onnxruntime/cpu/t1', 'opencv-dnn/cpu'}
@@ -121,7 +121,7 @@ def test_a_cancel_kills_the_child_at_once_and_a_resume_measures_again(tmp_path, 
     assert took < 2.0, took
     assert not _alive(pid)
     # the gate is free again: a frame does not wait
-    with GATE.shared():
+    with mgr.runtime.gate.shared():
         pass
     # the candidates screened before the cancel were cached; the rest is measured again
     mgr.config.update(budget_s=0.1, min_rounds=4)
@@ -138,7 +138,7 @@ def test_a_child_that_dies_is_one_clear_error(tmp_path, mobilenet):
     t.join(10)
     assert not t.is_alive()
     assert "model 'mobilenet_v2': the measuring process ended (exit -9)" in box['error']
-    with GATE.shared():     # not left held
+    with mgr.runtime.gate.shared():     # not left held
         pass
 
 

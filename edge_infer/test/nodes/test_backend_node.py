@@ -61,15 +61,15 @@ def injected_manager(tmp_path, monkeypatch):
     mgr = _TwoCandidates(tmp_path, config={'budget_s': 0.3, 'min_runs': 5, 'warmup': 1,
                                            'calibration_frames': 2},
                          log=lambda s: None)
-    manager_mod._shared[str(tmp_path)] = mgr
+    mgr.runtime.managers[str(tmp_path)] = mgr     # the process's manager for that cache
     LOADED.clear()
     yield mgr
-    manager_mod._shared.pop(str(tmp_path), None)
 
 
 @pytest.mark.slow
 def test_drift_switches_backend_without_dropping_the_stream(ros, injected_manager):
-    node = PerceptionNode('drift_node', context=ros.ctx, parameter_overrides=[
+    rt = injected_manager.runtime
+    node = PerceptionNode('drift_node', runtime=rt, context=ros.ctx, parameter_overrides=[
         Parameter('model', value='mobilenet_v2'), Parameter('image_topic', value='/drift_cam'),
         Parameter('transport', value='raw'), Parameter('energy_metering', value=False),
         Parameter('drift_threshold', value=2.0), Parameter('drift_window_s', value=1.0),
@@ -157,11 +157,12 @@ class _FailingFirst(manager_mod.BackendManager):
 def test_backend_raising_mid_run_falls_back_and_keeps_serving(ros, tmp_path, monkeypatch,
                                                               capfd):
     monkeypatch.setenv('EDGE_INFER_CACHE', str(tmp_path))
-    manager_mod._shared[str(tmp_path)] = _FailingFirst(
-        tmp_path, config={'budget_s': 0.2, 'min_runs': 3, 'warmup': 1,
-                          'calibration_frames': 2}, log=lambda s: None)
+    mgr = _FailingFirst(tmp_path, config={'budget_s': 0.2, 'min_runs': 3, 'warmup': 1,
+                                          'calibration_frames': 2}, log=lambda s: None)
+    mgr.runtime.managers[str(tmp_path)] = mgr     # the process's manager for that cache
     FAIL.clear()
-    node = PerceptionNode('fallback_node', context=ros.ctx, parameter_overrides=[
+    rt = mgr.runtime
+    node = PerceptionNode('fallback_node', runtime=rt, context=ros.ctx, parameter_overrides=[
         Parameter('model', value='mobilenet_v2'), Parameter('image_topic', value='/fb_cam'),
         Parameter('transport', value='raw'), Parameter('energy_metering', value=False),
         Parameter('drift_threshold', value=0.0), Parameter('diagnostics_period', value=0.0)])
@@ -197,7 +198,6 @@ def test_backend_raising_mid_run_falls_back_and_keeps_serving(ros, tmp_path, mon
         assert err.count('falling back to test/steady') == 1, err[-1500:]
     finally:
         FAIL.clear()
-        manager_mod._shared.pop(str(tmp_path), None)
         node.trigger_shutdown()
         ros.executor.remove_node(node)
         node.destroy_node()

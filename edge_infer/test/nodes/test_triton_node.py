@@ -34,9 +34,10 @@ def test_the_node_chooses_its_server_and_falls_back_when_it_dies(ros, tmp_path,
     monkeypatch.setenv('EDGE_INFER_CACHE', str(tmp_path / 'cache'))
     manager = manager_mod.BackendManager(tmp_path / 'cache', config=fast_cpu(
         opencv_targets=[], measure_apart=False), log=lambda s: None)
-    manager_mod._shared[str(tmp_path / 'cache')] = manager
+    manager.runtime.managers[str(tmp_path / 'cache')] = manager     # the process's
     with triton_server.served(tmp_path, {'nanodet': SERVED}) as server:
-        node = PerceptionNode('remote_node', context=ros.ctx, parameter_overrides=[
+        rt = manager.runtime
+        node = PerceptionNode('remote_node', runtime=rt, context=ros.ctx, parameter_overrides=[
             Parameter('model', value='nanodet'), Parameter('image_topic', value='/rm_cam'),
             Parameter('transport', value='raw'), Parameter('energy_metering', value=False),
             Parameter('provisional', value=False), Parameter('tracker', value='none'),
@@ -73,7 +74,6 @@ def test_the_node_chooses_its_server_and_falls_back_when_it_dies(ros, tmp_path,
             node.trigger_shutdown()
             ros.executor.remove_node(node)
             node.destroy_node()
-            manager_mod._shared.pop(str(tmp_path / 'cache'), None)
     after = {m.backend for m in results if m.header.stamp.sec >= 17}
     assert after == {LOCAL}, after
     assert node.stats.rejected == 0 and node.stats.fallbacks == 1

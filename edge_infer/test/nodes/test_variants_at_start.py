@@ -85,8 +85,9 @@ def test_a_start_without_the_int8_file_serves_and_says_how_to_make_it(
                                           'warmup': 1, 'calibration_frames': 2,
                                           'measure_apart': False},
                         log=lambda s: None)
-    manager_mod._shared[str(tmp_path)] = mgr
-    node = PerceptionNode('no_int8', context=ros.ctx, parameter_overrides=[
+    mgr.runtime.managers[str(tmp_path)] = mgr     # the process's manager for that cache
+    rt = mgr.runtime
+    node = PerceptionNode('no_int8', runtime=rt, context=ros.ctx, parameter_overrides=[
         Parameter('model', value='mobilenet_v2'), Parameter('image_topic', value='/no_int8_cam'),
         Parameter('transport', value='raw'), Parameter('energy_metering', value=False),
         Parameter('diagnostics_period', value=0.0)])
@@ -123,7 +124,6 @@ def test_a_start_without_the_int8_file_serves_and_says_how_to_make_it(
         node.trigger_shutdown()
         ros.executor.remove_node(node)
         node.destroy_node()
-        manager_mod._shared.pop(str(tmp_path), None)
 
 
 @pytest.mark.slow

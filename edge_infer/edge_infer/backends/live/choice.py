@@ -43,13 +43,12 @@ import time
 from typing import Callable, List, Optional
 
 from .background import BackgroundWork
-from .context import ChoiceContext, Log, Manager
+from .context import ChoiceContext, Log, Manager, Runtime
 from .load_watch import Foreign, Observer
 from .rule import LiveSettings
 from .selector import Selector
 from .server import Server
 from .startup import provisional
-from ..measure.gate import GATE
 from ..measure.profiling import ProfileRun
 from ...core.image import ImageError
 from ...core.model import Model, Result
@@ -65,7 +64,8 @@ class LiveChoice:
                  settings: Optional[LiveSettings] = None, overrides: Optional[dict] = None,
                  log: Log = print, report: Optional[Callable[[ProfileRun, str], None]] = None,
                  warn: Optional[Log] = None, scope=None, foreign_load: Optional[Foreign] = None,
-                 clock=time, observer: Optional[Observer] = None):
+                 clock=time, observer: Optional[Observer] = None,
+                 runtime: Optional[Runtime] = None):
         """Keep one model's backend right at run time.
 
         ``foreign_load``: returns the cores other processes used since its last
@@ -74,7 +74,9 @@ class LiveChoice:
         factory entered around background work (a node routes the manager's
         lines under itself with it). ``clock``: ``monotonic()`` and
         ``perf_counter()``, the time module's by default. ``observer``: told
-        what happens (:class:`Observer`), when given.
+        what happens (:class:`Observer`), when given. ``runtime``: what the
+        process's models share (``backends.runtime.Runtime``); default: the
+        manager's.
         """
         self.manager = manager
         self.spec = spec
@@ -86,6 +88,7 @@ class LiveChoice:
         self.warn = warn or log
         self.report = report or (lambda run, trigger: None)
         self.clock = clock
+        self.runtime = runtime or manager.runtime
         self._cancel = threading.Event()
         self.background = BackgroundWork(spec.name, scope)
         # log, warn and report are read at each line: a caller may route them elsewhere later
@@ -94,7 +97,7 @@ class LiveChoice:
         self.ctx = ChoiceContext(
             manager, spec, self.model_path, self.settings, lambda line: self.log(line),
             lambda line: self.warn(line), clock, self._cancel, self._open_model,
-            self.background.spawn)
+            self.background.spawn, self.runtime)
         self.selector = Selector(self.ctx, self.server, foreign_load, observer)
 
     # ------------------------------------------------------------------- start
@@ -181,7 +184,7 @@ class LiveChoice:
         frame is run a second time after a fallback).
         """
         sel = self.selector
-        with self.server.frame, GATE.shared(self.spec.name):
+        with self.server.frame, self.runtime.gate.shared(self.spec.name):
             result = sel.before(frame, around_run)      # a runner-up's turn, a switch
             if result is None:
                 try:

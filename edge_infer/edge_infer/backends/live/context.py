@@ -8,12 +8,17 @@ watch (:mod:`.load_watch`). Each gets what it needs from this context or by
 argument; none reads the chooser's attributes.
 """
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 import pathlib
 import threading
 from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple, Union
 
+from .budget import RunnerBudget
+from .graph_models import GraphModels
 from .rule import LiveSettings
+from .runners_up import Openings
+from ..measure.gate import ComputeGate
 from ..measure.profiling import CandidateResult, ProfileRun
 from ..measure.settle import SettleQueue
 from ...core.backend import Backend
@@ -21,6 +26,34 @@ from ...core.model import Model
 from ...core.registry import ModelSpec
 
 Log = Callable[[str], None]
+
+
+class Runtime(Protocol):
+    """What the run-time choice uses of its process's ``backends.runtime.Runtime``.
+
+    Declared here, not imported: that module gathers these parts of the run-time
+    choice, which sit below it.
+    """
+
+    @property
+    def gate(self) -> ComputeGate:
+        """Return the compute gate: frames shared, a candidate's timed runs alone."""
+
+    @property
+    def openings(self) -> Openings:
+        """Return the runner-up sessions being opened."""
+
+    @property
+    def runner_budget(self) -> RunnerBudget:
+        """Return the runner-up memory the models' looks share."""
+
+    @property
+    def graph(self) -> GraphModels:
+        """Return the models this process serves."""
+
+    @property
+    def reevaluation(self) -> AbstractContextManager:
+        """Return what one background re-evaluation at a time holds."""
 
 
 class Manager(Protocol):
@@ -32,8 +65,18 @@ class Manager(Protocol):
     """
 
     config: Dict[str, Any]
-    settle_queue: SettleQueue       # one model settles at a time, the lightest first
-    completion_queue: SettleQueue   # the rest of each profile, after every settle
+
+    @property
+    def runtime(self) -> Runtime:
+        """Return what the process's models share."""
+
+    @property
+    def settle_queue(self) -> SettleQueue:
+        """Return the runtime's: one model settles at a time, the lightest first."""
+
+    @property
+    def completion_queue(self) -> SettleQueue:
+        """Return the runtime's: the rest of each profile, after every settle."""
 
     def candidates(self, spec: ModelSpec, model_path: pathlib.Path) -> List[Backend]:
         """Return the model's candidate backends."""
@@ -91,6 +134,7 @@ class ChoiceContext:
     cancel: threading.Event     # set: background work stops at its next check
     open_model: Callable[[Backend], Model]      # a candidate backend -> a Model serving on it
     spawn: Callable[[Callable[[], None], str], object]  # background work, named
+    runtime: Runtime            # what the process's models share
 
     def select(self, results):
         """Return (chosen result or None, why) by the settings' objective and limits."""

@@ -47,7 +47,6 @@ from ..measure.profiling import ProfileRun
 from ...core.model import Model
 
 
-_REEVALUATION = threading.Lock()    # one at a time: two models measuring at once meet
 # A median less than this over the expectation never fires, whatever the ratio:
 # a model of 1-3 ms on cores shared with the graph's other models is moved by
 # up to ~1 ms by where its frame falls (beside the detector or not, the
@@ -215,7 +214,7 @@ class Reevaluation:
             current, failed = self._server.run, self._failed
             if current is None:
                 return
-            with _REEVALUATION:
+            with ctx.runtime.reevaluation:
                 names = [r.backend for r in current.results
                          if r.status == 'ok' and r.backend not in failed]
                 run = ctx.manager.profile(ctx.spec, ctx.model_path, use_cache=False,

@@ -39,14 +39,12 @@ that started first sees the others join and its expectation follows
 
 import math
 import statistics
-import threading
 import time
 from typing import Dict, List, Optional, Tuple
-import weakref
 
-from .context import ChoiceContext, Manager
+from .context import ChoiceContext
 from .drift import DriftMonitor, Reevaluation
-from .runners_up import OPENINGS, RunnerHours, RunnerPool
+from .runners_up import RunnerHours, RunnerPool
 from .startup import BackgroundProfile
 from ..measure.cache import entry_key
 from ...checksums import sha256_kept
@@ -55,68 +53,6 @@ LEARN_S = 30.0      # a steady window this long (simulated or real seconds) ...
 MIN_FRAMES = 50     # ... and at least this many frames: one figure of the level
 CHANGE = 0.10       # a steady window this far off the stored level: stored again
 KIND = 'graph_level'    # the cache entries' kind (the profile's are 'profile')
-
-
-class GraphModels:
-    """The models one process serves (one manager's live choices): the graph's signature."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._members: Dict[int, Tuple[weakref.ref, str]] = {}
-        self.version = 0        # bumped at every join and leave
-
-    def join(self, member: 'GraphLevel', model: str) -> None:
-        """Count ``member`` (one model's live choice) as serving ``model`` in this process."""
-        with self._lock:
-            self._members[id(member)] = (weakref.ref(member), model)
-            self.version += 1
-
-    def leave(self, member: 'GraphLevel') -> None:
-        """Stop counting ``member`` (idempotent)."""
-        with self._lock:
-            if self._members.pop(id(member), None) is not None:
-                self.version += 1
-
-    def _live(self) -> List[Tuple['GraphLevel', str]]:
-        """Return the members still there (one that was never closed and is gone leaves)."""
-        with self._lock:
-            gone = [k for k, (ref, _) in self._members.items() if ref() is None]
-            for k in gone:
-                del self._members[k]
-            self.version += bool(gone)
-            return [(m, model) for ref, model in self._members.values()
-                    if (m := ref()) is not None]
-
-    def signature(self) -> Tuple[str, ...]:
-        """Return the models served, sorted, a model served by two nodes twice."""
-        return tuple(sorted(model for _, model in self._live()))
-
-    def busy(self, looks: bool = True) -> str:
-        """Return why the graph is not in its normal state ('' when it is)."""
-        for member, model in self._live():
-            why = member.busy(looks)
-            if why:
-                return f'{model}: {why}'
-        return ''
-
-
-_GRAPHS: 'weakref.WeakKeyDictionary[Manager, GraphModels]' = weakref.WeakKeyDictionary()
-_GRAPHS_LOCK = threading.Lock()
-
-
-def graph_of(manager: Optional[Manager]) -> GraphModels:
-    """Return the graph of ``manager``'s process (a private one for no manager).
-
-    Kept here, beside the manager rather than on it: the run-time choice is
-    below the manager and does not import it, and a manager is one process's.
-    """
-    if manager is None:
-        return GraphModels()
-    with _GRAPHS_LOCK:
-        graph = _GRAPHS.get(manager)
-        if graph is None:
-            graph = _GRAPHS[manager] = GraphModels()
-        return graph
 
 
 class GraphLevel:
@@ -135,7 +71,7 @@ class GraphLevel:
         self._startup, self._reevaluation = startup, reevaluation
         self._runners, self._hours = runners, hours
         self.cache = getattr(ctx.manager, 'cache', None)
-        self.graph = graph_of(ctx.manager)
+        self.graph = ctx.runtime.graph
         self.graph.join(self, ctx.spec.name)
         self.level_ms = 0.0         # the graph's level expected now (0: none)
         self._seen = -1             # the graph's version the expectation was made for
@@ -252,7 +188,7 @@ class GraphLevel:
             return      # no monitor: nothing to expect (a fixed choice still counts as a model)
         if self.graph.version != self._seen:    # a model joined or left: another graph
             drift.refloor(self.expect(self._backend, self._base_ms))
-        if drift.in_episode or OPENINGS.busy or self.graph.busy():
+        if drift.in_episode or self.ctx.runtime.openings.busy or self.graph.busy():
             return      # not the graph's normal state: skipped (the window goes on after it)
         if not self._window:
             self._since = now

@@ -89,7 +89,7 @@ class RunnerLooks:
                                 by_name, chosen)
             before, whole = rss_mb(), not self.pool     # a whole look's size, not a top-up
             self.pool.open_sessions(want, by_name, ctx.model_path, input_spec, ctx.cancel,
-                                    ctx.log)
+                                    ctx.log, ctx.runtime.openings)
             if self.pool and whole:
                 self._mb = max(1.0, rss_mb() - before)
                 self.budget.measured(self, self._mb)

@@ -53,9 +53,6 @@ class Openings:
                 self.ended += 1
 
 
-OPENINGS = Openings()
-
-
 def wanted(ranked: Sequence[str], threads: Dict[str, Optional[int]], chosen: str,
            count: int) -> List[str]:
     """Return the runners-up to open: the best ``count`` of ``ranked`` (the chosen one left out).
@@ -110,16 +107,19 @@ class RunnerPool:
             self._pairs[name] = deque()
 
     def open_sessions(self, names: Sequence[str], backends: Dict[str, Backend], model_path,
-                      input_spec, cancel: threading.Event,
-                      log: Callable[[str], None]) -> None:
-        """Open the runners-up ``names`` not open yet; one that cannot open is left out."""
+                      input_spec, cancel: threading.Event, log: Callable[[str], None],
+                      openings: Openings) -> None:
+        """Open the runners-up ``names`` not open yet; one that cannot open is left out.
+
+        ``openings``: the process's (the runtime's), marked while a session opens.
+        """
         for name in names:
             if cancel.is_set():
                 return
             if name in self._sessions or name not in backends:
                 continue
             try:
-                with OPENINGS.opening():
+                with openings.opening():
                     sess = open_session(backends[name], model_path, input_spec)
             except Exception as exc:  # a runner-up that cannot open is left out
                 log(f'runner-up {name} not opened: {first_line(exc)}')

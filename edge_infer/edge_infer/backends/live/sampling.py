@@ -18,7 +18,6 @@ from .pacing import expected_ratio, Pacing, pre_delta, SERVE
 from .rule import dwell_margin, two_looks, Verdict
 from .runners_up import RunnerPool
 from .server import Server
-from ..measure.gate import GATE
 from ..measure.profiling import CandidateResult
 from ...core.backend import first_line, input_kind
 from ...core.image import ImageError
@@ -99,7 +98,7 @@ class RunnerSampling:
         clock = self.ctx.clock
         try:
             x = model.input_for(input_kind(sess))
-            with GATE.shared():
+            with self.ctx.runtime.gate.shared():
                 t = clock.perf_counter()
                 sess.run(x)
                 ms = (clock.perf_counter() - t) * 1e3 + pre_delta(

@@ -13,7 +13,6 @@ over under the server's frame lock. Every switch goes to the server.
 
 from typing import Callable, Optional
 
-from .budget import RunnerBudget
 from .context import ChoiceContext
 from .drift import DriftMonitor, Reevaluated, Reevaluation
 from .fallback import Failures, fall_back
@@ -21,7 +20,7 @@ from .graph_level import GraphLevel
 from .load_watch import Foreign, LoadWatch, Observer
 from .looks import RunnerLooks
 from .pacing import Pacing
-from .runners_up import OPENINGS, RunnerHours, RunnerPool
+from .runners_up import RunnerHours, RunnerPool
 from .sampling import RunnerSampling
 from .server import Server
 from .startup import BackgroundProfile
@@ -36,7 +35,8 @@ class Selector:
                  foreign_load: Optional[Foreign] = None, observer: Optional[Observer] = None):
         st = ctx.settings
         self.ctx, self.server, self.observer = ctx, server, observer
-        self.clock, self.manager = ctx.clock, ctx.manager    # read on every frame
+        # read on every frame
+        self.clock, self.manager, self.openings = ctx.clock, ctx.manager, ctx.runtime.openings
         self.fixed = False                  # forced / executor: never switched by measurement
         self.can_fall_back = True           # False for a fixed executor backend
         self.drift: Optional[DriftMonitor] = None
@@ -48,9 +48,8 @@ class Selector:
         self.load_watch = LoadWatch(st, foreign_load, observer)
         self.startup = BackgroundProfile(ctx, lambda: server.backend_name, self.handover)
         self.sampling = RunnerSampling(ctx, self.runners, self.pacing, server, observer)
-        # the process's runner-up memory is shared by its models' looks (one manager)
-        self.looks = RunnerLooks(ctx, self.runners, self.hours, getattr(
-            ctx.manager, 'runner_budget', None) or RunnerBudget())
+        # the process's runner-up memory is shared by its models' looks
+        self.looks = RunnerLooks(ctx, self.runners, self.hours, ctx.runtime.runner_budget)
         self.reevaluation = Reevaluation(ctx, server, self.failed, observer)
         self.graph = GraphLevel(ctx, self.startup, self.reevaluation, self.runners, self.hours)
 
@@ -96,7 +95,8 @@ class Selector:
     def observe(self, ms: float, pre_ms: float = 0.0) -> None:
         """Take the chosen backend's timing of a frame: load, drift, the runners-up's due."""
         now = self.clock.monotonic()
-        self.pacing.chosen_ran(now, ms, (OPENINGS.busy, OPENINGS.ended), frame_ms=ms + pre_ms)
+        openings = self.openings
+        self.pacing.chosen_ran(now, ms, (openings.busy, openings.ended), frame_ms=ms + pre_ms)
         why = self.load_watch.latency(now, ms)
         if why is not None:     # a cue to look, not proof: pairs are kept
             self.alert(now, why)

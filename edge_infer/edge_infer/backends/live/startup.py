@@ -20,7 +20,7 @@ that ran it, so a subscriber sees the switch.
 
 Our own frames must not slow the candidates being timed (the figures would
 describe a busy board and be cached as the board's profile), nor the other
-way round: :data:`.gate.GATE` keeps them apart.
+way round: the compute gate (the runtime's) keeps them apart.
 """
 
 import threading

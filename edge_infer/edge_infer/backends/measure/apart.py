@@ -11,8 +11,8 @@ the board's profile to the cache and leaves, and its memory goes with it.
 
 The child asks the serving process for what only that process has:
 
-- the compute gate (:data:`.gate.GATE`): each timed run holds it alone in
-  the serving process, so the node's frames never run beside a timed run
+- the compute gate (its runtime's, :mod:`..runtime`): each timed run holds it
+  alone in the serving process, so the node's frames never run beside a timed run
   (the child's request and the parent's answer take ~0.1 ms);
 - the power meter: its ``begin`` and ``end`` run in the serving process;
 - its log: every line the child's manager writes goes to the node's log.
@@ -39,7 +39,6 @@ import sys
 import threading
 from typing import Callable, Optional, Tuple
 
-from .gate import GATE
 from ...core.backend import BackendError
 
 
@@ -135,7 +134,7 @@ class MeasuringChild:
                                        f'(exit {proc.returncode}) before its profile') \
                         from None
                 if kind == 'hold':
-                    held.enter_context(GATE.exclusive())
+                    held.enter_context(self.manager.runtime.gate.exclusive())
                     conn.send('go')
                 elif kind == 'free':
                     held.close()

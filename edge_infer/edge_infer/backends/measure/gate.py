@@ -4,7 +4,8 @@
 A profile that runs while the node serves frames (the background profile of
 a first start, a drift re-evaluation) would time its candidates on a board
 busy with our own inference, and a first start's figures are cached as the
-board's profile. :data:`GATE` keeps the two apart: a frame holds it shared
+board's profile. The process's :class:`ComputeGate` (its runtime's,
+:mod:`..runtime`) keeps the two apart: a frame holds it shared
 (several models' frames run side by side, as before); a timed run of a
 candidate holds it alone, so it waits for the frames in flight and holds the
 next ones back for its length (a few ms; a few hundred for a slow candidate,
@@ -188,6 +189,3 @@ class ComputeGate:
             with self._cond:
                 self._exclusive = False
                 self._cond.notify_all()
-
-
-GATE = ComputeGate()  # process-wide: every model's frames and every profile

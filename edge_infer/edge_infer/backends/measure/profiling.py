@@ -24,6 +24,7 @@
 - :func:`interleave`: the leading candidates side by side in rounds.
 """
 
+import contextlib
 from dataclasses import asdict, dataclass, field
 import hashlib
 import math
@@ -36,7 +37,7 @@ import numpy as np
 from .agreement import judge, Verdict
 from .frames import (calibration_frames, CALIBRATION_SPAN, JUDGE_SPAN,  # noqa: F401 (kept here)
                      video_frames)
-from .gate import GATE
+from .gate import ComputeGate
 from ...core.backend import (Backend, BackendError, first_line, input_kind, open_session,
                              Session, UnsupportedModel)
 from ...core.image import Frame
@@ -266,8 +267,10 @@ def _fill_energy(res: CandidateResult, energy: Sequence[Tuple[float, float, str]
         res.energy_source = energy[-1][2]
 
 
-def _timed_run(sess, x, meter, model: str, times: List[float], energy: List) -> None:
-    with GATE.exclusive():      # none of this process's frames runs beside it
+def _timed_run(sess, x, meter, model: str, times: List[float], energy: List,
+               gate: Optional[ComputeGate]) -> None:
+    with gate.exclusive() if gate is not None else contextlib.nullcontext():
+        # (none of this process's frames runs beside it)
         token = meter.begin(model) if meter is not None else None
         t = time.perf_counter()
         sess.run(x)
@@ -282,15 +285,17 @@ def screen_candidate(backend: Backend, spec: ModelSpec, model_path: pathlib.Path
                      reference: Reference, budget_s: float = 1.5, warmup: int = 2,
                      min_runs: int = 5, max_runs: int = 200, meter=None,
                      min_accuracy: float = 0.9, cut_ms: float = float('inf'),
-                     cut_runs: int = 3, judge_min_frames: int = 6,
-                     judge_s: float = 1.0) -> Tuple[CandidateResult, Optional[Session]]:
+                     cut_runs: int = 3, judge_min_frames: int = 6, judge_s: float = 1.0,
+                     gate: Optional[ComputeGate] = None
+                     ) -> Tuple[CandidateResult, Optional[Session]]:
     """Load, check accuracy, time within the budget; return (result, open session or None).
 
     The accuracy check runs every reference frame, but a candidate still
     at it after ``judge_s`` stops once it has run ``judge_min_frames`` (a
     software Vulkan device takes seconds a frame): its interval says so.
     The session stays open (for :func:`interleave`) unless the candidate
-    failed; the caller closes it.
+    failed; the caller closes it. ``gate``: the process's compute gate (its
+    runtime's), held alone for each timed run.
     """
     res = describe(backend, model_file=pathlib.Path(model_path).name)
     res.preprocess_ms = reference.preprocess_ms.get(res.input_kind, float('nan'))
@@ -328,7 +333,7 @@ def screen_candidate(backend: Backend, spec: ModelSpec, model_path: pathlib.Path
         energy: List[Tuple[float, float, str]] = []
         while len(times) < max_runs and (len(times) < min_runs or
                                          time.perf_counter() < deadline):
-            _timed_run(sess, x, meter, spec.name, times, energy)
+            _timed_run(sess, x, meter, spec.name, times, energy, gate)
             if times[0] > budget_s * 1e3 and len(times) >= 2:
                 res.cut_short = float(np.median(times)) > cut_ms
                 break   # very slow candidate: two runs are all the budget allows
@@ -377,7 +382,7 @@ class Ranking:
 def interleave(sessions: Dict[str, Session], results: Dict[str, CandidateResult],
                x, budget_s: float, runs_per_round: int = 5, min_rounds: int = 4,
                max_rounds: int = 40, confidence: float = 0.8, meter=None,
-               model: str = '', cancel=None) -> Ranking:
+               model: str = '', cancel=None, gate: Optional[ComputeGate] = None) -> Ranking:
     """Time the leading candidates in interleaved rounds until the ranking is settled.
 
     Each round runs every candidate ``runs_per_round`` times in a row (one
@@ -388,6 +393,7 @@ def interleave(sessions: Dict[str, Session], results: Dict[str, CandidateResult]
     of the rounds. Each result's figures are replaced by its interleaved ones.
     ``x``: the input, or {input kind: input} when the sessions take different
     kinds; the ranking is on frame cost (each result's ``pre_ms`` added).
+    ``gate``: the process's compute gate, held alone for each timed run.
     """
     feeds = x if isinstance(x, dict) else None
 
@@ -413,7 +419,7 @@ def interleave(sessions: Dict[str, Session], results: Dict[str, CandidateResult]
             try:
                 sess.run(feed)
                 for _ in range(runs_per_round):
-                    _timed_run(sess, feed, meter, model, block, energy[name])
+                    _timed_run(sess, feed, meter, model, block, energy[name], gate)
             except Exception as exc:  # a candidate failing mid-run leaves the running
                 results[name].status = 'failed'
                 results[name].reason = f'{name}: run: {first_line(exc)}'

@@ -1,0 +1,49 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""What one process's models share at run time: one :class:`Runtime`, passed down (no ROS).
+
+Made once per process by whoever hosts its models (the container, the demo,
+a benchmark, a test) and handed to the backend manager, the nodes and each
+model's run-time choice; nothing here is a module global, so a test builds
+its own. It holds:
+
+- ``gate``: the compute gate (:mod:`.measure.gate`): frames shared, a
+  candidate's timed run alone;
+- ``openings``: runner-up sessions being opened (:mod:`.live.runners_up`);
+  the pacing leaves those stretches out;
+- ``settle_queue`` / ``completion_queue`` (:mod:`.measure.settle`): one
+  model settles at a time, the lightest first, and the completions after;
+- ``runner_budget`` (:mod:`.live.budget`): the runner-up memory the models'
+  looks share;
+- ``graph`` (:mod:`.live.graph_models`): the models this process serves;
+- ``reevaluation``: one background re-evaluation at a time (two models
+  measuring at once would time each other);
+- ``managers``: the backend manager of each profile cache directory
+  (:func:`.manager.shared_manager`).
+
+The power meter and the shared executor are counted resources of their own
+(:mod:`edge_infer.telemetry.shared`, :mod:`edge_infer.executor.shared`).
+"""
+
+import threading
+from typing import Any, Dict
+
+from .live.budget import RunnerBudget
+from .live.graph_models import GraphModels
+from .live.runners_up import Openings
+from .measure.gate import ComputeGate
+from .measure.settle import SettleQueue
+
+
+class Runtime:
+    """The run-time state one process's models share (see the module text)."""
+
+    def __init__(self) -> None:
+        self.gate = ComputeGate()
+        self.openings = Openings()
+        self.settle_queue = SettleQueue()
+        self.completion_queue = SettleQueue()
+        self.runner_budget = RunnerBudget()
+        self.graph = GraphModels()
+        self.reevaluation = threading.Lock()
+        self.managers: Dict[str, Any] = {}      # cache directory -> BackendManager
+        self.managers_lock = threading.Lock()
