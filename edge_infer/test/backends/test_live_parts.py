@@ -9,6 +9,7 @@ the latencies; the runner pool opens simulated sessions
 import threading
 
 from edge_infer.backends.live.load_watch import LoadWatch
+from edge_infer.backends.live.looks import open_sessions
 from edge_infer.backends.live.pacing import Pacing, RUN, SERVE
 from edge_infer.backends.live.rule import LiveSettings
 from edge_infer.backends.live.runners_up import Openings, RunnerPool, wanted
@@ -214,8 +215,8 @@ def _pool(names, settings=None):
     clock = Clock()
     backends = {n: SimBackend(n, clock, lambda t: 5.0) for n in names}
     pool = RunnerPool(settings or LiveSettings())
-    pool.open_sessions(names, backends, 'model.onnx', None, threading.Event(), print,
-                       Openings())
+    open_sessions(pool, names, backends, 'model.onnx', None, threading.Event(), print,
+                  Openings())
     return pool, clock
 
 
@@ -224,15 +225,15 @@ def test_the_pool_opens_what_it_can_and_stops_on_cancel():
     backends = {'ok': SimBackend('ok', clock, lambda t: 5.0),
                 'broken': _BrokenBackend('broken', clock, lambda t: 5.0)}
     pool, openings = RunnerPool(LiveSettings()), Openings()
-    pool.open_sessions(['broken', 'ok', 'unknown'], backends, 'model.onnx', None,
-                       threading.Event(), lines.append, openings)
+    open_sessions(pool, ['broken', 'ok', 'unknown'], backends, 'model.onnx', None,
+                  threading.Event(), lines.append, openings)
     assert pool.names() == ['ok'] and isinstance(pool.get('ok'), SimSession)
     assert lines == ['runner-up broken not opened: no device']
     assert openings.busy == 0 and openings.ended == 2     # both tries marked, then ended
     cancelled = threading.Event()
     cancelled.set()
-    pool.open_sessions(['ok2'], {'ok2': backends['ok']}, 'model.onnx', None, cancelled,
-                       lines.append, openings)
+    open_sessions(pool, ['ok2'], {'ok2': backends['ok']}, 'model.onnx', None, cancelled,
+                  lines.append, openings)
     assert 'ok2' not in pool and len(pool) == 1
 
 

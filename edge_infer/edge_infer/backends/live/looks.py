@@ -25,15 +25,15 @@ runners-up stand by for a server on the network, or are open all the time
 import math
 import sys
 import threading
-from typing import Container, Dict, List, Optional
+from typing import Callable, Container, Dict, List, Optional, Sequence
 
 from .budget import rss_mb, RunnerBudget
 from .context import ChoiceContext
-from .runners_up import RunnerHours, RunnerPool, wanted
+from .runners_up import Openings, RunnerHours, RunnerPool, wanted
 from .server import Server
 from ..measure.profiling import CandidateResult
 from ..measure.selection import latency_at, stalls
-from ...core.backend import Backend
+from ...core.backend import Backend, first_line, open_session
 
 #: A backend's ``library`` -> the module its import brings (where the names differ).
 MODULES = {'opencv-dnn': 'cv2', 'triton': 'tritonclient'}
@@ -43,6 +43,27 @@ def imported(backend: Backend) -> bool:
     """Return whether ``backend``'s library is imported in this process (none named: True)."""
     lib = getattr(backend, 'library', '')
     return not lib or MODULES.get(lib, lib) in sys.modules
+
+
+def open_sessions(pool: RunnerPool, names: Sequence[str], backends: Dict[str, Backend],
+                  model_path, input_spec, cancel: threading.Event, log: Callable[[str], None],
+                  openings: Openings) -> None:
+    """Open the runners-up ``names`` not in ``pool`` yet; one that cannot open is left out.
+
+    ``openings``: the process's (the runtime's), marked while a session opens.
+    """
+    for name in names:
+        if cancel.is_set():
+            return
+        if name in pool or name not in backends:
+            continue
+        try:
+            with openings.opening():
+                sess = open_session(backends[name], model_path, input_spec)
+        except Exception as exc:  # a runner-up that cannot open is left out
+            log(f'runner-up {name} not opened: {first_line(exc)}')
+            continue
+        pool.add(name, sess)
 
 
 def ranked(ctx: ChoiceContext, results: List[CandidateResult],
@@ -88,8 +109,8 @@ class RunnerLooks:
             want = self.to_open([n for n in ranked if n != chosen and n in by_name],
                                 by_name, chosen)
             before, whole = rss_mb(), not self.pool     # a whole look's size, not a top-up
-            self.pool.open_sessions(want, by_name, ctx.model_path, input_spec, ctx.cancel,
-                                    ctx.log, ctx.runtime.openings)
+            open_sessions(self.pool, want, by_name, ctx.model_path, input_spec, ctx.cancel,
+                          ctx.log, ctx.runtime.openings)
             if self.pool and whole:
                 self._mb = max(1.0, rss_mb() - before)
                 self.budget.measured(self, self._mb)

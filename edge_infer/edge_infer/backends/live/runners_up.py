@@ -14,10 +14,10 @@ from collections import deque
 import contextlib
 import statistics
 import threading
-from typing import Callable, Deque, Dict, List, Optional, Sequence, Tuple
+from typing import Deque, Dict, List, Optional, Sequence, Tuple
 
 from .rule import LiveSettings
-from ...core.backend import Backend, first_line, open_session, Session
+from ...core.backend import Session
 from ...core.model import Model
 
 Pair = Tuple[float, float, float]       # (time, the chosen one's ms, the runner-up's ms)
@@ -105,26 +105,6 @@ class RunnerPool:
         with self._lock:
             self._sessions[name] = session
             self._pairs[name] = deque()
-
-    def open_sessions(self, names: Sequence[str], backends: Dict[str, Backend], model_path,
-                      input_spec, cancel: threading.Event, log: Callable[[str], None],
-                      openings: Openings) -> None:
-        """Open the runners-up ``names`` not open yet; one that cannot open is left out.
-
-        ``openings``: the process's (the runtime's), marked while a session opens.
-        """
-        for name in names:
-            if cancel.is_set():
-                return
-            if name in self._sessions or name not in backends:
-                continue
-            try:
-                with openings.opening():
-                    sess = open_session(backends[name], model_path, input_spec)
-            except Exception as exc:  # a runner-up that cannot open is left out
-                log(f'runner-up {name} not opened: {first_line(exc)}')
-                continue
-            self.add(name, sess)
 
     def model(self, name: str, base):
         """Return a Model running runner-up ``name`` with ``base``'s pre/post-processing.
