@@ -90,6 +90,8 @@ case "$verb" in
     exec python -m pytest -q -p no:cacheprovider "$@" edge_infer/test ;;
   exec)
     ensure_venv; activate
+    # bench/<room>/*.py import bench/benchlib.py
+    export PYTHONPATH="$ROOT/bench${PYTHONPATH:+:$PYTHONPATH}"
     exec "$@" ;;
   *)
     die "unknown verb '$verb' (use: demo, test, setup, exec)" ;;

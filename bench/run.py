@@ -1,8 +1,15 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
-"""Run the bench/ experiments (all, or the ones named) and index their outputs.
+"""The bench/ scripts: listed by room, run by number or name, the papers' ones indexed.
 
+    ./run.sh exec python bench/run.py list          # every script, by room
     ./run.sh exec python bench/run.py [all | 1 2 ...] [--quick] [--machine NAME]
         [--out DIR] [-- extra args for a single experiment]
+    ./run.sh exec python bench/run.py NAME [-- its own args]    # any script
+
+The rooms: ``papers/`` (the source papers' experiments, numbered 1-6, and
+what they run on), ``product/`` (the product's own goals: footprint, the
+graph, tracking, Triton, the choice...), ``probes/`` (one-off questions,
+answered; kept to rerun). Every script is found here: nothing to register.
 
 Each experiment runs in a fresh process (thread pools and the power meter of
 one do not leak into the next) and writes <name>.csv, <name>.md and
@@ -12,10 +19,13 @@ status and how long it took here.
 """
 
 import argparse
+import ast
+import os
 import pathlib
 import subprocess
 import sys
 import time
+from typing import Dict, Tuple
 
 import benchlib
 
@@ -32,6 +42,26 @@ EXPERIMENTS = {
 }
 
 
+ROOMS = ('papers', 'product', 'probes')
+
+
+def scripts() -> Dict[str, Tuple[str, pathlib.Path, str]]:
+    """Return every script: name -> (room, path, the first line of its docstring)."""
+    found = {}
+    for room in ROOMS:
+        for path in sorted((benchlib.BENCH_DIR / room).glob('*.py')):
+            doc = ast.get_docstring(ast.parse(path.read_text())) or ''
+            found[path.stem] = (room, path, doc.splitlines()[0] if doc else '')
+    return found
+
+
+def _env() -> Dict[str, str]:
+    """Return the environment a script runs in: benchlib importable from every room."""
+    path = os.environ.get('PYTHONPATH', '')
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(
+        p for p in (str(benchlib.BENCH_DIR), path) if p))
+
+
 def main(argv=None) -> int:
     """Run the experiments; return non-zero if any failed."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -39,10 +69,21 @@ def main(argv=None) -> int:
     if '--' in argv:
         extra = argv[argv.index('--') + 1:]
         argv = argv[:argv.index('--')]
+    found = scripts()
+    if argv[:1] == ['list']:
+        for room in ROOMS:
+            print(f'{room}/')
+            for name, (r, _, line) in found.items():
+                if r == room:
+                    print(f'  {name:<22} {line}')
+        return 0
+    if len(argv) == 1 and argv[0] in found:     # any script, by name, with its own args
+        return subprocess.call([sys.executable, str(found[argv[0]][1])] + extra, env=_env())
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('which', nargs='*', default=['all'],
-                    help="'all' or experiment numbers: " + ', '.join(
-                        f'{k}={v[0]}' for k, v in EXPERIMENTS.items()))
+                    help="'all', experiment numbers (" + ', '.join(
+                        f'{k}={v[0]}' for k, v in EXPERIMENTS.items()) + "), 'list', or "
+                    'one script by name')
     benchlib.common_args(ap)
     args = ap.parse_args(argv)
     which = list(EXPERIMENTS) if 'all' in args.which or not args.which else args.which
@@ -57,11 +98,11 @@ def main(argv=None) -> int:
     done = []
     for w in which:
         name, title, seed = EXPERIMENTS[w]
-        script = benchlib.BENCH_DIR / f'{name}.py'
+        script = found[name][1] if name in found else benchlib.BENCH_DIR / f'{name}.py'
         cmd = [sys.executable, str(script)] + common + extra
         print(f'\n=== experiment {w}: {title} ({seed}) ===\n', flush=True)
         t = time.monotonic()
-        code = subprocess.call(cmd) if script.exists() else 127
+        code = subprocess.call(cmd, env=_env()) if script.exists() else 127
         took = time.monotonic() - t
         print(f'=== experiment {w}: exit {code} in {took:.0f} s ===', flush=True)
         done.append((w, name, title, seed, code, took))

@@ -155,7 +155,7 @@ def _ignore_late_stop_signals() -> None:
     Run at exit (atexit), once the launch has stopped everything: Python's
     finalisation puts the default handlers back, and a terminal's second
     Ctrl-C landing then killed ``ros2 launch`` itself (exit code -2, 1 of 2
-    double-SIGINT stops in bench/launch_supervision.py) after a clean stop.
+    double-SIGINT stops in bench/product/launch_supervision.py) after a clean stop.
     """
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)

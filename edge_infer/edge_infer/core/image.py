@@ -174,7 +174,7 @@ def from_compressed(fmt: str, data, input_spec=None) -> Frame:
     is decoded at 1/2, 1/4 or 1/8 scale where that still gives the model all
     it needs (:func:`decode_scale`; whole otherwise); the frame then keeps the
     source's size in ``source_size``. Off by default: on the bundled frames
-    it changed MobileNetV2's top-1 on 6 of 24 (bench/preprocess.py). A
+    it changed MobileNetV2's top-1 on 6 of 24 (bench/probes/preprocess.py). A
     16-bit PNG (a depth image) is rejected: the models take 8-bit colour.
     """
     buf = np.frombuffer(data, dtype=np.uint8)

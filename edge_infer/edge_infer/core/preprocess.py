@@ -46,7 +46,7 @@ class InputSpec:
 # average, OpenCV's fast path), then 'area' for what is left: the closest to
 # torchvision's antialiased bilinear. Each model's registry entry names the
 # one whose results agree with its authors' preprocessing
-# (core/reference_preprocess.py, bench/authors_reference.py: MoveNet agrees
+# (core/reference_preprocess.py, bench/probes/authors_reference.py: MoveNet agrees
 # 1.000 with 'linear' and 0.222 with 'area'); 'area' is the default.
 # 'warp' samples bilinearly at corner-aligned positions (source index = input
 # index / scale, cv2.warpAffine), as the authors' cv2.warpPerspective does

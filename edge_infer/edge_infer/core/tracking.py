@@ -65,7 +65,7 @@ DEFAULT = 'bytetrack'
 FALLBACK_RATE = 30.0
 #: Settings that differ from the library's: its score thresholds (0.6, 0.7)
 #: are above most of what NanoDet gives a person (its boxes start at 0.35), and
-#: its 30 fps frame counts are seconds here. bench/tracking.py compared them.
+#: its 30 fps frame counts are seconds here. bench/product/tracking.py compared them.
 SETTINGS: Dict[str, Dict[str, Any]] = {
     'ocsort': {'high_score': 0.4, 'min_iou': 0.2, 'min_hits': 2},
     'bytetrack': {'new_track_score': 0.5, 'high_score': 0.5, 'min_iou': 0.1, 'min_hits': 2},

@@ -4,7 +4,7 @@
 The ``trackers`` library runs one general Kalman filter per track: 8x8
 matrices, a 4x4 inverse and the transition and noise matrices rebuilt on
 each predict. With 20 objects that was 70 % of an update (0.69 ms p50 on a
-2-core Xeon; bench/tracking.py). Its corner state (``XYXYStateEstimator``:
+2-core Xeon; bench/product/tracking.py). Its corner state (``XYXYStateEstimator``:
 x1, y1, x2, y2 and their velocities) has a structure the general filter
 does not use, where the noise is what ByteTrack and SORT configure:
 

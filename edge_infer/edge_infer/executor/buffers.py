@@ -21,7 +21,7 @@ is unavailable:
 
 No runner of the executor has an OpenCL device (ONNX Runtime's pip wheels
 have no OpenCL provider; OpenVINO's GPU plugin is for Intel GPUs), so no
-OpenCL buffers here: bench/exp4_zero_copy.py measures mapped OpenCL memory
+OpenCL buffers here: bench/papers/exp4_zero_copy.py measures mapped OpenCL memory
 on its own. Measured here (2-core x86, no GPU): only ``host`` is
 available; ``cuda-mapped`` says why (no libcuda / pycuda).
 """

@@ -29,7 +29,7 @@ callback.)
 The executors are rclpy's EventsExecutor (``ros_executor: events``, the
 default; in Jazzy since rclpy 7.1.4, under ``rclpy.experimental``): it waits
 and dispatches in C++, where the SingleThreadedExecutor rebuilds its wait set
-in Python on every wake-up. Measured with bench/exp6_ros_pipeline.py
+in Python on every wake-up. Measured with bench/papers/exp6_ros_pipeline.py
 (MobileNetV2, 768x576 frames, one frame in flight): publish to the node's
 callback 0.6-0.8 ms instead of 1.6 ms, the callback to the node's worker thread
 0.1-0.2 ms instead of 0.95 ms (the Python executor held the GIL while it went

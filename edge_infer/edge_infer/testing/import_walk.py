@@ -2,7 +2,7 @@
 """The package's import graph, walked from its source files (no import runs).
 
 One definition for the rules' test (test/graph/test_import_graph.py) and for
-bench/code_shape.py, which counts the same graph for any checkout. Every
+bench/product/code_shape.py, which counts the same graph for any checkout. Every
 ``import`` counts, those inside functions too.
 """
 

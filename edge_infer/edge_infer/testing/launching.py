@@ -12,7 +12,7 @@ publishes the demo bag's frames at 10 Hz and records when detections come.
 live process owns, anything in the run's temporary directory.
 
 Used by test/graph/test_launch_supervision.py (CI's robot stage) and
-bench/launch_supervision.py (the issue's goals, measured).
+bench/product/launch_supervision.py (the issue's goals, measured).
 """
 
 import os

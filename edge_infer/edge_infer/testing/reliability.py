@@ -6,7 +6,7 @@ bring-up), publishes camera frames at ``rate_hz`` from this process, and
 measures what a robot engineer asks of an overloaded node: it keeps up by
 processing the newest frame (results' stamps only ever increase), counts what
 it drops, keeps latency bounded, and its memory stays flat (container RSS
-after warm-up vs at the end). Used by bench/soak.py (10,000 frames) and by a
+after warm-up vs at the end). Used by bench/product/soak.py (10,000 frames) and by a
 shorter test.
 """
 

@@ -1,5 +1,5 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
-"""A robot weaker than its Triton server, for the fault tests and bench/triton_faults.py.
+"""A robot weaker than its Triton server, for the fault tests and bench/product/triton_faults.py.
 
 Its only local candidate is ONNX Runtime with 1 thread; the server runs
 NanoDet on OpenVINO bf16 (:data:`SERVED`, this machine's fastest library).

@@ -5,7 +5,7 @@ A run advances the clock by the time a latency function gives (a recorded
 frame's time, or a seeded noise model), so minutes of frames take a second
 and every outcome is the same on every machine. Give the same
 :class:`Clock` to the LiveChoice (``clock=``): it and its models read it.
-``bench/replay_selection.py`` replays a recorded regret run through the
+``bench/product/replay_selection.py`` replays a recorded regret run through the
 run-time choice with it, and the tests of the switch rule use it.
 """
 

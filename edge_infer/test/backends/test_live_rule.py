@@ -188,7 +188,7 @@ def test_no_switch_under_a_steady_bursty_load_and_a_2x_slowdown_still_followed(s
 
     A served frame is judged against the chosen one's last frames, which a
     burst's edge biases: one look after every pair switched 15 times per 10
-    minutes here (bench/switch_rule.py); the confirming look on fresh pairs
+    minutes here (bench/product/switch_rule.py); the confirming look on fresh pairs
     none. A real change is still followed within seconds.
     """
     # three loads of 10 minutes each at the demo bag's rate: the goal is at most

@@ -5,7 +5,7 @@ CI has no GPU and no torch: the probes must say why, in one line, for each
 way a machine can lack it (torch missing, a CPU-only build, no device,
 onnx2torch missing). Where torch and onnx2torch are installed (a developer's
 machine) the segment runner's conversion and wiring run on the CPU against
-ONNX Runtime; on a GPU machine ``bench/gpu_check.py`` runs the CUDA paths.
+ONNX Runtime; on a GPU machine ``bench/product/gpu_check.py`` runs the CUDA paths.
 """
 
 import importlib.machinery
@@ -125,7 +125,7 @@ HAVE_TORCH = all(importlib.util.find_spec(m) for m in ('torch', 'onnx2torch'))
 
 
 @pytest.mark.skipif(not HAVE_TORCH, reason='torch and onnx2torch not installed (optional; '
-                    'a GPU machine runs bench/gpu_check.py)')
+                    'a GPU machine runs bench/product/gpu_check.py)')
 def test_torch_segments_chained_on_the_cpu_match_onnx_runtime():
     import onnxruntime as ort
     from edge_infer.executor.partition import partition
@@ -144,7 +144,7 @@ def test_torch_segments_chained_on_the_cpu_match_onnx_runtime():
 
 
 def test_the_gpu_check_says_why_each_gpu_step_did_not_run(tmp_path):
-    """bench/gpu_check.py on a machine without a GPU: one reason per step, exit 0."""
+    """bench/product/gpu_check.py on a machine without a GPU: one reason per step, exit 0."""
     if importlib.util.find_spec('pynvml') and HAVE_TORCH:
         pytest.skip('this machine may have a GPU: the check would measure it')
     out = subprocess.run([sys.executable, str(ROOT / 'bench' / 'gpu_check.py'), '--quick',

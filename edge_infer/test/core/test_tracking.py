@@ -4,7 +4,7 @@
 Each box of a scene knows its object (edge_infer.testing.track_scenes), so id
 switches and ids shared by two objects are counted exactly; IDF1 and MOTA come
 from motmetrics (a test tool of the pinned set) where it is installed. The
-thresholds are the measured figures with a margin (bench/tracking.py: the
+thresholds are the measured figures with a margin (bench/product/tracking.py: the
 default, ByteTrack, scored IDF1 0.97-0.99 and MOTA 0.95-0.97 on these scenes,
 6 seeds each, with no switch).
 """

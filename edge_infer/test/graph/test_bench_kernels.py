@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 
 BENCH = pathlib.Path(__file__).resolve().parents[3] / 'bench'
-HAVE_BENCH = (BENCH / 'exp1_sgemm.py').is_file()
+HAVE_BENCH = (BENCH / 'papers' / 'exp1_sgemm.py').is_file()
 # A mark, not a module-level skip (that ends a whole folder's collection under
 # launch_testing's pytest plugin).
 pytestmark = pytest.mark.skipif(
     not HAVE_BENCH, reason=f'no bench/ folder beside the package ({BENCH}): installed package')
 if HAVE_BENCH:
-    sys.path.insert(0, str(BENCH))
+    sys.path[:0] = [str(BENCH), str(BENCH / 'papers')]     # benchlib; the experiments
     import exp1_sgemm as e1  # noqa: I100
     import exp3_conv_methods as e3  # noqa: I100
 

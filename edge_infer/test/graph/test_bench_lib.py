@@ -13,7 +13,7 @@ BENCH = pathlib.Path(__file__).resolve().parents[3] / 'bench'
 pytestmark = pytest.mark.skipif(not BENCH.is_dir(),
                                 reason='bench/ is not next to the package (an installed copy)')
 if BENCH.is_dir():
-    sys.path.insert(0, str(BENCH))
+    sys.path[:0] = [str(BENCH), str(BENCH / 'product')]     # benchlib, run; gpu_check
     import benchlib  # noqa: I100
 
 
@@ -47,10 +47,10 @@ def test_results_write_csv_markdown_png_with_machine_and_command(tmp_path):
 
 def test_the_recorded_command_names_checkout_paths_from_its_root(monkeypatch):
     root = BENCH.parent
-    monkeypatch.setattr(sys, 'argv', [str(BENCH / 'exp1_sgemm.py'), '--out',
+    monkeypatch.setattr(sys, 'argv', [str(BENCH / 'papers' / 'exp1_sgemm.py'), '--out',
                                       str(root / 'bench' / 'results' / 'm1'), '--n', '64'])
     cmd = benchlib.Results.command()
-    assert cmd == './run.sh exec python bench/exp1_sgemm.py --out bench/results/m1 --n 64'
+    assert cmd == './run.sh exec python bench/papers/exp1_sgemm.py --out bench/results/m1 --n 64'
     assert str(root) not in cmd
 
 
@@ -62,6 +62,24 @@ def test_runner_reports_a_failed_experiment_in_the_index(tmp_path, monkeypatch):
     assert '| 9 | [not written](exp9_missing.md) | none | FAILED (exit 127)' in index
     with pytest.raises(SystemExit):
         run.main(['42', '--out', str(tmp_path)])
+
+
+def test_every_script_sits_in_a_room_is_listed_and_imports_no_test(capsys):
+    import run
+    found = run.scripts()
+    loose = sorted(p.name for p in BENCH.glob('*.py'))
+    assert loose == ['benchlib.py', 'run.py'], loose     # the rest in papers/ product/ probes/
+    on_disk = {p.stem for room in run.ROOMS for p in (BENCH / room).glob('*.py')}
+    assert set(found) == on_disk and len(found) >= 40
+    assert all(line for _, _, line in found.values()), 'a script without a docstring'
+    for name, (_, path, _) in found.items():
+        text = path.read_text()
+        assert "'test'" not in text and 'edge_infer/test/' not in text, name
+    assert run.main(['list']) == 0
+    listed = capsys.readouterr().out
+    assert all(f'  {name} ' in listed for name in found)
+    assert [line for line in listed.splitlines() if line.endswith('/')] == \
+        ['papers/', 'product/', 'probes/']
 
 
 def test_gpu_check_lists_every_accelerator_candidate_with_a_reason(tmp_path):

@@ -1,8 +1,8 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
 """The pipeline benchmarks measure what they say: copies counted, outputs exact, one latency each.
 
-bench/exp4_zero_copy.py (zero-copy vs copy between executor segments) and
-bench/exp6_ros_pipeline.py (ROS container cost, hand-off latency) live in the
+bench/papers/exp4_zero_copy.py (zero-copy vs copy between executor segments) and
+bench/papers/exp6_ros_pipeline.py (ROS container cost, hand-off latency) live in the
 repository's bench/ folder, not in the installed package: skipped without it.
 """
 
@@ -18,10 +18,12 @@ BENCH = pathlib.Path(__file__).resolve().parents[3] / 'bench'
 
 
 def _bench(name: str):
-    if not (BENCH / f'{name}.py').is_file():
-        pytest.skip(f'{BENCH}/{name}.py not present (installed package: bench/ is repo-only)')
-    if str(BENCH) not in sys.path:
-        sys.path.insert(0, str(BENCH))
+    if not (BENCH / 'papers' / f'{name}.py').is_file():
+        pytest.skip(f'{BENCH}/papers/{name}.py not present (installed package: bench/ is '
+                    f'repo-only)')
+    for where in (BENCH, BENCH / 'papers'):     # benchlib; the experiments
+        if str(where) not in sys.path:
+            sys.path.insert(0, str(where))
     return importlib.import_module(name)
 
 

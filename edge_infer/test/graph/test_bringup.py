@@ -169,7 +169,7 @@ def test_kill_9_during_replay_then_restart_recovers(ros, tmp_path, small_bag):
 @pytest.mark.slow
 def test_overload_newest_frame_counted_drops_bounded_latency_flat_memory(ros, tmp_path,
                                                                          data_home):
-    """2,000 frames at twice the detector's speed or more (bench/soak.py runs 10,000)."""
+    """2,000 frames at twice the detector's speed or more (bench/product/soak.py runs 10,000)."""
     from edge_infer.backends.libs.ort import OrtBackend
     from edge_infer.core.registry import load_registry
     from edge_infer.testing.reliability import soak

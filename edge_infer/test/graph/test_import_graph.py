@@ -101,7 +101,9 @@ def test_the_installed_package_imports_no_test_helper():
 
 # The set-up tools (edge_infer/tools/: model conversion and `model add`, the
 # ARM check, the bag tools) run beside the runtime, never inside it. Only these
-# entry points may import them: the CLI's verbs and `prepare`.
+# entry points may import them: the CLI's verbs and `prepare`; and the test and
+# benchmark support (edge_infer/testing/, never installed nor imported by the
+# runtime: its Triton servers are made with the tools).
 TOOLS = 'edge_infer.tools'
 TOOL_ENTRY_POINTS = frozenset({'edge_infer.cli', 'edge_infer.data'})
 
@@ -114,7 +116,8 @@ def _imports_of_tools(graph: Dict[str, Set[str]]) -> Dict[str, List[str]]:
     """Return {module: the tools it imports} for every module outside the tools."""
     return {name: sorted(t for t in targets if _is_tool(t))
             for name, targets in sorted(graph.items())
-            if not _is_tool(name) and any(map(_is_tool, targets))}
+            if not _is_tool(name) and not name.startswith(TESTING + '.') and
+            any(map(_is_tool, targets))}
 
 
 def test_the_runtime_imports_no_set_up_tool(tmp_path):

@@ -21,7 +21,7 @@ covers the rules there). Each case, one launch each, ``nodes:=detector``:
 6. a node that cannot be made active: an ERROR line that says whether the
    launch runs on (``keep_partial``, default true) or ends non-zero (false).
 
-bench/launch_supervision.py measures the same under repetition (20 kills, 20 stops).
+bench/product/launch_supervision.py measures the same under repetition (20 kills, 20 stops).
 """
 
 import os

@@ -89,12 +89,14 @@ def local_modules() -> set:
     """Return the top-level names this repository provides on the tests' import path.
 
     The package, and the modules of the folders its tests put on ``sys.path``
-    (test/ and its rooms, bench/, tools/): a module deeper down (``backends/libs/openvino.py``) is
-    not importable as a top-level name, so it does not hide a library.
+    (test/ and its rooms, bench/ and its rooms, tools/): a module deeper down
+    (``backends/libs/openvino.py``) is not importable as a top-level name, so it does not
+    hide a library.
     """
     names = set()
     rooms = [d for d in (PKG / 'test').iterdir() if d.is_dir() and any(d.glob('test_*.py'))]
-    for folder in (PKG, PKG / 'test', *rooms, ROOT / 'bench', ROOT / 'tools'):
+    bench = [ROOT / 'bench', *(d for d in (ROOT / 'bench').glob('*') if d.is_dir())]
+    for folder in (PKG, PKG / 'test', *rooms, *bench, ROOT / 'tools'):
         for path in folder.glob('*.py'):
             names.add(path.stem)
         names.update(d.name for d in folder.iterdir() if (d / '__init__.py').is_file())

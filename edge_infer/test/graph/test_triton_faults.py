@@ -25,10 +25,10 @@ import time
 from edge_infer import paths
 from edge_infer.backends.measure.profiling import calibration_frames
 from edge_infer.core.registry import load_models
+from edge_infer.testing import triton_server
 from edge_infer.testing.delay_proxy import DelayProxy
 from edge_infer.testing.remote_robot import feed, LOCAL, local_open, SERVED, start, WeakRobot
 import pytest
-import triton_server
 
 WHY = triton_server.skip_reason()
 pytestmark = [pytest.mark.skipif(bool(WHY), reason=WHY or 'the bundled server runs here'),
@@ -130,7 +130,7 @@ def test_a_slow_network_moves_the_choice_to_local_and_back(tmp_path, nanodet, fr
     assert proxy.chunks > chunks        # the tensors went through the proxy
     moves = [(s['to'], s['trigger']) for s in live.switches]
     assert last.startswith('triton/'), (moves, warns)
-    # the goal is 5 s each way (bench/triton_faults.py measures it: 3.7-8.8 s to local
+    # the goal is 5 s each way (bench/product/triton_faults.py measures it: 3.7-8.8 s to local
     # under 1.4 cores of foreign load); 10 s here, so a busy CI machine does not fail it
     assert t_local - t_slow < 10.0 and t_back - t_fast < 10.0, (t_local - t_slow,
                                                                 t_back - t_fast, moves)

@@ -16,10 +16,10 @@ import subprocess
 from edge_infer import paths
 from edge_infer.backends.libs.triton import TritonBackend
 from edge_infer.core.registry import load_models
+from edge_infer.testing import triton_server
 from edge_infer.tools.triton.serve import exposure
 import numpy as np
 import pytest
-import triton_server
 
 WHY = triton_server.skip_reason() or ('' if shutil.which('openssl') else 'no openssl command')
 SERVED = 'onnxruntime/cpu/t1'

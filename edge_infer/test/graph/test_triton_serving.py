@@ -22,9 +22,9 @@ from edge_infer.backends.libs.ort import OrtBackend
 from edge_infer.backends.libs.triton import parse_url, TritonBackend
 from edge_infer.core.backend import BackendError
 from edge_infer.core.registry import load_models
+from edge_infer.testing import triton_server
 import numpy as np
 import pytest
-import triton_server
 
 WHY = triton_server.skip_reason()
 pytestmark = pytest.mark.skipif(bool(WHY), reason=WHY or 'the bundled server runs here')

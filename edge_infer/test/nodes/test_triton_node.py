@@ -14,6 +14,7 @@ import signal
 
 from edge_infer.backends import manager as manager_mod
 from edge_infer.nodes.perception_node import PerceptionNode
+from edge_infer.testing import triton_server
 from edge_infer.testing.config import fast_cpu
 from edge_infer.testing.remote_robot import LOCAL, SERVED
 from edge_infer_msgs.msg import BackendReport, DetectionArray
@@ -22,7 +23,6 @@ from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Image
-import triton_server
 
 WHY = triton_server.skip_reason()
 pytestmark = [pytest.mark.skipif(bool(WHY), reason=WHY or 'the bundled server runs here'),

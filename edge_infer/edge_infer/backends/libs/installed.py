@@ -3,7 +3,7 @@
 
 A library imported only to read its version or its build's provider list
 stays in the serving process for good: onnxruntime 19 MB, onnx 11 MB, ncnn
-3 MB on a 2-core Xeon (``bench/memory_parts.py``), in a container whose
+3 MB on a 2-core Xeon (``bench/product/memory_parts.py``), in a container whose
 cache already says OpenVINO serves every model. So versions come from the
 package metadata (``importlib.metadata``), and what only an import can tell
 (ONNX Runtime's provider list) is kept in the cache folder under a key made

@@ -24,7 +24,7 @@ read back. The accuracy check judges it like any other library.
   server's availability: it is asked again at every profile.
 - The server's own compute time per request, where it reports it (our
   Python backend model's ``edge_infer_compute_us`` output), is kept on the
-  session (``remote_compute_ms``): bench/triton_overhead.py subtracts it.
+  session (``remote_compute_ms``): bench/product/triton_overhead.py subtracts it.
 """
 
 import itertools

@@ -7,7 +7,7 @@ session: 25-80 MB for a small model on OpenVINO. In the four-model
 container all four models looked at once (each node's drift alarm fires in
 the first seconds, since a model shares the cores there and was profiled
 alone), and 8 runners-up held ~200 MB on top of the ~400 MB that serves
-(bench/memory_parts.py, bench/footprint.py). :class:`RunnerBudget` makes the
+(bench/product/memory_parts.py, bench/product/footprint.py). :class:`RunnerBudget` makes the
 looks take turns within a budget in MB: a look opens when the runner-up
 sessions open in the process, its own included, stay within the asking
 node's ``runners_memory_mb``. One look may always run alone, so a budget

@@ -61,7 +61,7 @@ judged once, by the same rule (7 of 7: p = 0.008). Only if that passes too
 does the runner-up take over; if not, it starts over. The confirming look is
 a single test on new data, so it lets through at most 0.8 % of the first
 looks' chance passes, however often the first look is made
-(bench/switch_rule.py, 6 x 30 simulated minutes at 10 fps, two equal
+(bench/product/switch_rule.py, 6 x 30 simulated minutes at 10 fps, two equal
 candidates: false switches per 10 minutes 3.8 -> 0.33 with independent
 noise, 13.3 -> 0.33 under bursts with 5 fresh pairs; with 7 and the frames
 around a served one, 0.17 and 0; a 2x slowdown is followed in 5.7 s

@@ -30,7 +30,7 @@ class Openings:
     frames. A served runner-up is compared with the chosen one's last frames,
     so frames timed during the opening made the chosen one look slow: lazily
     reopened runners-up won 5 of 5 pairs by 13-30 % and switched the
-    container back and forth (bench/footprint.py, warm). Samples are not
+    container back and forth (bench/product/footprint.py, warm). Samples are not
     taken while ``busy``; ``ended`` counts finished openings, so that each
     model drops the reference frames an opening overlapped.
     """
@@ -273,7 +273,7 @@ class RunnerHours:
 
     Each open runner-up is a whole session (25-80 MB for a small model on
     OpenVINO; 8 of them held ~200 MB of the four-model container,
-    bench/memory_parts.py). With ``runners_idle_s`` > 0 they are open for a
+    bench/product/memory_parts.py). With ``runners_idle_s`` > 0 they are open for a
     look after a fresh choice, a cue that the load changed, a drift alarm or
     a switch, and every ``runners_recheck_s``: until the look is answered
     (:meth:`answered`) or ``runners_idle_s`` has passed, whichever is first;

@@ -1,7 +1,7 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
 """What a process holds: only the sessions that can still lead, the freed heap handed back.
 
-Numbers behind both (bench/memory_parts.py, the four-model container):
+Numbers behind both (bench/product/memory_parts.py, the four-model container):
 a profile that kept every screened session open until its end peaked at
 1270 MB for NanoDet's 20 candidates (646 MB holding only the possible
 leaders), and glibc keeps freed pages in its arenas until told otherwise.
@@ -80,7 +80,7 @@ def cap_malloc_arenas(arenas: int = 2) -> bool:
     per core), and each keeps what its thread freed. The four-model
     container runs ~45 threads: with the bag playing its RSS was 520-540 MB
     with glibc's default, 480-515 with 2 arenas and 460-505 with 1
-    (bench/footprint.py's container, 2 interleaved rounds). Call it before
+    (bench/product/footprint.py's container, 2 interleaved rounds). Call it before
     the threads start. A ``MALLOC_ARENA_MAX`` in the environment is the
     user's choice and is kept; False without glibc.
     """
@@ -105,7 +105,7 @@ def fix_mmap_threshold(threshold: int = MMAP_THRESHOLD) -> bool:
     (a runner-up closed, a session compiled), blocks of up to that size came
     from the heap, where a block freed under a live one stays resident.
     Fixed at 1 MiB, the warm container held 395-416 MB instead of 434-436
-    (bench/footprint.py, 2-core EPYC; footprint_mmap_20261128.md); filling a
+    (bench/product/footprint.py, 2-core EPYC; footprint_mmap_20261128.md); filling a
     frame's float inputs (1.2 + 0.6 MB, mmapped each time) was no slower.
     A ``MALLOC_MMAP_THRESHOLD_`` in the environment is the user's and is
     kept; False without glibc.

@@ -5,7 +5,7 @@ A first start measured every candidate of a model (28 here: every library,
 thread count, precision and int8 file) before the measured choice took
 over, and the four models of the default graph waited for each other's
 profiles: on a 2-core board the last settled 149-205 s after the start
-(bench/footprint.py). Most of that time goes to candidates that cannot win
+(bench/product/footprint.py). Most of that time goes to candidates that cannot win
 (the int8 files are made by a quantizer first: 8-15 s each), and on one
 board the same library wins for most models. So a background profile runs
 in two phases, one process-wide queue:
@@ -21,7 +21,7 @@ in two phases, one process-wide queue:
    ``profiled`` again), else the choice stays and the full profile is cached.
 
 What the blocking profile would pick and what this settles on are compared
-side by side by bench/footprint.py's cold run (the settled choice is
+side by side by bench/product/footprint.py's cold run (the settled choice is
 within a few per cent of the full profile's, or the same).
 """
 
