@@ -207,6 +207,12 @@ def test_a_profile_stopped_by_a_deactivation_goes_on_when_resumed(tmp_path, mobi
         live.resume()       # activated again
         _serve_until_settled(live, frames)
         assert [t for t, _ in reports] == ['provisional', 'profiled']
+        # the hand-over ends the provisional phase from the profile thread, which
+        # then returns: wait for it (a condition), then check a resume starts none
+        ending = [t for t in live.background.threads if t.name.endswith('-profile')]
+        for t in ending:
+            t.join(30)
+        assert not any(t.is_alive() for t in ending)
         live.resume()       # settled: nothing to resume
         assert not any(t.is_alive() and t.name.endswith('-profile')
                        for t in live.background.threads)
