@@ -147,7 +147,8 @@ def test_the_gpu_check_says_why_each_gpu_step_did_not_run(tmp_path):
     """bench/product/gpu_check.py on a machine without a GPU: one reason per step, exit 0."""
     if importlib.util.find_spec('pynvml') and HAVE_TORCH:
         pytest.skip('this machine may have a GPU: the check would measure it')
-    out = subprocess.run([sys.executable, str(ROOT / 'bench' / 'gpu_check.py'), '--quick',
+    script = ROOT / 'bench' / 'product' / 'gpu_check.py'
+    out = subprocess.run([sys.executable, str(script), '--quick',
                           '--out', str(tmp_path), '--steps', '1', '3', '4', '5'],
                          capture_output=True, text=True, timeout=300,
                          env={**__import__('os').environ,
