@@ -119,8 +119,9 @@ class Power:
         self.meter = None
         self.lines: List[str] = []
         if enabled:
-            from edge_infer.telemetry import shared
-            self.meter = shared.acquire(shared.settings(rate_hz=rate_hz), log=self.lines.append)
+            from edge_infer.telemetry.shared import ProcessMeter, settings
+            self._meters = ProcessMeter()
+            self.meter = self._meters.acquire(settings(rate_hz=rate_hz), log=self.lines.append)
             time.sleep(0.3)   # a few samples before the first window
 
     @property
@@ -146,8 +147,7 @@ class Power:
     def close(self) -> None:
         """Release the meter."""
         if self.meter is not None:
-            from edge_infer.telemetry import shared
-            shared.release()
+            self._meters.release()
             self.meter = None
 
 

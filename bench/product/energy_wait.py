@@ -65,12 +65,14 @@ def main() -> None:
     from sensor_msgs.msg import Image
 
     from edge_infer.nodes.perception_node import PerceptionNode
-    from edge_infer.telemetry import shared
+    from edge_infer.backends.runtime import Runtime
+    from edge_infer.telemetry.shared import settings
     ctx = rclpy.Context()
     rclpy.init(context=ctx, domain_id=procs.free_domain_id(os.getpid()))
-    meter = shared.acquire(shared.settings(rate_hz=args.rate, root=str(tmp / 'root')),
-                           log=lambda s: None)
-    node = PerceptionNode('energy_wait', context=ctx, parameter_overrides=[
+    runtime = Runtime()     # the node's: its meter is the one started here
+    meter = runtime.meter.acquire(settings(rate_hz=args.rate, root=str(tmp / 'root')),
+                                  log=lambda s: None)
+    node = PerceptionNode('energy_wait', runtime=runtime, context=ctx, parameter_overrides=[
         Parameter('model', value=args.model), Parameter('backend', value=args.backend),
         Parameter('reselect_duty', value=0.0), Parameter('diagnostics_period', value=0.0),
         Parameter('debug_image_rate_hz', value=0.0)])
@@ -114,7 +116,7 @@ def main() -> None:
     finally:
         node.trigger_shutdown()
         node.destroy_node()
-        shared.release()
+        runtime.meter.release()
         rclpy.shutdown(context=ctx)
         shutil.rmtree(tmp, ignore_errors=True)
     measured = stages[warmup:]

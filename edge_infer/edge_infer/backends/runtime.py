@@ -18,10 +18,10 @@ its own. It holds:
 - ``reevaluation``: one background re-evaluation at a time (two models
   measuring at once would time each other);
 - ``managers``: the backend manager of each profile cache directory
-  (:func:`.manager.shared_manager`).
-
-The power meter and the shared executor are counted resources of their own
-(:mod:`edge_infer.telemetry.shared`, :mod:`edge_infer.executor.shared`).
+  (:func:`.manager.shared_manager`);
+- ``meter`` and ``executor``: the power meter and the shared executor, each
+  started by its first user and stopped by its last
+  (:mod:`edge_infer.telemetry.shared`, :mod:`edge_infer.executor.shared`).
 """
 
 import threading
@@ -32,6 +32,8 @@ from .live.graph_models import GraphModels
 from .live.runners_up import Openings
 from .measure.gate import ComputeGate
 from .measure.settle import SettleQueue
+from ..executor.shared import ProcessExecutor
+from ..telemetry.shared import ProcessMeter
 
 
 class Runtime:
@@ -47,3 +49,5 @@ class Runtime:
         self.reevaluation = threading.Lock()
         self.managers: Dict[str, Any] = {}      # cache directory -> BackendManager
         self.managers_lock = threading.Lock()
+        self.meter = ProcessMeter()
+        self.executor = ProcessExecutor()

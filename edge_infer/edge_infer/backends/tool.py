@@ -164,10 +164,11 @@ def profile_main(argv=None) -> int:
               f"(known: {', '.join(sorted(reg))})", file=sys.stderr)
         return 2
     spec = reg[args.model]
-    meter = None
+    meter, meters = None, None
     if args.energy:
-        from ..telemetry import shared
-        meter = shared.acquire(shared.settings(), log=lambda s: None)
+        from ..telemetry.shared import ProcessMeter, settings
+        meters = ProcessMeter()
+        meter = meters.acquire(settings(), log=lambda s: None)
     config = {**load_config(), 'make_variants': True}     # a tool may make the files
     if args.budget:
         config['budget_s'] = args.budget
@@ -186,9 +187,8 @@ def profile_main(argv=None) -> int:
     finally:
         if bar is not None:
             bar.close()
-        if meter is not None:
-            from ..telemetry import shared
-            shared.release()
+        if meters is not None:
+            meters.release()
     print(table(run.results))
     print(f'chosen: {run.why}')
     cached = sum(run.from_cache.values())

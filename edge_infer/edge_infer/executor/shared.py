@@ -20,12 +20,21 @@ def _start(settings: dict, log: Callable[[str], None]) -> SharedExecutor:
     return executor
 
 
-EXECUTOR: SharedResource[SharedExecutor] = SharedResource(
-    'shared executor', _start, lambda executor: executor.close())
-release = EXECUTOR.release
-users = EXECUTOR.users
+class ProcessExecutor:
+    """One process's shared executor, counted (a process's runtime holds one)."""
 
+    def __init__(self) -> None:
+        self._resource: SharedResource[SharedExecutor] = SharedResource(
+            'shared executor', _start, lambda executor: executor.close())
 
-def acquire(policy: str, log: Callable[[str], None] = print) -> SharedExecutor:
-    """Return the process's executor, starting it with ``policy`` if none runs."""
-    return EXECUTOR.acquire({'policy': policy}, log)
+    def acquire(self, policy: str, log: Callable[[str], None] = print) -> SharedExecutor:
+        """Return the running executor, starting it with ``policy`` if none runs."""
+        return self._resource.acquire({'policy': policy}, log)
+
+    def release(self) -> None:
+        """Let go; the last user stops the workers."""
+        self._resource.release()
+
+    def users(self) -> int:
+        """Return how many hold the executor now."""
+        return self._resource.users()

@@ -125,7 +125,8 @@ class PerceptionContainer:
         self.lease = apply_budget(shared_manager(self.runtime, log=shared_log), len(names),
                                   int(self.node.get_parameter('thread_budget').value),
                                   self.node.get_logger().info, log, gate=self.runtime.gate)
-        self.telemetry = TelemetryNode(telemetry) if telemetry else None
+        self.telemetry = TelemetryNode(telemetry, meters=self.runtime.meter) \
+            if telemetry else None
         self.perception: List[PerceptionNode] = [PerceptionNode(n, runtime=self.runtime)
                                                  for n in names]
         self.lifecycle_nodes = ([self.telemetry] if self.telemetry else []) + self.perception

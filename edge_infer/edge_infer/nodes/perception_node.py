@@ -37,9 +37,7 @@ from ..backends.runtime import Runtime
 from ..core.backend import BackendError
 from ..core.registry import RegistryError
 from ..core.stream import StreamStats
-from ..executor import shared as shared_executor
 from ..executor.choice import executor_choice
-from ..telemetry import shared as shared_meter
 
 BACKGROUND_WAIT_S = 1.0     # a transition waits this long for cancelled background work
 
@@ -127,7 +125,7 @@ class PerceptionNode(ManagedNode):
         spec, path, parts, log = chosen.spec, chosen.path, self.parts, self.get_logger()
         # the process's objects log under this node while it calls them (self.acting())
         if values['energy_metering']:
-            parts.meter = shared_meter.acquire(None, log=shared_log)
+            parts.meter = self.runtime.meter.acquire(None, log=shared_log)
         parts.manager = manager = shared_manager(self.runtime, None, parts.meter, shared_log)
         for change in apply_remote(manager.config, values):
             log.info(f"remote servers: {change} (the process's manager)")
@@ -140,7 +138,8 @@ class PerceptionNode(ManagedNode):
             scope=self.acting)
         self._energy.mark_runs(parts.meter, spec.name)
         if values['executor_policy']:
-            parts.executor = shared_executor.acquire(values['executor_policy'], log=shared_log)
+            parts.executor = self.runtime.executor.acquire(values['executor_policy'],
+                                                           log=shared_log)
             with self.acting():
                 backend, run = executor_choice(manager, spec, path, parts.executor,
                                                self.get_fully_qualified_name(), log=log.info)

@@ -4,7 +4,7 @@
 The node composes them (:mod:`.perception_node`), its status reads them
 (:mod:`.perception_status`), and its cleanup releases them here, in order.
 The backend manager, the power meter and the shared executor are the
-process's: a node holds a lease on them and gives it back.
+process's (its runtime's): a node holds a lease on them and gives it back.
 """
 
 from dataclasses import dataclass, fields
@@ -16,9 +16,7 @@ from .tracks_and_depth import TracksAndDepth
 from ..backends.live.choice import LiveChoice
 from ..backends.manager import BackendManager
 from ..backends.measure.memory import release_freed_memory
-from ..executor import shared as shared_executor
 from ..executor.core import SharedExecutor
-from ..telemetry import shared as shared_meter
 from ..telemetry.meter import PowerMeter
 
 
@@ -48,13 +46,13 @@ class Parts:
         if self.debug is not None:
             self.debug.destroy()
         if self.meter is not None:
-            shared_meter.release()
+            node.runtime.meter.release()
         if self.report_pub is not None:
             node.destroy_publisher(self.report_pub)
         if self.live is not None:
             self.live.close(timeout=wait_s)
             release_freed_memory()      # the sessions' heap back to the OS (cleanup's RSS)
         if self.executor is not None:
-            shared_executor.release()
+            node.runtime.executor.release()
         for f in fields(self):
             setattr(self, f.name, None)

@@ -30,6 +30,7 @@ from .base import ManagedNode, shared_log
 from .telemetry_params import PARAMETERS
 from ..telemetry import shared
 from ..telemetry.meter import PowerMeter
+from ..telemetry.shared import ProcessMeter
 from ..telemetry.sources import source_names
 
 
@@ -38,8 +39,11 @@ class TelemetryNode(ManagedNode):
 
     PARAMETERS = PARAMETERS
 
-    def __init__(self, node_name: str = 'telemetry', **kwargs):
+    def __init__(self, node_name: str = 'telemetry', meters: Optional[ProcessMeter] = None,
+                 **kwargs):
+        """``meters``: the process's power meter (its runtime's); default: one of its own."""
         super().__init__(node_name, **kwargs)
+        self.meters = meters or ProcessMeter()
         self.meter: Optional[PowerMeter] = None
         self._pub: Optional[LifecyclePublisher] = None
         self._timer: Optional[Timer] = None
@@ -54,7 +58,7 @@ class TelemetryNode(ManagedNode):
         except ValueError as exc:
             self.get_logger().error(f'configure failed: {exc}')
             return TransitionCallbackReturn.FAILURE
-        self.meter = shared.acquire(config, log=shared_log)   # the process's: its lines too
+        self.meter = self.meters.acquire(config, log=shared_log)   # the process's: its lines too
         self._pub = self.create_lifecycle_publisher(PowerSample, '~/power', 10)
         self._start_diagnostics(self._param('diagnostics_period'))
         self.get_logger().info(
@@ -128,7 +132,7 @@ class TelemetryNode(ManagedNode):
         self._stop_diagnostics()
         if self.meter is not None:
             self.meter = None
-            shared.release()
+            self.meters.release()
 
     # ---------------------------------------------------------------- publishing
     def build_sample(self) -> Optional[PowerSample]:
@@ -197,7 +201,7 @@ class TelemetryNode(ManagedNode):
                       'energy_j': f'{energy["total"]:.3f}',
                       'elapsed_s': f'{meter.elapsed_s():.1f}',
                       'source_switches': len(meter.switches)}
-            for i, line in enumerate(shared.discovery_report()):
+            for i, line in enumerate(self.meters.discovery_report()):
                 values[f'probe_{i}'] = line
         st.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
         return st

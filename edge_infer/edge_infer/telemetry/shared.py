@@ -4,8 +4,8 @@
 The perception nodes (energy per inference) and the telemetry node (power
 topics) of one container must read the same sampler: two samplers would
 double the overhead and attribute energy from different sample streams.
-:func:`acquire` starts the meter on first use and counts users;
-:func:`release` stops it when the last one lets go. The first caller's
+:meth:`ProcessMeter.acquire` starts the meter on first use and counts
+users; :meth:`ProcessMeter.release` stops it when the last one lets go. The first caller's
 settings win; a later caller asking for different settings gets the running
 meter and a log line saying which settings are in force
 (:class:`edge_infer.shared.SharedResource`).
@@ -16,8 +16,6 @@ from typing import Callable, List, Optional
 from edge_infer.shared import SharedResource
 from edge_infer.telemetry.meter import PowerMeter
 from edge_infer.telemetry.sources import discover
-
-_discovery: List[str] = []      # the running meter's source discovery lines
 
 
 def settings(rate_hz: float = 100.0, root: str = '/', disable=(), power_models_file: str = '',
@@ -33,39 +31,52 @@ def settings(rate_hz: float = 100.0, root: str = '/', disable=(), power_models_f
             'power_model': power_model or None, 'history_s': float(history_s)}
 
 
-def _start(config: dict, log: Callable[[str], None]) -> PowerMeter:
-    """Discover the sources (lines kept for :func:`discovery_report`) and start sampling."""
-    _discovery.clear()
+class ProcessMeter:
+    """One process's power meter, counted: started on first use, stopped by the last user.
 
-    def log_discovery(line: str) -> None:
-        _discovery.append(line)
-        log(line)
-    sources = discover(config['root'], {
-        'disable': list(config['disable']),
-        'power_models_file': config['power_models_file'],
-        'power_model': config['power_model']}, log=log_discovery)
-    meter = PowerMeter(sources, rate_hz=config['rate_hz'], history_s=config['history_s'],
-                       log=log)
-    meter.start()
-    log(f'power meter: sampling {meter.source_name} at {meter.rate_hz:.0f} Hz'
-        + ('' if meter.measured else ' (ESTIMATED from CPU load, not a measurement)'))
-    return meter
-
-
-METER: SharedResource[PowerMeter] = SharedResource(
-    'power meter', _start, lambda meter: meter.stop(), defaults=settings)
-release = METER.release
-users = METER.users
-
-
-def acquire(config: Optional[dict] = None, log: Callable[[str], None] = print) -> PowerMeter:
-    """Return the process's running meter, starting it (source discovery logged) if needed.
-
-    ``config=None``: whatever meter runs, else one with the default settings.
+    A process's :class:`~edge_infer.backends.runtime.Runtime` holds one; a
+    one-off tool makes its own.
     """
-    return METER.acquire(config, log)
 
+    def __init__(self) -> None:
+        self._discovery: List[str] = []     # the running meter's source discovery lines
+        self._resource: SharedResource[PowerMeter] = SharedResource(
+            'power meter', self._start, lambda meter: meter.stop(), defaults=settings)
 
-def discovery_report() -> List[str]:
-    """Return the lines the running meter's source discovery logged (found / unavailable)."""
-    return list(_discovery)
+    def _start(self, config: dict, log: Callable[[str], None]) -> PowerMeter:
+        """Discover the sources (lines kept for :meth:`discovery_report`) and start sampling."""
+        self._discovery.clear()
+
+        def log_discovery(line: str) -> None:
+            self._discovery.append(line)
+            log(line)
+        sources = discover(config['root'], {
+            'disable': list(config['disable']),
+            'power_models_file': config['power_models_file'],
+            'power_model': config['power_model']}, log=log_discovery)
+        meter = PowerMeter(sources, rate_hz=config['rate_hz'], history_s=config['history_s'],
+                           log=log)
+        meter.start()
+        log(f'power meter: sampling {meter.source_name} at {meter.rate_hz:.0f} Hz'
+            + ('' if meter.measured else ' (ESTIMATED from CPU load, not a measurement)'))
+        return meter
+
+    def acquire(self, config: Optional[dict] = None,
+                log: Callable[[str], None] = print) -> PowerMeter:
+        """Return the running meter, starting it (source discovery logged) if needed.
+
+        ``config=None``: whatever meter runs, else one with the default settings.
+        """
+        return self._resource.acquire(config, log)
+
+    def release(self) -> None:
+        """Let go; the last user stops the meter."""
+        self._resource.release()
+
+    def users(self) -> int:
+        """Return how many hold the meter now."""
+        return self._resource.users()
+
+    def discovery_report(self) -> List[str]:
+        """Return the lines the running meter's source discovery logged (found / unavailable)."""
+        return list(self._discovery)

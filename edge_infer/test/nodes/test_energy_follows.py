@@ -15,8 +15,9 @@ import math
 import threading
 import time
 
+from edge_infer.backends.runtime import Runtime
 from edge_infer.nodes.perception_node import PerceptionNode
-from edge_infer.telemetry import shared
+from edge_infer.telemetry.shared import settings
 from edge_infer_msgs.msg import Classification, EnergyRecord
 import numpy as np
 from power_trees import _jetson_jp5_tree
@@ -68,9 +69,9 @@ class _Gate:
 
 
 @contextlib.contextmanager
-def _active_node(ros):
-    """Yield an active MobileNetV2 node (ONNX Runtime, forced) metered by the process's meter."""
-    node = PerceptionNode('efollow', context=ros.ctx, parameter_overrides=[
+def _active_node(ros, runtime):
+    """Yield an active MobileNetV2 node (ONNX Runtime, forced) metered by the runtime's meter."""
+    node = PerceptionNode('efollow', runtime=runtime, context=ros.ctx, parameter_overrides=[
         Parameter('model', value='mobilenet_v2'), Parameter('backend', value='onnxruntime/cpu/t1'),
         Parameter('image_topic', value='/efollow_cam'), Parameter('reselect_duty', value=0.0),
         Parameter('diagnostics_period', value=0.0), Parameter('debug_image_rate_hz', value=0.0)])
@@ -96,7 +97,8 @@ def metered(ros, tmp_path, monkeypatch, data_home):
     hw = _jetson_jp5_tree(tmp_path / 'root')
     (hw / 'update_interval').write_text('500\n')       # ms: the driver refreshes at 2 Hz
     meter_log = []
-    meter = shared.acquire(shared.settings(root=str(tmp_path / 'root')), log=meter_log.append)
+    runtime = Runtime()     # the process's: the node meters with the meter started here
+    meter = runtime.meter.acquire(settings(root=str(tmp_path / 'root')), log=meter_log.append)
     gate = _Gate(meter.source.read)
     try:
         assert meter.source_name == 'jetson_ina3221' and meter.rate_hz == pytest.approx(2.0)
@@ -111,7 +113,7 @@ def metered(ros, tmp_path, monkeypatch, data_home):
                 callback(record)
             return real_end(token, callback=delivered if callback else None)
         monkeypatch.setattr(meter.ledger, 'end', end)
-        with _active_node(ros) as node:
+        with _active_node(ros, runtime) as node:
             assert node.parts.meter is meter
             task = node.parts.task
             real_publish = task.publish
@@ -130,8 +132,8 @@ def metered(ros, tmp_path, monkeypatch, data_home):
                 gate.release()
     finally:
         gate.release()
-        shared.release()
-    assert shared.users() == 0
+        runtime.meter.release()
+    assert runtime.meter.users() == 0
 
 
 def _stamp(header):
@@ -233,11 +235,12 @@ def test_the_estimators_record_still_rides_on_the_result(ros, tmp_path, monkeypa
     # no sensor under this root (and no NVML): the CPU-load estimator, which
     # delivers inside end(), so the result carries the record as before
     monkeypatch.setenv('EDGE_INFER_CACHE', str(tmp_path / 'cache'))
-    meter = shared.acquire(shared.settings(root=str(tmp_path), disable=('nvml',)),
-                           log=lambda s: None)
+    runtime = Runtime()
+    meter = runtime.meter.acquire(settings(root=str(tmp_path), disable=('nvml',)),
+                                  log=lambda s: None)
     try:
         assert not meter.measured
-        with _active_node(ros) as node:
+        with _active_node(ros, runtime) as node:
             got, subs = _listen(ros)
             try:
                 for k in range(3):
@@ -248,7 +251,7 @@ def test_the_estimators_record_still_rides_on_the_result(ros, tmp_path, monkeypa
                 for s in subs:
                     ros.node.destroy_subscription(s)
     finally:
-        shared.release()
+        runtime.meter.release()
     for res, rec in zip(got['results'], got['energy']):
         assert res.energy.source == 'estimated' and res.energy.joules > 0
         assert _stamp(rec.header) == _stamp(res.header)

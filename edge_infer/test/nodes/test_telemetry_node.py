@@ -13,7 +13,6 @@ import time
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from edge_infer.nodes.telemetry_node import TelemetryNode
-from edge_infer.telemetry import shared
 from edge_infer_msgs.msg import PowerSample
 from power_trees import _jetson_jp5_tree
 import pytest
@@ -42,7 +41,7 @@ def telemetry(ros):
         node.trigger_shutdown()
         ros.executor.remove_node(node)
         node.destroy_node()
-    assert shared.users() == 0      # the last user stopped the process's meter
+    assert all(n.meters.users() == 0 for n in made)     # the last user stopped the meter
 
 
 @pytest.mark.slow
@@ -120,7 +119,7 @@ def test_power_at_rate_then_sensor_vanishes_and_stream_goes_on(
 def test_bad_parameters_fail_configure_with_one_line(ros, telemetry, capfd, params, message):
     node = telemetry('tel_bad', **params)
     assert node.trigger_configure() == TransitionCallbackReturn.FAILURE
-    assert node.meter is None and shared.users() == 0
+    assert node.meter is None and node.meters.users() == 0
     err = capfd.readouterr().err
     assert err.count('configure failed') == 1 and message in err
 
@@ -165,4 +164,4 @@ def test_a_shutdown_while_a_timer_publishes_is_not_reported_as_an_error(tmp_path
         node._release()
         node.destroy_node()
         rclpy.try_shutdown(context=ctx)
-    assert shared.users() == 0
+    assert node.meters.users() == 0
