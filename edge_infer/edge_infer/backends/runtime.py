@@ -14,7 +14,7 @@ its own. It holds:
   model settles at a time, the lightest first, and the completions after;
 - ``runner_budget`` (:mod:`.live.budget`): the runner-up memory the models'
   looks share;
-- ``graph`` (:mod:`.live.graph_models`): the models this process serves;
+- ``graph`` (:class:`.live.graph_level.GraphModels`): the models this process serves;
 - ``reevaluation``: one background re-evaluation at a time (two models
   measuring at once would time each other);
 - ``managers``: the backend manager of each profile cache directory
@@ -28,7 +28,7 @@ import threading
 from typing import Any, Dict
 
 from .live.budget import RunnerBudget
-from .live.graph_models import GraphModels
+from .live.graph_level import GraphModels
 from .live.runners_up import Openings
 from .measure.gate import ComputeGate
 from .measure.settle import SettleQueue

@@ -21,8 +21,7 @@ from typing import List
 import cv2
 from edge_infer import paths
 from edge_infer.backends.live.choice import LiveChoice, LiveSettings
-from edge_infer.backends.live.graph_level import KIND
-from edge_infer.backends.live.graph_models import GraphModels
+from edge_infer.backends.live.graph_level import GraphModels, KIND
 from edge_infer.backends.measure.cache import ProfileCache
 from edge_infer.backends.measure.profiling import calibration_frames, CandidateResult, ProfileRun
 from edge_infer.backends.runtime import Runtime

@@ -15,7 +15,6 @@ import threading
 from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple, Union
 
 from .budget import RunnerBudget
-from .graph_models import GraphModels
 from .rule import LiveSettings
 from .runners_up import Openings
 from ..measure.gate import ComputeGate
@@ -26,6 +25,33 @@ from ...core.model import Model
 from ...core.registry import ModelSpec
 
 Log = Callable[[str], None]
+
+
+class Member(Protocol):
+    """A model's part of its process's graph (``.graph_level.GraphLevel``)."""
+
+    def busy(self, looks: bool = True) -> str:
+        """Return why this model is not in its normal state ('' when it is)."""
+
+
+class Graph(Protocol):
+    """The models one process serves (``.graph_level.GraphModels``), as its parts use it."""
+
+    @property
+    def version(self) -> int:
+        """Return a count bumped at every join and leave."""
+
+    def join(self, member: Member, model: str) -> None:
+        """Count ``member`` (one model's part of the graph) as serving ``model``."""
+
+    def leave(self, member: Member) -> None:
+        """Stop counting ``member``."""
+
+    def signature(self) -> Tuple[str, ...]:
+        """Return the models served, sorted."""
+
+    def busy(self, looks: bool = True) -> str:
+        """Return why the graph is not in its normal state ('' when it is)."""
 
 
 class Runtime(Protocol):
@@ -48,7 +74,7 @@ class Runtime(Protocol):
         """Return the runner-up memory the models' looks share."""
 
     @property
-    def graph(self) -> GraphModels:
+    def graph(self) -> Graph:
         """Return the models this process serves."""
 
     @property

@@ -39,10 +39,12 @@ that started first sees the others join and its expectation follows
 
 import math
 import statistics
+import threading
 import time
 from typing import Dict, List, Optional, Tuple
+import weakref
 
-from .context import ChoiceContext
+from .context import ChoiceContext, Member
 from .drift import DriftMonitor, Reevaluation
 from .runners_up import RunnerHours, RunnerPool
 from .startup import BackgroundProfile
@@ -53,6 +55,49 @@ LEARN_S = 30.0      # a steady window this long (simulated or real seconds) ...
 MIN_FRAMES = 50     # ... and at least this many frames: one figure of the level
 CHANGE = 0.10       # a steady window this far off the stored level: stored again
 KIND = 'graph_level'    # the cache entries' kind (the profile's are 'profile')
+
+
+class GraphModels:
+    """The models one process serves (one manager's live choices): the graph's signature."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._members: Dict[int, Tuple[weakref.ref, str]] = {}
+        self.version = 0        # bumped at every join and leave
+
+    def join(self, member: Member, model: str) -> None:
+        """Count ``member`` (one model's live choice) as serving ``model`` in this process."""
+        with self._lock:
+            self._members[id(member)] = (weakref.ref(member), model)
+            self.version += 1
+
+    def leave(self, member: Member) -> None:
+        """Stop counting ``member`` (idempotent)."""
+        with self._lock:
+            if self._members.pop(id(member), None) is not None:
+                self.version += 1
+
+    def _live(self) -> List[Tuple[Member, str]]:
+        """Return the members still there (one that was never closed and is gone leaves)."""
+        with self._lock:
+            gone = [k for k, (ref, _) in self._members.items() if ref() is None]
+            for k in gone:
+                del self._members[k]
+            self.version += bool(gone)
+            return [(m, model) for ref, model in self._members.values()
+                    if (m := ref()) is not None]
+
+    def signature(self) -> Tuple[str, ...]:
+        """Return the models served, sorted, a model served by two nodes twice."""
+        return tuple(sorted(model for _, model in self._live()))
+
+    def busy(self, looks: bool = True) -> str:
+        """Return why the graph is not in its normal state ('' when it is)."""
+        for member, model in self._live():
+            why = member.busy(looks)
+            if why:
+                return f'{model}: {why}'
+        return ''
 
 
 class GraphLevel:
