@@ -220,7 +220,8 @@ class PerceptionNode(ManagedNode):
         if extras is not None:      # track ids from the frame's stamp
             extras.track(result, sec + nanosec * 1e-9)
         t2 = time.perf_counter()
-        out = task.result_msg(frame, result, (t1 - t0) * 1e3, live.backend_name)
+        out = task.result_msg(frame, result, (t1 - t0) * 1e3,
+                              result.backend or live.backend_name)
         devices = getattr(live.model.session if live.model else None, 'segment_devices', None)
         if devices:
             out.segment_devices = list(devices)

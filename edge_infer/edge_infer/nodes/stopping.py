@@ -19,6 +19,7 @@ import os
 import signal
 import sys
 import threading
+from typing import NoReturn
 
 # How long a short command waits for the ROS middleware to tear down once its
 # answer is out (a teardown takes ~0.1 s here; see :func:`shut_down_within`).
@@ -106,12 +107,20 @@ def leave(code: int) -> int:
     """
     from ..backends.live.background import still_running
     if still_running():
-        from .. import shm
-        shm.remove_own()    # what the DDS participants' destructors would have unlinked
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+        _exit_now(code)
     return code
+
+
+def _exit_now(code: int) -> NoReturn:
+    """Leave with ``code`` at once, this process's Fast DDS files removed first.
+
+    ``os._exit`` skips the destructors that would have unlinked them.
+    """
+    from .. import shm
+    shm.remove_own()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def shut_down_within(nodes, code: int, grace_s: float = TEARDOWN_GRACE_S, log=None) -> int:
@@ -146,8 +155,4 @@ def shut_down_within(nodes, code: int, grace_s: float = TEARDOWN_GRACE_S, log=No
         return code
     (log or _to_stderr)(f'the ROS middleware did not shut down in {grace_s:g} s: '
                         f'leaving without it (exit code {code})')
-    from .. import shm
-    shm.remove_own()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    _exit_now(code)

@@ -91,16 +91,16 @@ class Task:
         """Return the edge_infer message with the task's own fields filled."""
         return DetectionArray(detections=_detections(self.spec, result.output))
 
-    def result_msg(self, frame, result, decode_ms: float, serving: str):
+    def result_msg(self, frame, result, decode_ms: float, backend: str):
         """Return the frame's result message: the task's fields and the shared ones.
 
-        ``decode_ms``: the frame's decode, counted in preprocess_ms; ``serving``:
-        the backend serving now (a runner-up may have run this frame). The
-        header and energy are the node's to set.
+        ``decode_ms``: the frame's decode, counted in preprocess_ms; ``backend``:
+        the backend that ran it (a runner-up may have). The header and energy
+        are the node's to set.
         """
         out = self.to_msg(result)
         out.model = self.spec.name
-        out.backend = result.backend or serving
+        out.backend = backend
         out.image_width = frame.width
         out.image_height = frame.height
         out.preprocess_ms = decode_ms + result.preprocess_ms

@@ -11,7 +11,7 @@ meter and a log line saying which settings are in force
 (:class:`edge_infer.shared.SharedResource`).
 """
 
-from typing import Callable, List, Optional
+from typing import Callable, List
 
 from edge_infer.shared import SharedResource
 from edge_infer.telemetry.meter import PowerMeter
@@ -31,19 +31,21 @@ def settings(rate_hz: float = 100.0, root: str = '/', disable=(), power_models_f
             'power_model': power_model or None, 'history_s': float(history_s)}
 
 
-class ProcessMeter:
+class ProcessMeter(SharedResource[PowerMeter]):
     """One process's power meter, counted: started on first use, stopped by the last user.
 
     A process's :class:`~edge_infer.backends.runtime.Runtime` holds one; a
-    one-off tool makes its own.
+    one-off tool makes its own. ``acquire(config=None, log)``: whatever meter
+    runs, else one with the default settings; the source discovery is logged
+    and kept (:meth:`discovery_report`).
     """
 
     def __init__(self) -> None:
         self._discovery: List[str] = []     # the running meter's source discovery lines
-        self._resource: SharedResource[PowerMeter] = SharedResource(
-            'power meter', self._start, lambda meter: meter.stop(), defaults=settings)
+        super().__init__('power meter', self._start_meter, lambda meter: meter.stop(),
+                         defaults=settings)
 
-    def _start(self, config: dict, log: Callable[[str], None]) -> PowerMeter:
+    def _start_meter(self, config: dict, log: Callable[[str], None]) -> PowerMeter:
         """Discover the sources (lines kept for :meth:`discovery_report`) and start sampling."""
         self._discovery.clear()
 
@@ -60,22 +62,6 @@ class ProcessMeter:
         log(f'power meter: sampling {meter.source_name} at {meter.rate_hz:.0f} Hz'
             + ('' if meter.measured else ' (ESTIMATED from CPU load, not a measurement)'))
         return meter
-
-    def acquire(self, config: Optional[dict] = None,
-                log: Callable[[str], None] = print) -> PowerMeter:
-        """Return the running meter, starting it (source discovery logged) if needed.
-
-        ``config=None``: whatever meter runs, else one with the default settings.
-        """
-        return self._resource.acquire(config, log)
-
-    def release(self) -> None:
-        """Let go; the last user stops the meter."""
-        self._resource.release()
-
-    def users(self) -> int:
-        """Return how many hold the meter now."""
-        return self._resource.users()
 
     def discovery_report(self) -> List[str]:
         """Return the lines the running meter's source discovery logged (found / unavailable)."""
