@@ -17,6 +17,10 @@ and, per frame, this prints:
   caller's own file (a callee calling back into its caller's caller: a hub's
   callback).
 
+The path ends when the result is out: what the node does after it (its
+``_after_result``: the frame's figures, the debug image, the run-time
+choice deciding and timing a runner-up) is counted apart, as ``after``
+(a tree whose node has no ``_after_result`` counts it all as the path).
 Frames differ (a runner-up timed after one, a switch between two), so the
 table gives the median and the largest, and the union of files. Issue 53
 asked for <= 15 files and no call back. What runs on other threads (the
@@ -30,12 +34,20 @@ import statistics
 import sys
 import threading
 import time
-from typing import Dict, List, Set
+from typing import Dict, List, Set, Tuple
 
 import benchlib
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]     # the checkout
-PACKAGE = str(ROOT / 'edge_infer' / 'edge_infer') + '/'
+
+
+def _package() -> str:
+    """Return the folder of the edge_infer imported (another tree's, on its PYTHONPATH)."""
+    import edge_infer
+    return str(pathlib.Path(edge_infer.__file__).resolve().parent) + '/'
+
+
+PACKAGE = _package()
 
 
 class PathTrace:
@@ -105,8 +117,11 @@ def _jpegs(count: int) -> List[bytes]:
     return out
 
 
-def trace_frames(node_name: str, frames: int) -> List[PathTrace]:
-    """Build the node, feed it ``frames`` frames after 10 untraced ones; return each trace."""
+def trace_frames(node_name: str, frames: int) -> List[Tuple[PathTrace, PathTrace]]:
+    """Build the node, feed it ``frames`` frames after 10 untraced ones.
+
+    Returns each frame's traces: its path to the result, and what came after.
+    """
     import rclpy
     from edge_infer.nodes.perception_node import PerceptionNode
     from rclpy.lifecycle import TransitionCallbackReturn
@@ -115,10 +130,12 @@ def trace_frames(node_name: str, frames: int) -> List[PathTrace]:
     rclpy.init(context=ctx)
     node = PerceptionNode(node_name, context=ctx, parameter_overrides=[
         Parameter(k, value=v) for k, v in _node_params(node_name).items()])
-    traces: List[PathTrace] = []
+    traces: List[Tuple[PathTrace, PathTrace]] = []
     done = threading.Semaphore(0)
     process = node._process
+    after_result = getattr(node, '_after_result', None)
     tracing = threading.Event()
+    now: List[PathTrace] = []       # the frame's two traces while it is traced
 
     def traced(received, raw):
         if not tracing.is_set():
@@ -126,15 +143,27 @@ def trace_frames(node_name: str, frames: int) -> List[PathTrace]:
                 return process(received, raw)
             finally:
                 done.release()
-        trace = PathTrace()
-        sys.setprofile(trace.hook)
+        now[:] = [PathTrace(), PathTrace()]
+        sys.setprofile(now[0].hook)
         try:
             return process(received, raw)
         finally:
             sys.setprofile(None)
-            traces.append(trace)
+            traces.append((now[0], now[1]))
+            now.clear()
             done.release()
+
+    def after_traced(*args):
+        if not now:
+            return after_result(*args)
+        sys.setprofile(now[1].hook)
+        try:
+            return after_result(*args)
+        finally:
+            sys.setprofile(now[0].hook)     # the path's trace sees this call return
     node._process = traced
+    if after_result is not None:
+        node._after_result = after_traced
     jpegs = _jpegs(50)
 
     def feed(i: int) -> None:
@@ -162,6 +191,37 @@ def trace_frames(node_name: str, frames: int) -> List[PathTrace]:
     return traces
 
 
+def _report(label: str, traces: List[PathTrace], functions: bool,
+            res: benchlib.Results) -> None:
+    """Print the figures of ``traces`` and note the union of their files."""
+    print(f'{label}:')
+    union: Set[str] = set()
+    backs: Dict[str, int] = {}
+    calls: Dict[str, int] = {}
+    for t in traces:
+        union.update(t.files)
+        for k, v in t.back_examples.items():
+            backs[k] = backs.get(k, 0) + v
+        for k, v in t.functions.items():
+            calls[k] = calls.get(k, 0) + v
+    for key in ('files', 'between', 'back'):
+        vals = [len(t.files) if key == 'files' else getattr(t, key) for t in traces]
+        print(f'{key:>8}: median {statistics.median(vals):g}, max {max(vals)} '
+              f'({len(vals)} frames)')
+    print(f'files entered by any frame ({len(union)}):')
+    for f in sorted(union):
+        print(f'  {_short(f)}')
+        if functions:
+            for k in sorted(k for k in calls if k.startswith(_short(f) + ':')):
+                print(f'      {k.split(":", 1)[1]} {calls[k] / len(traces):.2f}')
+    if backs:
+        print('calls back (caller -> a file below it on the stack), summed over frames:')
+        for k, v in sorted(backs.items(), key=lambda kv: -kv[1]):
+            print(f'  {v:5d}  {k}')
+    res.note(f'{label}: {len(union)} files entered by any frame: '
+             + ', '.join(_short(f) for f in sorted(union)))
+
+
 def main(argv=None) -> int:
     """Trace frames through one node; print and save the table."""
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
@@ -173,40 +233,24 @@ def main(argv=None) -> int:
     benchlib.common_args(ap)
     args = ap.parse_args(argv)
     frames = 5 if args.quick else args.frames
-    traces = trace_frames(args.node, frames)
+    pairs = trace_frames(args.node, frames)
     name = 'frame_path' + (f'_{args.label}' if args.label else '')
     res = benchlib.Results(name, "One frame's path: files crossed, calls between files, "
                            'calls back', 'issue 53 (the frame path <= 15 files)',
                            args.machine, args.out)
-    union: Set[str] = set()
-    backs: Dict[str, int] = {}
-    for i, t in enumerate(traces):
-        union.update(t.files)
-        for k, v in t.back_examples.items():
-            backs[k] = backs.get(k, 0) + v
+    for i, (t, after) in enumerate(pairs):
         res.add(frame=i, files=len(t.files), calls_between_files=t.between,
-                calls_back=t.back)
-    for key in ('files', 'between', 'back'):
-        vals = [len(t.files) if key == 'files' else getattr(t, key) for t in traces]
-        print(f'{key:>8}: median {statistics.median(vals):g}, max {max(vals)} '
-              f'({len(vals)} frames)')
-    print(f'files entered by any frame ({len(union)}):')
-    calls: Dict[str, int] = {}
-    for t in traces:
-        for k, v in t.functions.items():
-            calls[k] = calls.get(k, 0) + v
-    for f in sorted(union):
-        print(f'  {_short(f)}')
-        if args.functions:
-            for k in sorted(k for k in calls if k.startswith(_short(f) + ':')):
-                print(f'      {k.split(":", 1)[1]} {calls[k] / len(traces):.2f}')
-    if backs:
-        print('calls back (caller -> a file below it on the stack), summed over frames:')
-        for k, v in sorted(backs.items(), key=lambda kv: -kv[1]):
-            print(f'  {v:5d}  {k}')
-    res.note(f'node {args.node}, {len(traces)} frames traced after 10 untraced ones; '
-             f'union of files: ' + ', '.join(_short(f) for f in sorted(union)))
-    res.write(['frame', 'files', 'calls_between_files', 'calls_back'])
+                calls_back=t.back, after_files=len(after.files),
+                after_calls_back=after.back,
+                whole_files=len(set(t.files) | set(after.files)))
+    for label, traces in (('the path to the result', [p for p, _ in pairs]),
+                          ('after the result', [a for _, a in pairs])):
+        _report(label, traces, args.functions, res)
+    res.note(f'node {args.node}, {len(pairs)} frames traced after 10 untraced ones; '
+             '"files": the path until the result is out; "after_files": the node\'s '
+             '_after_result (figures, debug image, the choice deciding); "whole_files": both')
+    res.write(['frame', 'files', 'calls_between_files', 'calls_back', 'after_files',
+               'after_calls_back', 'whole_files'])
     return 0
 
 

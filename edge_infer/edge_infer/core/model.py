@@ -5,7 +5,7 @@ import copy
 from dataclasses import dataclass
 import pathlib
 import time
-from typing import Callable, Dict, Optional, Union
+from typing import Callable, Dict, Optional, Tuple, Union
 
 import numpy as np
 
@@ -26,6 +26,7 @@ class Result:
     inference_ms: float
     postprocess_ms: float
     backend: str = ''       # the backend that ran it (a runner-up may run a frame)
+    devices: Tuple[str, ...] = ()   # the shared executor's device per segment ('': not split)
 
 
 def model_file(spec: ModelSpec, models_dir: pathlib.Path,
@@ -138,7 +139,7 @@ class Model:
         out = self.decode(outputs, tf)
         t4 = clock.perf_counter()
         return Result(out, (t1 - t0) * 1e3, (t2 - t1) * 1e3, (t4 - t3) * 1e3,
-                      self.backend_name)
+                      self.backend_name, tuple(getattr(self.session, 'segment_devices', ())))
 
     def close(self) -> None:
         """Free the backend session."""

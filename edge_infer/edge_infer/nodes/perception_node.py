@@ -214,17 +214,13 @@ class PerceptionNode(ManagedNode):
         parts, marks = self.parts, self._energy.marks
         live, task, extras = parts.live, parts.task, parts.extras
         assert live is not None and task is not None  # frames are processed once configured
-        # between frames the run-time choice may switch backend or fall back
-        result = live.infer(frame, around_run=marks)
+        result = live.infer(frame, around_run=marks)    # falls back if the backend raises
         pending = marks.take() if marks is not None else None
         if extras is not None:      # track ids from the frame's stamp
             extras.track(result, sec + nanosec * 1e-9)
         t2 = time.perf_counter()
         out = task.result_msg(frame, result, (t1 - t0) * 1e3,
                               result.backend or live.backend_name)
-        devices = getattr(live.model.session if live.model else None, 'segment_devices', None)
-        if devices:
-            out.segment_devices = list(devices)
         out.header.stamp.sec, out.header.stamp.nanosec = sec, nanosec
         out.header.frame_id = frame_id
         t3 = time.perf_counter()
@@ -234,17 +230,21 @@ class PerceptionNode(ManagedNode):
         if extras is not None:      # 3D after 2D: it never delays the 2D result
             extras.publish(out.header, result, out.image_width, out.image_height)
         t5 = time.perf_counter()
-        if pending is not None and parts.meter is not None:     # the record: after the result
+        self._after_result(frame, result, out, pending, (received, t0, t1, t2, t3, t4, t5))
+
+    def _after_result(self, frame, result, out, pending, t) -> None:
+        """After the result is out: its energy record, figures, debug image; the choice decides."""
+        parts = self.parts
+        if pending is not None and parts.meter is not None:     # ~/energy follows the result
             self._energy.follows(out, pending, max(0.25, 3.0 / parts.meter.rate_hz))
+        received, t0, t1, t2, t3, t4, t5 = t
+        pre, inf, post = result.preprocess_ms, result.inference_ms, result.postprocess_ms
         self.stats.count('processed')
         self.stats.add_latency((t5 - t0) * 1e3, {
-            'queued': (t0 - received) * 1e3, 'parse': (t1 - t0) * 1e3,
-            'preprocess': result.preprocess_ms,
-            'inference': result.inference_ms, 'postprocess': result.postprocess_ms,
-            'run_other': (t2 - t1) * 1e3 - result.preprocess_ms - result.inference_ms
-            - result.postprocess_ms,
-            'build_msg': (t3 - t2) * 1e3, 'energy': (t4 - t3) * 1e3,
-            'publish': (t5 - t4) * 1e3})
-        if parts.debug is not None:     # after the result: never delays it
-            parts.debug.publish(frame, result, out, task)
-        live.after_frame()      # maybe time a runner-up on this frame (bounded duty)
+            'queued': (t0 - received) * 1e3, 'parse': (t1 - t0) * 1e3, 'preprocess': pre,
+            'inference': inf, 'postprocess': post, 'run_other': (t2 - t1) * 1e3 - pre - inf - post,
+            'build_msg': (t3 - t2) * 1e3, 'energy': (t4 - t3) * 1e3, 'publish': (t5 - t4) * 1e3})
+        if parts.debug is not None:     # never delays the result
+            parts.debug.publish(frame, result, out, parts.task)
+        if parts.live is not None:      # load, drift, a switch; a runner-up timed (bounded duty)
+            parts.live.after_frame()

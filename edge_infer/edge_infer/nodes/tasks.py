@@ -106,6 +106,8 @@ class Task:
         out.preprocess_ms = decode_ms + result.preprocess_ms
         out.inference_ms = result.inference_ms
         out.postprocess_ms = result.postprocess_ms
+        if result.devices:
+            out.segment_devices = list(result.devices)
         return out
 
     def publish(self, msg, result) -> None:

@@ -530,7 +530,7 @@ def test_no_extra_run_follows_a_served_frame(sim):
                     settings=LiveSettings(drift_threshold=0, duty=0.5))   # the bound aside
     frame = calibration_frames(1)[0][0]
     _run(live, sim, 1.0, frame=frame)   # the chosen one's reference frames
-    live.selector.sampling.serve_next = 'fake/close'
+    live.selector.sampling.serve_next('fake/close')
     assert live.infer(frame).backend == 'fake/close'
     live.selector.drop_runner('fake/close')     # left: the far one, due now and eager
     live.selector.pacing.next_eager = live.selector.pacing.next_probe = 0.0
@@ -539,6 +539,55 @@ def test_no_extra_run_follows_a_served_frame(sim):
     assert not live.after_frame() and live.shadow_runs == runs
     live.infer(frame)                   # the chosen one ran this one: it may pair
     assert live.after_frame() and live.shadow_runs == runs + 1
+
+
+def test_a_frame_decides_nothing_the_selector_decides_after_it(sim):
+    """The frame's path only serves; what it took waits for after_frame, which decides."""
+    from edge_infer.backends.live.server import RAN_KEPT
+    slow = ('fake/slow', _noisy(5.0, 0.05, seed=3), 2)
+    fast = ('fake/fast', _noisy(4.5, 0.05, seed=4), 2)
+    live = sim.make([slow, fast], [5.0, 5.1])
+    frame = calibration_frames(1)[0][0]
+    for _ in range(2 * RAN_KEPT):   # 12 s of frames, none followed by after_frame
+        start = sim.clock.t
+        assert live.infer(frame).backend == 'fake/slow'
+        sim.clock.t = max(sim.clock.t, start + 0.05)
+    sel = live.selector
+    # nothing was judged: no reference frame, no sample, no switch; the runs wait, bounded
+    assert not sel.pacing.reference and live.shadow_runs == 0 and not live.switches
+    waiting = sel.server.ran()
+    assert len(waiting) == RAN_KEPT and all(r.backend == 'fake/slow' for r in waiting)
+    assert [r.t for r in waiting] == sorted(r.t for r in waiting)
+    out = _run(live, sim, 60.0)     # after each frame the selector decides: the same switch
+    assert live.switches and live.switches[0]['to'] == 'fake/fast', live.switches
+    assert out[-1][2] == 'fake/fast' and not sel.server.ran()
+
+
+def test_a_runner_up_asked_for_runs_one_frame_a_swap_cancels_it(sim):
+    a = ('fake/a', _noisy(5.0, 0.02, seed=31), 2)
+    b = ('fake/b', _noisy(5.0, 0.02, seed=32), 2)
+    live = sim.make([a, b], [5.0, 5.0])    # b opens as a runner-up; no after_frame: none decides
+    frame = calibration_frames(1)[0][0]
+    server = live.server
+    model_b = live.selector.runners.model('fake/b', server.model)
+    server.serve_once('fake/b', model_b)
+    assert server.once == 'fake/b'
+    assert live.infer(frame).backend == 'fake/b' and live.infer(frame).backend == 'fake/a'
+    ran = server.ran()
+    assert [(r.backend, r.runner_up, r.error) for r in ran] == \
+        [('fake/b', True, ''), ('fake/a', False, '')]
+    assert ran[0].inference_ms > 0
+    server.serve_once('fake/b', model_b)
+    server.swap(None)       # a new choice (even keeping the model): the ask is gone
+    assert server.once == '' and live.infer(frame).backend == 'fake/a'
+    assert [r.backend for r in server.ran()] == ['fake/a']
+    # one that raises: the chosen one runs the frame, the error waits for the selector
+    model_b.session.__class__ = _FailingSession
+    server.serve_once('fake/b', model_b)
+    assert live.infer(frame).backend == 'fake/a'
+    ran = server.ran()
+    assert ran[0].backend == 'fake/b' and ran[0].error == 'device lost'
+    assert ran[1].backend == 'fake/a' and not ran[1].runner_up
 
 
 # ------------------------------------------------------------ drift episodes

@@ -3,9 +3,9 @@
 
     live = LiveChoice(manager, spec, model_path, models_dir, LiveSettings(), report=...)
     live.start()                       # choose (profile or cache) and open the model
-    result = live.infer(frame)         # between frames: switch, fall back, observe
+    result = live.infer(frame)         # on the chosen backend (falls back if it raises)
     ... publish the result ...
-    live.after_frame()                 # maybe time one runner-up on the same input
+    live.after_frame()                 # decide: load, drift, a switch, a runner-up timed
     live.close()
 
 A profile says what was best when it was measured; the robot's load then
@@ -178,27 +178,30 @@ class LiveChoice:
 
     # ------------------------------------------------------------------ frames
     def infer(self, frame, around_run=None) -> Result:
-        """Run one frame on the chosen backend; switch first if a switch is due.
+        """Run one frame on the backend the selector chose; fall back if it raises.
 
         ``around_run``: Model.infer's hook, called for each run (again when the
-        frame is run a second time after a fallback).
+        frame is run a second time after a fallback). What the run took is
+        kept for :meth:`after_frame`: nothing is decided on the frame's path.
         """
-        sel = self.selector
-        with self.server.frame, self.runtime.gate.shared(self.spec.name):
-            result = sel.before(frame, around_run)      # a runner-up's turn, a switch
-            if result is None:
-                try:
-                    result = self.server.infer(frame, around_run)
-                except Exception as exc:
-                    if isinstance(exc, (ImageError, OutputError)) or not sel.fall_back(exc):
-                        raise
-                    result = self.server.infer(frame, around_run)   # the next best one
-                sel.observe(result.inference_ms, result.preprocess_ms)
-        sel.startup.first_served.set()
+        server = self.server
+        with server.frame, self.runtime.gate.shared(self.spec.name):
+            try:
+                result = server.infer(frame, around_run)
+            except Exception as exc:
+                if isinstance(exc, (ImageError, OutputError)) or \
+                        not self.selector.fall_back(exc):
+                    raise
+                result = server.infer(frame, around_run)   # the next best one
+        self.selector.startup.first_served.set()
         return result
 
     def after_frame(self) -> bool:
-        """Time one runner-up on the last frame's input when the duty allows; True if it did."""
+        """Decide after the frame's result is out (:meth:`.selector.Selector.after_frame`).
+
+        Returns True if a runner-up was timed on the frame's input. Call it
+        after each frame (or every few): switches, load and drift are judged here.
+        """
         return self.selector.after_frame()
 
     @property

@@ -1,10 +1,12 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
 """The runners-up timed on real frames, and the switch rule on their pairs (no ROS).
 
-A part of :class:`.choice.LiveChoice`. After a frame, one open runner-up
-may run the same input (a *pair*: its time beside the chosen one's, same
-load), or run the next frame itself (a *served* frame, judged against the
-chosen one's frames around it), at a pace within ``duty``
+A part of the :class:`.selector.Selector`. After a frame, one open
+runner-up may run the same input (a *pair*: its time beside the chosen
+one's, same load), or run the next frame itself (a *served* frame: the
+server runs it, :meth:`.server.Server.serve_once`, and the selector hands
+what it took to :meth:`RunnerSampling.took`; judged against the chosen
+one's frames around it), at a pace within ``duty``
 (:mod:`.pacing`). Every pair goes to the switch rule (:func:`.rule.two_looks`).
 It reads what serves from the :class:`.server.Server` and calls no one back:
 a runner-up that passed both looks waits in :attr:`RunnerSampling.won`, one
@@ -17,11 +19,9 @@ from .context import ChoiceContext
 from .pacing import expected_ratio, Pacing, pre_delta, SERVE
 from .rule import dwell_margin, two_looks, Verdict
 from .runners_up import RunnerPool
-from .server import Server
+from .server import Ran, Server
 from ..measure.profiling import CandidateResult
 from ...core.backend import first_line, input_kind
-from ...core.image import ImageError
-from ...core.model import Result
 
 
 class RunnerSampling:
@@ -38,33 +38,26 @@ class RunnerSampling:
         self.failed: List[str] = []     # runners-up that raised: drop them
         self.shadow_runs = 0        # runner-up samples (served frames among them)
         self.served_frames = 0
-        self.serve_next: Optional[str] = None   # the runner-up that runs the next frame
 
     def _result(self, name: Optional[str]) -> Optional[CandidateResult]:
         return self._server.result(name)
 
-    def serve(self, name: str, frame, around_run) -> Optional[Result]:
-        """Run the frame on runner-up ``name`` (its result goes out); None: it could not."""
-        if not self.pacing.reference_full():
-            return None
-        model = self.pool.model(name, self._server.model)
-        if model is None:
-            return None
-        now = self.ctx.clock.monotonic()
-        try:
-            result = model.infer(frame, around_run=around_run)
-        except ImageError:
-            raise       # the frame's fault, not the backend's
-        except Exception as exc:
-            self.ctx.log(f'runner-up {name} failed ({first_line(exc)}): no longer watched')
-            self.failed.append(name)
-            return None     # the chosen one runs the frame: none is lost
+    def took(self, ran: Ran) -> None:
+        """Take a frame a runner-up ran at the selector's ask (:meth:`.server.Server.infer`)."""
+        if ran.error:
+            self.ctx.log(f'runner-up {ran.backend} failed ({ran.error}): no longer watched')
+            self.failed.append(ran.backend)
+            return      # the chosen one ran the frame: none was lost
         self.pacing.frames_since_served = 0
         self.served_frames += 1
         # the frame's own cost, preprocessing included: a +pre candidate's input differs,
         # and under load the CPU preprocessing is no longer what the profile said
-        self.pacing.served(name, now, result.preprocess_ms + result.inference_ms)
-        return result
+        self.pacing.served(ran.backend, ran.t, ran.preprocess_ms + ran.inference_ms)
+
+    def serve_next(self, name: str) -> None:
+        """Have runner-up ``name`` run the next frame (its result goes out), when it can."""
+        if self.pacing.reference_full():
+            self._server.serve_once(name, self.pool.model(name, self._server.model))
 
     def judge_served(self) -> None:
         """Record the served frames that the chosen one's frames around them now judge."""
@@ -92,7 +85,7 @@ class RunnerSampling:
             return False
         self.pool.rotation += 1
         if how == SERVE:
-            self.serve_next = name     # the next frame runs on it
+            self.serve_next(name)      # the next frame runs on it
             return False
         sess = self.pool.get(name)
         clock = self.ctx.clock

@@ -25,7 +25,7 @@ from .sampling import RunnerSampling
 from .server import Server
 from .startup import BackgroundProfile
 from ..measure.profiling import ProfileRun
-from ...core.model import Model, Result
+from ...core.model import Model
 
 
 class Selector:
@@ -77,24 +77,34 @@ class Selector:
         """Open the best runners-up (background: the first frames do not wait for them)."""
         self.looks.open_best(self.server, self.failed)
 
-    # --------------------------------------------------------------- frames
-    def before(self, frame, around_run) -> Optional[Result]:
-        """Between frames: apply a re-evaluation; run the frame on a runner-up when due."""
+    # ------------------------------------------------- between frames
+    def after_frame(self) -> bool:
+        """Decide, after a frame's result is out; True if a runner-up was timed on its input.
+
+        Takes what the frames since the last call ran on (the server's
+        :meth:`~.server.Server.ran`): load, drift, the runners-up's due; applies
+        a re-evaluation done in the background; then may time one runner-up
+        on the last frame's input, or ask the server to serve the next frame
+        on one, within the duty. A frame never waits for any of it.
+        """
+        for ran in self.server.ran():
+            if ran.runner_up:
+                self.sampling.took(ran)
+            else:
+                self.pacing.frames_since_served += 1
+                self.observe(ran.t, ran.inference_ms, ran.preprocess_ms)
+        self._act()
         done = self.reevaluation.take()
         if done is not None:
             self.reevaluated(done)
-        name, self.sampling.serve_next = self.sampling.serve_next, None
-        if name is not None:
-            result = self.sampling.serve(name, frame, around_run)
-            self._act()
-            if result is not None:
-                return result
-        self.pacing.frames_since_served += 1
-        return None
+        if self.fixed:
+            return False
+        timed = self.sampling.after_frame()
+        self._act()
+        return timed
 
-    def observe(self, ms: float, pre_ms: float = 0.0) -> None:
-        """Take the chosen backend's timing of a frame: load, drift, the runners-up's due."""
-        now = self.clock.monotonic()
+    def observe(self, now: float, ms: float, pre_ms: float = 0.0) -> None:
+        """Take the chosen backend's timing of a frame that ended at ``now``: load, drift, due."""
         openings = self.openings
         self.pacing.chosen_ran(now, ms, (openings.busy, openings.ended), frame_ms=ms + pre_ms)
         why = self.load_watch.latency(now, ms)
@@ -115,18 +125,10 @@ class Selector:
             self._act()
         todo = self.looks.tend(now)     # open the runners-up when due, close them when idle
         if todo in ('close', 'next'):
-            self.sampling.serve_next = None
+            self.server.serve_once('', None)
         if todo in ('open', 'next'):
             self.pacing.cue(now)
             self.ctx.spawn(self.open_runners, 'runners')
-
-    def after_frame(self) -> bool:
-        """Time one runner-up on the last frame's input when the duty allows; True if it did."""
-        if self.fixed:
-            return False
-        timed = self.sampling.after_frame()
-        self._act()
-        return timed
 
     def alert(self, now: float, why: str, since: Optional[float] = None) -> None:
         """Look now (eager runs); with ``since`` (the load changed then) forget older pairs."""
@@ -158,6 +160,8 @@ class Selector:
 
     def drop_runner(self, name: str) -> None:
         """Stop watching runner-up ``name``."""
+        if self.server.once == name:
+            self.server.serve_once(name, None)      # not on the next frame either
         self.runners.drop(name)
         self.pacing.forget(name)
 
@@ -171,7 +175,7 @@ class Selector:
                  expected_ms: Optional[float] = None) -> None:
         """Record a switch; ``expected_ms``: the new backend's latency as just measured."""
         self.new_choice()
-        self.sampling.serve_next = None
+        self.server.serve_once('', None)
         res = self.server.result(new)
         if self.drift is not None:     # expect what the new backend was measured at
             self.graph.rebase(self.drift, new, expected_ms if expected_ms is not None else

@@ -5,17 +5,36 @@ A :class:`Server` holds the serving :class:`~edge_infer.core.model.Model`
 and the profile run behind it, swaps them between two frames (its
 ``frame`` lock is what a frame holds), and keeps every switch: the
 record (time, from, to, trigger, evidence), the run's chosen flags, one
-log line and the report. It decides nothing: :class:`.choice.LiveChoice`
-and its parts (runners-up, drift, fallback, the background profile) do,
-and tell it what to serve.
+log line and the report. For each frame it runs the model to serve next
+(a runner-up the selector asked for, once, else the chosen one) and keeps
+what the run took (:class:`Ran`) for the selector to take after the frame's
+result is out. It decides nothing: :class:`.selector.Selector` does, and
+tells it what to serve.
 """
 
+from collections import deque
 import threading
-from typing import Callable, List, Optional
+from typing import Callable, Deque, List, NamedTuple, Optional, Tuple
 
 from .context import Clock, Log
 from ..measure.profiling import CandidateResult, ProfileRun
+from ...core.backend import first_line
+from ...core.image import ImageError
 from ...core.model import Model, Result
+
+
+class Ran(NamedTuple):
+    """What one frame's run took, for the selector (:meth:`Server.ran`)."""
+
+    backend: str
+    t: float                    # clock.monotonic(): a runner-up's start, the chosen one's end
+    inference_ms: float = 0.0
+    preprocess_ms: float = 0.0
+    runner_up: bool = False     # a runner-up the selector asked for ran the frame
+    error: str = ''             # that runner-up raised this: the chosen one ran the frame
+
+
+RAN_KEPT = 64   # frames' runs kept for a selector that looks less often (the oldest go)
 
 
 class Server:
@@ -30,6 +49,8 @@ class Server:
         self.run: Optional[ProfileRun] = None
         self.frame = threading.Lock()       # held by a frame; a hand-over waits for it
         self.switches: List[dict] = []      # every switch: time, from, to, trigger, evidence
+        self._once: Optional[Tuple[str, Model]] = None   # the runner-up to run the next frame
+        self._ran: Deque[Ran] = deque(maxlen=RAN_KEPT)
 
     @property
     def backend_name(self) -> str:
@@ -47,10 +68,49 @@ class Server:
         self.report(run, trigger)
 
     def infer(self, frame, around_run=None) -> Result:
-        """Run ``frame`` on the serving model (RuntimeError when none is open)."""
+        """Run ``frame`` on the model to serve next (RuntimeError when none is open).
+
+        A runner-up asked for by :meth:`serve_once` runs it, once; one that
+        raises (not the frame's fault) is kept as an error, and the chosen one
+        runs the frame: none is lost.
+        """
+        clock = self.clock
+        once, self._once = self._once, None
+        if once is not None:
+            name, model = once
+            t = clock.monotonic()
+            try:
+                result = model.infer(frame, around_run=around_run)
+            except ImageError:
+                raise       # the frame's fault, not the backend's
+            except Exception as exc:
+                self._ran.append(Ran(name, t, runner_up=True, error=first_line(exc)))
+            else:
+                self._ran.append(Ran(name, t, result.inference_ms, result.preprocess_ms, True))
+                return result
         if self.model is None:
             raise RuntimeError(f'{self.name}: no model open (not started, or closed)')
-        return self.model.infer(frame, around_run=around_run)
+        result = self.model.infer(frame, around_run=around_run)
+        self._ran.append(Ran(result.backend, clock.monotonic(), result.inference_ms,
+                             result.preprocess_ms))
+        return result
+
+    def serve_once(self, name: str, model: Optional[Model]) -> None:
+        """Run the next frame on runner-up ``name``'s ``model`` (None: on the chosen one)."""
+        self._once = (name, model) if model is not None else None
+
+    @property
+    def once(self) -> str:
+        """Return the runner-up that runs the next frame ('' : the chosen one)."""
+        once = self._once
+        return once[0] if once is not None else ''
+
+    def ran(self) -> List[Ran]:
+        """Return what the frames since the last call ran on and took (oldest first)."""
+        out = []
+        while self._ran:
+            out.append(self._ran.popleft())
+        return out
 
     def swap(self, model: Optional[Model], run: Optional[ProfileRun] = None,
              close_old: bool = True) -> Optional[Model]:
@@ -60,6 +120,7 @@ class Server:
         session stays open as the new runner-up).
         """
         old = self.model
+        self._once = None       # a frame served for the old choice says nothing of the new
         if model is not None:
             self.model = model
         if run is not None:
@@ -91,6 +152,7 @@ class Server:
 
     def close(self) -> None:
         """Close the serving model."""
+        self._once = None
         if self.model is not None:
             self.model.close()
         self.model = None
