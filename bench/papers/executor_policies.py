@@ -13,14 +13,19 @@ time, as another app's kernels would) it runs:
 - the executor with each policy (accelerator-only, by-layer-type, cost-model).
 It prints throughput (frames/s, all models), p95 latency (submit to result),
 bytes copied per frame, and ratios to accelerator-only and to naive, and
-checks every output against the unpartitioned model's.
+checks every output against the unpartitioned model's; the tables go to
+``executor_policies.csv`` / ``.md`` (benchlib).
+
+Also a library: experiment 5 (exp5_multi_dnn.py) runs its cells with
+:func:`bag_tensors`, :func:`references`, :func:`run_naive` and
+:func:`run_policy`.
 """
 
 import argparse
-import statistics
 import threading
 import time
 
+import benchlib
 from edge_infer import paths
 from edge_infer.core.bag_read import iter_bag_frames
 from edge_infer.core.image import from_raw
@@ -181,12 +186,18 @@ def run_policy(policy, tensors, refs, load: float, instances=INSTANCES,
 
 
 def main() -> None:
-    """Run the grid and print one table per load."""
+    """Run the grid; print one table per load and save them as one."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--frames', type=int, default=30, help='frames per model instance')
     ap.add_argument('--loads', type=float, nargs='*', default=[0.0, 0.4, 0.6])
     ap.add_argument('--repeats', type=int, default=2, help='runs per cell (median reported)')
+    benchlib.common_args(ap)
     args = ap.parse_args()
+    if args.quick:
+        args.frames, args.repeats = min(args.frames, 5), 1
+    res = benchlib.Results('executor_policies', 'Three DNNs at once through the shared '
+                           'executor, per policy and background load', 'Kim 2021 Figs. 5-7',
+                           args.machine, args.out)
     tensors = bag_tensors(args.frames)
     refs = references(tensors)
     print(f'models: {", ".join(i for i, _ in INSTANCES)}; {args.frames} bag frames each; '
@@ -196,9 +207,10 @@ def main() -> None:
         for name, fn in [('naive', lambda: run_naive(tensors, refs, load))] + [
                 (p, lambda p=p: run_policy(p, tensors, refs, load)) for p in POLICIES]:
             runs = [fn() for _ in range(args.repeats)]
-            rows[name] = {k: (statistics.median(r[k] for r in runs) if k != 'placement'
-                              else runs[-1][k]) for k in runs[0]}
-            rows[name]['fps_range'] = (min(r['fps'] for r in runs), max(r['fps'] for r in runs))
+            rows[name] = {k: (benchlib.summary([r[k] for r in runs])['median']
+                              if k != 'placement' else runs[-1][k]) for k in runs[0]}
+            fps = benchlib.summary([r['fps'] for r in runs])
+            rows[name]['fps_range'] = (fps['min'], fps['max'])
         base, naive = rows['accelerator-only']['fps'], rows['naive']['fps']
         print(f'### background load on the accelerator: {load:.0%}\n')
         print('| policy | frames/s (min-max) | p95 ms | bytes copied/frame | vs accelerator-only '
@@ -209,7 +221,20 @@ def main() -> None:
             print(f"| {name} | {r['fps']:.1f} ({lo:.1f}-{hi:.1f}) | {r['p95']:.0f} | "
                   f"{r['copied']:.0f} | {r['fps'] / base:.2f}x | {r['fps'] / naive:.2f}x | "
                   f"{r['err']:.1e} | {r['placement']} | {r['duty']:.0%} |")
+            res.add(load=load, policy=name, fps_median=r['fps'], fps_min=lo, fps_max=hi,
+                    p95_ms=r['p95'], copied_bytes=r['copied'], vs_accelerator_only=r['fps'] / base,
+                    vs_naive=r['fps'] / naive, max_rel_err=r['err'], placement=r['placement'],
+                    load_achieved=r['duty'], runs=args.repeats)
         print()
+    res.note(f'models: {", ".join(i for i, _ in INSTANCES)}; {args.frames} bag frames each; '
+             f'devices: accelerator (1 thread) + cpu (1 thread); {args.repeats} run(s) per cell, '
+             'median (frames/s: min-max); p95: submit to result; error: max abs difference '
+             "relative to the unpartitioned model's output scale")
+    res.write(['load', 'policy', 'fps_median', 'fps_min', 'fps_max', 'p95_ms', 'copied_bytes',
+               'vs_accelerator_only', 'vs_naive', 'max_rel_err', 'placement', 'load_achieved'],
+              ['background load', 'policy', 'frames/s', 'min', 'max', 'p95 ms',
+               'bytes copied/frame', 'vs accelerator-only', 'vs naive', 'max rel. error',
+               'segments per device', 'load achieved'])
 
 
 if __name__ == '__main__':

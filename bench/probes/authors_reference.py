@@ -23,11 +23,15 @@ video's second half and the photos; ONNX Runtime CPU fp32, 2 threads):
 3. Time: the runtime preprocessing of a 768x576 video frame, float and u8
    kinds, per resize; JPEG whole decode vs the scaled decode, each with the
    registry's preprocessing; interleaved rounds, median (p90, max).
+
+The three tables go through benchlib: ``authors_reference.csv`` / ``.md``
+(agreement), ``authors_reference_facts.*`` and ``authors_reference_time.*``.
 """
 
 import argparse
 import dataclasses
 
+import benchlib
 import cv2
 from edge_infer import paths
 from edge_infer.backends.libs.ort import OrtBackend
@@ -93,12 +97,24 @@ def _fact(spec, name: str, out) -> str:
 
 
 def main() -> int:
-    """Measure every model and print the three tables."""
+    """Measure every model; print and save the three tables."""
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--models', nargs='*', default=None, help='registry keys (default: all)')
     ap.add_argument('--frames', type=int, default=24, help='judged frames, as the guard')
     ap.add_argument('--rounds', type=int, default=9, help='interleaved timing rounds')
+    benchlib.common_args(ap)
     args = ap.parse_args()
+    if args.quick:
+        args.frames, args.rounds = min(args.frames, 4), min(args.rounds, 2)
+    seed = "issue 40 (the authors' preprocessing as the reference)"
+    res_agree = benchlib.Results('authors_reference', 'Agreement of each runtime path with the '
+                                 "authors' preprocessing", seed, args.machine, args.out)
+    res_facts = benchlib.Results('authors_reference_facts', 'Facts in the photos: the '
+                                 "authors' pipeline and the runtime resizes", seed,
+                                 args.machine, args.out)
+    res_time = benchlib.Results('authors_reference_time', 'Runtime preprocessing time per '
+                                'resize, JPEG whole vs scaled decode', seed, args.machine,
+                                args.out)
     reg = load_registry(paths.config_dir() / 'models.yaml')
     frames, what = calibration_frames(args.frames)
     photos = {p.name: Frame(cv2.imread(str(p)), 'bgr')
@@ -106,8 +122,11 @@ def main() -> int:
     video = frames[0]
     jpegs = [cv2.imencode('.jpg', f.pixels, [cv2.IMWRITE_JPEG_QUALITY, 90])[1].tobytes()
              for f in frames]
-    print(f'frames: {what}; facts on {", ".join(photos)}; timing on a '
-          f'{video.width}x{video.height} video frame, {args.rounds} interleaved rounds')
+    said = (f'frames: {what}; facts on {", ".join(photos)}; timing on a '
+            f'{video.width}x{video.height} video frame, {args.rounds} interleaved rounds')
+    res_agree.note(said)
+    res_facts.notes.append(said)
+    res_time.notes.append(said + ' of 20 calls; ms: median (p90, max) of the rounds')
     rows, facts, times = [], [], []
     for name in args.models or reg:
         spec = reg[name]
@@ -155,20 +174,39 @@ def main() -> int:
         f"{k} vs authors'" for k in RESIZES) + ' | area vs linear | JPEG DCT + chosen vs '
         "authors' (whole decode) | scaled decode |")
     print('|---|---|---|' + '---|' * (len(RESIZES) + 3))
+    agree_cols = [f'{k}_vs_authors' for k in RESIZES] + ['area_vs_linear',
+                                                         'jpeg_dct_vs_authors']
     for r in rows:
         print(f'| {r[0]} | {r[1]} | {r[2]} | ' + ' | '.join(f'{v:.3f}' for v in r[3:-1])
               + f' | {r[-1]} |')
+        res_agree.add(model=r[0], authors=r[1], chosen=r[2], **dict(zip(agree_cols, r[3:-1])),
+                      scaled_decode=r[-1])
     print("\n| model | photo | authors' pipeline | " + ' | '.join(f'runtime, {k}' for k in RESIZES)
           + ' |')
     print('|---|---|---|' + '---|' * len(RESIZES))
+    fact_cols = ['model', 'photo', 'authors'] + [f'runtime_{k}' for k in RESIZES]
     for f in facts:
         print('| ' + ' | '.join(f) + ' |')
+        res_facts.add(**dict(zip(fact_cols, f)))
     keys = list(times[0][1])
     print('\n| model | ' + ' | '.join(f'{k} ms' for k in keys) + ' |')
     print('|---|' + '---|' * len(keys))
+    wide = []
     for name, t in times:
         print(f'| {name} | ' + ' | '.join(f'{t[k][0]:.3f} ({t[k][1]:.3f}, {t[k][2]:.3f})'
                                           for k in keys) + ' |')
+        for k in keys:
+            res_time.add(model=name, path=k, ms_median=t[k][0], ms_p90=t[k][1], ms_max=t[k][2])
+        wide.append({'model': name, **{k: f'{t[k][0]:.3f} ({t[k][1]:.3f}, {t[k][2]:.3f})'
+                                       for k in keys}})
+    res_agree.write(['model', 'authors', 'chosen'] + agree_cols + ['scaled_decode'],
+                    ['model', "authors' pipeline", 'chosen']
+                    + [f"{k} vs authors'" for k in RESIZES]
+                    + ['area vs linear', "JPEG DCT + chosen vs authors' (whole decode)",
+                       'scaled decode'])
+    res_facts.write(fact_cols, ['model', 'photo', "authors' pipeline"]
+                    + [f'runtime, {k}' for k in RESIZES])
+    res_time.write(['model'] + keys, ['model'] + [f'{k} ms' for k in keys], md_rows=wide)
     return 0
 
 

@@ -18,11 +18,14 @@ accuracy guard judges on:
 2. a 768x576 video frame's cost, interleaved rounds, median (p90, max):
    the graph path's infer (the frame handed over as is) against the ``+pre``
    path's CPU resize + infer.
+
+The table goes to ``graph_resize.csv`` / ``.md`` (benchlib).
 """
 
 import argparse
 import dataclasses
 
+import benchlib
 from edge_infer import paths
 from edge_infer.backends.libs.openvino import OpenVinoBackend
 from edge_infer.backends.libs.ort import OrtBackend
@@ -89,18 +92,26 @@ def compile_graph_resize(spec, w: int, h: int, precision: str):
 
 
 def main() -> int:
-    """Measure every model and print the table."""
+    """Measure every model; print and save the table."""
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--models', nargs='*', default=None, help='registry keys (default: all)')
     ap.add_argument('--frames', type=int, default=24, help='judged frames, as the guard')
     ap.add_argument('--rounds', type=int, default=9, help='interleaved timing rounds')
     ap.add_argument('--precision', default='bf16', choices=sorted(HINT))
+    benchlib.common_args(ap)
     args = ap.parse_args()
+    if args.quick:
+        args.frames, args.rounds = min(args.frames, 4), min(args.rounds, 2)
+    res = benchlib.Results('graph_resize', "The resize inside OpenVINO's graph: agreement "
+                           "with the authors' pipeline, and frame cost",
+                           'issue 40 (in-graph preprocessing)', args.machine, args.out)
     reg = load_registry(paths.config_dir() / 'models.yaml')
     frames, what = calibration_frames(args.frames)
     video = frames[0]
-    print(f'frames: {what}; OpenVINO CPU {args.precision}, 1 thread; timing on a '
-          f'{video.width}x{video.height} frame, {args.rounds} interleaved rounds')
+    res.note(f'frames: {what}; OpenVINO CPU {args.precision}, 1 thread; timing on a '
+             f'{video.width}x{video.height} frame, {args.rounds} interleaved rounds of 20 calls; '
+             "agreement: the manager's check against ORT CPU fp32 on the authors' pipeline; ms: "
+             'median (p90, max) of the rounds')
     print('\n| model | graph resize | agreement: graph resize / +pre (CPU resize) | '
           'graph: infer ms | +pre: CPU resize + infer ms |')
     print('|---|---|---|---|---|')
@@ -136,10 +147,20 @@ def main() -> int:
         sess.close()
         algo = 'BILINEAR_PILLOW' if spec.preprocess.antialias else 'LINEAR'
         geo = dataclasses.replace(spec.input_spec).resize
-        print(f'| {name} | {geo}, {algo} | {agreement(spec, ref, got)[0]:.3f} / '
-              f'{agreement(spec, ref, plus)[0]:.3f} ({spec.input_spec.interpolation}) | '
+        a_graph, a_pre = agreement(spec, ref, got)[0], agreement(spec, ref, plus)[0]
+        print(f'| {name} | {geo}, {algo} | {a_graph:.3f} / '
+              f'{a_pre:.3f} ({spec.input_spec.interpolation}) | '
               f"{t['graph'][0]:.2f} ({t['graph'][1]:.2f}, {t['graph'][2]:.2f}) | "
               f"{t['plus'][0]:.2f} ({t['plus'][1]:.2f}, {t['plus'][2]:.2f}) |")
+        res.add(model=name, graph_resize=f'{geo}, {algo}', agree_graph=a_graph, agree_pre=a_pre,
+                interpolation=spec.input_spec.interpolation, graph_ms=t['graph'][0],
+                graph_ms_p90=t['graph'][1], graph_ms_max=t['graph'][2], pre_ms=t['plus'][0],
+                pre_ms_p90=t['plus'][1], pre_ms_max=t['plus'][2])
+    res.write(['model', 'graph_resize', 'agree_graph', 'agree_pre', 'interpolation', 'graph_ms',
+               'graph_ms_p90', 'graph_ms_max', 'pre_ms', 'pre_ms_p90', 'pre_ms_max'],
+              ['model', 'graph resize', 'agreement: graph resize', '+pre (CPU resize)',
+               '+pre interpolation', 'graph: infer ms', 'p90', 'max',
+               '+pre: CPU resize + infer ms', 'p90', 'max'])
     return 0
 
 

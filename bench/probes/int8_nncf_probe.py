@@ -14,31 +14,36 @@ and, with ``--accuracy-control`` (classifiers),
 ``nncf.quantize_with_accuracy_control`` (validation: 24 more first-half frames
 at phase 0.25, top-1 vs fp32, max drop 0.01). Judged by the manager's own
 accuracy check against ONNX Runtime CPU fp32 on 12 profile frames; time:
-p50 of 60 runs on one frame, after 5 warm-up runs.
+p50 of 60 runs on one frame, after 5 warm-up runs. The table goes to
+``int8_nncf_probe.csv`` / ``.md`` (benchlib).
 """
 
 import argparse
 import time
 
+import benchlib
 import numpy as np
 
 
 def _time(request, x, runs: int = 60) -> float:
-    for _ in range(5):
-        request.infer({0: x})
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        request.infer({0: x})
-        times.append((time.perf_counter() - t) * 1e3)
-    return float(np.median(times))
+    """Return the median ms of ``runs`` inferences on ``x`` after 5 warm-up runs."""
+    return benchlib.summary(benchlib.time_calls(lambda: request.infer({0: x}), runs,
+                                                warmup=5))['median']
 
 
 def main() -> int:
+    """Quantize each model; print and save each variant's time and accuracy."""
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--models', nargs='*', default=['nanodet', 'mobilenet_v2'])
     ap.add_argument('--accuracy-control', action='store_true')
+    benchlib.common_args(ap)
     args = ap.parse_args()
+    runs = 10 if args.quick else 60
+    if args.quick:
+        args.models = args.models[:1]
+    res = benchlib.Results('int8_nncf_probe', 'Feasibility of NNCF int8 for the bundled '
+                           'models, judged on frames it never saw', '(probe)',
+                           args.machine, args.out)
     from edge_infer import paths
     from edge_infer.backends.libs.openvino import native_precision  # blocks OpenVINO telemetry
     from edge_infer.backends.measure.profiling import calibration_frames, Reference
@@ -57,7 +62,9 @@ def main() -> int:
         return core.compile_model(model, 'CPU', {
             'PERFORMANCE_HINT': 'LATENCY', 'INFERENCE_PRECISION_HINT': precision,
             'ENABLE_CPU_PINNING': False, 'NUM_STREAMS': 1, 'INFERENCE_NUM_THREADS': 1})
-    print(f'nncf {nncf.__version__}, openvino {ov.__version__}, native precision {native}')
+    res.note(f'nncf {nncf.__version__}, openvino {ov.__version__}, native precision {native}; '
+             f'OpenVINO CPU, 1 thread; p50 of {runs} runs on one frame after 5 warm-up runs; '
+             "accuracy: the manager's check against ONNX Runtime CPU fp32 on 12 profile frames")
     for name in args.models:
         spec = load_models()[name]
         path = paths.models_dir() / spec.file
@@ -74,9 +81,10 @@ def main() -> int:
         variants.append(('int8', nncf.quantize(model, nncf.Dataset(calib),
                                                subset_size=len(calib), preset=preset,
                                                fast_bias_correction=True), native))
-        print(f'{name}: nncf.quantize {time.monotonic() - t0:.1f} s ({len(calib)} frames)')
+        res.note(f'{name}: nncf.quantize {time.monotonic() - t0:.1f} s ({len(calib)} frames)')
         if args.accuracy_control and spec.task != 'classification':
-            print(f'{name}: no accuracy control (its validation here is top-1: classifiers)')
+            res.note(f'{name}: no accuracy control (its validation here is top-1: '
+                     'classifiers)')
         elif args.accuracy_control:
             val = [np.array(pre(f)[0], copy=True)
                    for f in calibration_frames(24, phase=0.25, span=(0.0, 0.5))[0]]
@@ -90,14 +98,19 @@ def main() -> int:
             variants.append(('int8-ac', nncf.quantize_with_accuracy_control(
                 model, nncf.Dataset(calib), nncf.Dataset(val), validate, max_drop=0.01,
                 drop_type=nncf.DropType.ABSOLUTE, subset_size=len(calib)), native))
-            print(f'{name}: accuracy control {time.monotonic() - t0:.1f} s')
+            res.note(f'{name}: accuracy control {time.monotonic() - t0:.1f} s')
         for label, m, precision in variants:
             request = compiled(m, precision).create_infer_request()
             outs = [ref.decoder([np.array(o, copy=True) for o in request.infer({0: x}).values()],
                                 tf) for x, tf in ref.inputs]
             acc, detail = ref.agreement(outs)
-            print(f'  {label:8} p50 {_time(request, ref.inputs[0][0]):6.2f} ms  '
+            p50 = _time(request, ref.inputs[0][0], runs)
+            print(f'  {label:8} p50 {p50:6.2f} ms  '
                   f'accuracy {acc:.3f} ({detail[:80]})')
+            res.add(model=name, variant=label, precision=precision, p50_ms=p50, accuracy=acc,
+                    detail=detail)
+    res.write(['model', 'variant', 'precision', 'p50_ms', 'accuracy', 'detail'],
+              ['model', 'variant', 'OpenVINO precision hint', 'p50 ms', 'accuracy', 'detail'])
     return 0
 
 

@@ -27,12 +27,14 @@ accuracy guard judges on, against ORT CPU fp32 on the authors' pipeline
 
 The converted models (pnnx) come from ``$EDGE_INFER_CACHE/ncnn`` (default
 the data home's cache); a model pnnx cannot convert gets the ORT column only.
+The table goes to ``ncnn_resize.csv`` / ``.md`` (benchlib).
 """
 
 import argparse
 import os
 import pathlib
 
+import benchlib
 from edge_infer import paths
 from edge_infer.backends.libs.ncnn import _ncnn, NcnnBackend
 from edge_infer.backends.libs.ort import OrtBackend
@@ -97,24 +99,33 @@ class NcnnPixels:
 
 
 def main() -> int:
-    """Measure every model and print the table."""
+    """Measure every model; print and save the table."""
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--models', nargs='*', default=None, help='registry keys (default: all)')
     ap.add_argument('--frames', type=int, default=24, help='judged frames, as the guard')
     ap.add_argument('--rounds', type=int, default=9, help='interleaved timing rounds')
     ap.add_argument('--reps', type=int, default=20, help='calls per round and path')
+    benchlib.common_args(ap)
     args = ap.parse_args()
+    if args.quick:
+        args.frames, args.rounds, args.reps = (min(args.frames, 4), min(args.rounds, 2),
+                                               min(args.reps, 5))
+    res = benchlib.Results('ncnn_resize', "ncnn's own preprocessing: agreement with the "
+                           "authors' pipeline, cost", 'issue 40 (in-graph preprocessing, ncnn)',
+                           args.machine, args.out)
     reg = load_registry(paths.config_dir() / 'models.yaml')
     cache = pathlib.Path(os.environ.get('EDGE_INFER_CACHE', paths.cache_dir()))
     frames, what = calibration_frames(args.frames)
     video = frames[0]
-    print(f'frames: {what}; ncnn {_ncnn().__version__} CPU fp32, 1 thread; timing on a '
-          f'{video.width}x{video.height} frame, {args.rounds} interleaved rounds x '
-          f'{args.reps}')
+    res.note(f'frames: {what}; ncnn {_ncnn().__version__} CPU fp32, 1 thread; timing on a '
+             f'{video.width}x{video.height} frame, {args.rounds} interleaved rounds x '
+             f'{args.reps}; ms: median (p90, max) of the rounds; agreement against ORT CPU fp32 '
+             "on the authors' pipeline")
     print('\n| model | ncnn preprocessing | agreement: ncnn pre -> ORT fp32 / '
           '-> ncnn fp32 / Preprocessor -> ncnn fp32 | pre ms: ncnn / Preprocessor | '
           'pre + ncnn run ms: ncnn / Preprocessor |')
     print('|---|---|---|---|---|')
+    md = []
     for name in args.models or reg:
         spec = reg[name]
         decoder = spec.make_decoder()
@@ -129,13 +140,15 @@ def main() -> int:
         cpu = Preprocessor(spec.input_spec, 'float')
         a_ort = agreement(spec, ref, through(ort, pix))[0]
         ort.close()
+        why, v_ncnn, v_cpu = '', None, None
         try:
             sess = NcnnBackend('cpu', 1, 'fp32', cache, log=lambda _m: None).open_session(model)
         except BackendError as exc:
             sess, why = None, str(exc).split(': ', 1)[-1].split(' (')[0]
         if sess is not None:
-            a_ncnn = f'{agreement(spec, ref, through(sess, pix))[0]:.3f}'
-            a_cpu = f'{agreement(spec, ref, through(sess, cpu))[0]:.3f}'
+            v_ncnn = agreement(spec, ref, through(sess, pix))[0]
+            v_cpu = agreement(spec, ref, through(sess, cpu))[0]
+            a_ncnn, a_cpu = f'{v_ncnn:.3f}', f'{v_cpu:.3f}'
             fns = {'ncnn': lambda: pix(video), 'cpu': lambda: cpu(video),
                    'ncnn_run': lambda: sess.run(pix(video)[0]),
                    'cpu_run': lambda: sess.run(cpu(video)[0])}
@@ -155,6 +168,20 @@ def main() -> int:
         print(f'| {name} | {how} | {a_ort:.3f} / {a_ncnn} / {a_cpu} '
               f'({spec.input_spec.interpolation}) | {ms("ncnn")} / {ms("cpu")} | '
               f'{ms("ncnn_run")} / {ms("cpu_run")} |')
+        row = res.add(model=name, ncnn_preprocessing=how, agree_ncnn_pre_ort=a_ort,
+                      agree_ncnn_pre_ncnn=v_ncnn, agree_preprocessor_ncnn=v_cpu,
+                      interpolation=spec.input_spec.interpolation, ncnn_missing=why)
+        for k in ('ncnn', 'cpu', 'ncnn_run', 'cpu_run'):
+            if k in t:
+                row.update({f'{k}_ms': t[k][0], f'{k}_ms_p90': t[k][1], f'{k}_ms_max': t[k][2]})
+        md.append({'model': name, 'how': how, 'interpolation': spec.input_spec.interpolation,
+                   'agree': f'{a_ort:.3f} / {a_ncnn} / {a_cpu}', 'pre': f'{ms("ncnn")} / '
+                   f'{ms("cpu")}', 'run': f'{ms("ncnn_run")} / {ms("cpu_run")}'})
+    res.write(['model', 'how', 'agree', 'interpolation', 'pre', 'run'],
+              ['model', 'ncnn preprocessing', 'agreement: ncnn pre -> ORT fp32 / -> ncnn fp32 / '
+               'Preprocessor -> ncnn fp32', 'Preprocessor interpolation',
+               'pre ms: ncnn / Preprocessor', 'pre + ncnn run ms: ncnn / Preprocessor'],
+              md_rows=md)
     return 0
 
 

@@ -17,22 +17,28 @@
    (core/image.py ``from_compressed`` with the model's input), each with
    the model's own preprocessing after it: time on the video frame, and the
    agreement of the scaled decode's results with the whole decode's.
+
+The table goes to ``preprocess.csv`` / ``.md`` (benchlib). Its :func:`_time`
+(interleaved rounds) is also what authors_reference.py, graph_resize.py and
+ncnn_resize.py time with.
 """
 
 import argparse
 import dataclasses
-import statistics
 import time
 
+import benchlib
 import numpy as np
 
 
 def _median(v):
-    v = sorted(v)
-    return statistics.median(v), v[int(0.9 * (len(v) - 1))], v[-1]
+    """Return (median, p90, max) of ``v``."""
+    s = benchlib.summary(v)
+    return s['median'], sorted(v)[int(0.9 * (len(v) - 1))], s['max']
 
 
 def _time(fns: dict, rounds: int, n: int) -> dict:
+    """Return {name: (median, p90, max) ms per call}: ``n`` calls per round, order rotating."""
     out = {k: [] for k in fns}
     order = list(fns)
     for r in range(rounds):
@@ -59,11 +65,18 @@ def _same(spec, a, b) -> bool:
 
 
 def main() -> int:
+    """Measure every model; print and save the table."""
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--frames', type=int, default=24)
     ap.add_argument('--rounds', type=int, default=9)
     ap.add_argument('--models', nargs='*', default=None)
+    benchlib.common_args(ap)
     args = ap.parse_args()
+    if args.quick:
+        args.frames, args.rounds = min(args.frames, 4), min(args.rounds, 2)
+    res = benchlib.Results('preprocess', 'The frame path outside the model: resize '
+                           'interpolation per model, JPEG decode scale', '(probe)',
+                           args.machine, args.out)
     import cv2
     from edge_infer.backends.measure.agreement import agreement
     from edge_infer.backends.libs.ort import OrtBackend
@@ -77,8 +90,10 @@ def main() -> int:
     frames, what = calibration_frames(args.frames)
     video = frames[0]
     jpeg = cv2.imencode('.jpg', video.pixels, [cv2.IMWRITE_JPEG_QUALITY, 90])[1].tobytes()
-    print(f'frames: {what}; timing on a {video.width}x{video.height} video frame, '
-          f'{args.rounds} interleaved rounds')
+    res.note(f'frames: {what}; timing on a {video.width}x{video.height} video frame, '
+             f'{args.rounds} interleaved rounds (30 calls each); ms: median (p90) of the '
+             "rounds; agreement: the manager's check against ``area``; same: frames whose "
+             'results match in class and within IoU 0.9 (top-1; mask IoU 0.9)')
     jpegs = [cv2.imencode('.jpg', f.pixels, [cv2.IMWRITE_JPEG_QUALITY, 90])[1].tobytes()
              for f in frames]
     alts = [k for k in INTERPOLATIONS if k != 'area']
@@ -124,6 +139,18 @@ def main() -> int:
                   f'{area[0]:6.3f} ({area[1]:.3f}) {t[k][0]:7.3f} '
                   f'({t[k][1]:.3f})  {whole_ms[0]:10.3f} {scaled_ms[0]:7.3f} '
                   f'{jpeg_score:6.3f} {frame.pixels.shape[1]}x{frame.pixels.shape[0]}')
+            res.add(model=name, input=f'{spec.input_spec.width}x{spec.input_spec.height}',
+                    resize=k, agreement=scores[k], same=same[k], frames=len(frames),
+                    area_ms=area[0], area_ms_p90=area[1], other_ms=t[k][0],
+                    other_ms_p90=t[k][1], jpeg_whole_ms=whole_ms[0], jpeg_scaled_ms=scaled_ms[0],
+                    jpeg_agreement=jpeg_score,
+                    scale=f'{frame.pixels.shape[1]}x{frame.pixels.shape[0]}')
+    res.write(['model', 'input', 'resize', 'agreement', 'same', 'frames', 'area_ms', 'area_ms_p90',
+               'other_ms', 'other_ms_p90', 'jpeg_whole_ms', 'jpeg_scaled_ms', 'jpeg_agreement',
+               'scale'],
+              ['model', 'input', 'other resize', 'agreement vs area', 'frames the same', 'of',
+               'area ms', 'p90', 'other ms', 'p90', 'JPEG whole decode ms', 'scaled ms',
+               'agreement scaled vs whole', 'scaled size'])
     return 0
 
 

@@ -24,16 +24,18 @@ The int8 files are made once per run (the first setting; a fresh cache folder
 per run, so nothing from an earlier run is reused) and shared by both
 settings; each setting's profile is measured from scratch.
 The load present is printed with the results (load average before and after).
+Written through benchlib: ``chosen_vs_ort.csv`` / ``.md`` and the int8
+candidates' ``chosen_vs_ort_int8.*``.
 """
 
 import argparse
 import os
 import pathlib
 import shutil
-import statistics
 import tempfile
 
 from backend_selection import side_by_side
+import benchlib
 from edge_infer import paths
 from edge_infer.backends.manager import BackendManager, load_config
 from edge_infer.backends.measure.profiling import calibration_frames
@@ -45,8 +47,8 @@ REFERENCE = 'onnxruntime/cpu/t1'
 
 def stats(ms) -> str:
     """Return 'p50 / p90 / max' of a list of milliseconds."""
-    return (f'{statistics.median(ms):.2f} / {float(np.percentile(ms, 90)):.2f} / '
-            f'{max(ms):.2f}')
+    s = benchlib.summary(ms)
+    return f'{s["median"]:.2f} / {float(np.percentile(ms, 90)):.2f} / {s["max"]:.2f}'
 
 
 def interval(r) -> str:
@@ -60,9 +62,18 @@ def main() -> None:
     ap.add_argument('--rounds', type=int, default=7)
     ap.add_argument('--runs', type=int, default=15)
     ap.add_argument('--models', nargs='*', default=['nanodet', 'mobilenet_v2'])
+    benchlib.common_args(ap)
     args = ap.parse_args()
+    if args.quick:
+        args.rounds, args.runs = min(args.rounds, 2), min(args.runs, 3)
+        args.models = args.models[:1]
+    res = benchlib.Results('chosen_vs_ort', 'The measured choice vs a plain ONNX Runtime node '
+                           '(CPU, 1 thread)', '(product) speed-up over ORT t1', args.machine,
+                           args.out)
+    res_int8 = benchlib.Results('chosen_vs_ort_int8', 'int8 candidates of the choices in '
+                                'chosen_vs_ort', '(product)', args.machine, args.out)
     reg = load_registry(paths.config_dir() / 'models.yaml')
-    print(f'load average before: {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} cores')
+    res.note(f'load average before: {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} cores')
     print('| model | setting | chosen | chosen p50 / p90 / max ms | ORT t1 p50 / p90 / max ms '
           '| speed-up vs ORT t1 |')
     print('|---|---|---|---|---|---|')
@@ -84,11 +95,19 @@ def main() -> None:
             finally:
                 mgr.cap_threads(0)
             chosen, ref = times[backend.name], times[REFERENCE]
-            ratio = statistics.median(ref) / statistics.median(chosen)
+            ours, theirs = benchlib.summary(chosen), benchlib.summary(ref)
+            ratio = theirs['median'] / ours['median']
             ratios.append((name, setting, ratio))
-            res = next(r for r in run.results if r.chosen)
-            print(f'| {name} | {setting} | {backend.name} (accuracy {interval(res)}) | '
+            picked = next(r for r in run.results if r.chosen)
+            print(f'| {name} | {setting} | {backend.name} (accuracy {interval(picked)}) | '
                   f'{stats(chosen)} | {stats(ref)} | {ratio:.2f}x |')
+            res.add(model=name, setting=setting, chosen=backend.name, accuracy=picked.accuracy,
+                    accuracy_low=picked.accuracy_low, accuracy_high=picked.accuracy_high,
+                    accuracy_interval=interval(picked),
+                    chosen_p50_ms=ours['median'], chosen_p90_ms=float(np.percentile(chosen, 90)),
+                    chosen_max_ms=ours['max'], ort_p50_ms=theirs['median'],
+                    ort_p90_ms=float(np.percentile(ref, 90)), ort_max_ms=theirs['max'],
+                    speed_up=ratio, rounds=args.rounds, runs=args.runs)
             int8_rows += [(name, setting, r) for r in run.results if r.precision == 'int8']
             ranked = sorted((r for r in run.results if r.status == 'ok'), key=lambda r: r.frame_ms)
             notes.append(f'- {name}, {setting}: frame cost (profile p50 + preprocessing) of the '
@@ -96,7 +115,8 @@ def main() -> None:
                              f'{r.backend} {r.frame_ms:.2f} ms' for r in ranked[:4])
                          + (f'; {run.ranking.describe()}' if run.ranking else ''))
     print('\n' + '\n'.join(notes))
-    print(f'\nload average after: {os.getloadavg()[0]:.2f} (1 min)')
+    res.notes += [n[2:] for n in notes]
+    res.note(f'load average after: {os.getloadavg()[0]:.2f} (1 min)')
     floors = load_config()['min_accuracy']
     judged = calibration_frames(int(load_config()['calibration_frames']))[1]
     print(f'\nint8 candidates (accuracy on the judging frames: {judged}; '
@@ -108,9 +128,22 @@ def main() -> None:
         detail = r.accuracy_detail if r.status == 'ok' else r.reason
         print(f'| {name} | {setting} | {r.backend} | {r.status} | {r.p50_ms:.2f} | '
               f'{interval(r)} | {detail} |')
+        res_int8.add(model=name, setting=setting, candidate=r.backend, status=r.status,
+                     p50_ms=r.p50_ms, accuracy=interval(r), how_made=detail)
     shutil.rmtree(cache, ignore_errors=True)
-    print('speed-up of the measured choice over a plain ONNX Runtime node (CPU, 1 thread): '
-          + ', '.join(f'{n} {s} {r:.2f}x' for n, s, r in ratios))
+    res.note('speed-up of the measured choice over a plain ONNX Runtime node (CPU, 1 thread): '
+             + ', '.join(f'{n} {s} {r:.2f}x' for n, s, r in ratios))
+    res.write(['model', 'setting', 'chosen', 'accuracy_interval', 'chosen_p50_ms', 'chosen_p90_ms',
+               'chosen_max_ms', 'ort_p50_ms', 'ort_p90_ms', 'ort_max_ms', 'speed_up'],
+              ['model', 'setting', 'chosen', 'accuracy [95 % interval]', 'chosen p50 ms', 'p90',
+               'max',
+               'ORT t1 p50 ms', 'p90', 'max', 'speed-up vs ORT t1'])
+    res_int8.notes.append(f'accuracy on the judging frames: {judged}; floors {floors}; '
+                          '[95 % interval]')
+    res_int8.write(['model', 'setting', 'candidate', 'status', 'p50_ms', 'accuracy',
+                    'how_made'],
+                   ['model', 'setting', 'candidate', 'status', 'profile p50 ms',
+                    'accuracy [95 % interval]', 'how made'])
 
 
 if __name__ == '__main__':

@@ -2,7 +2,7 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
 """The package's shape, for a tree then and now: import links, circles, mypy debt, big files.
 
-    python bench/product/code_shape.py [TREE ...]     # default: this checkout
+    ./run.sh exec python bench/product/code_shape.py [TREE ...]    # default: this checkout
 
 Each TREE is a checkout's root (e.g. a `git worktree add /tmp/old <commit>`).
 Prints, per tree: product modules and lines, the package's internal import
@@ -10,7 +10,8 @@ links (and how many sit inside functions), links between backends/ files
 and between its parts, import circles, links from the runtime into the
 set-up tools, mypy ``ignore_errors`` sections and files over 500 lines.
 The walker (edge_infer/testing/import_walk.py) is the one test_import_graph.py
-checks the rules with.
+checks the rules with. Writes ``code_shape.csv`` (one row per tree) and
+``code_shape.md`` (the trees side by side) through benchlib.
 """
 
 import argparse
@@ -19,6 +20,7 @@ import configparser
 import pathlib
 from typing import Dict, Set
 
+import benchlib
 from edge_infer.testing import import_walk     # one walker: the rules' test's too
 
 HERE = pathlib.Path(__file__).resolve().parents[2]     # the checkout
@@ -80,15 +82,28 @@ def shape(tree: pathlib.Path) -> Dict[str, object]:
 
 
 def main() -> None:
-    """Print the figures of each tree side by side."""
+    """Print and save the figures of each tree side by side."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('trees', nargs='*', type=pathlib.Path, default=[HERE])
+    benchlib.common_args(ap)
     args = ap.parse_args()
+    res = benchlib.Results('code_shape', "The package's shape: import links, circles, mypy "
+                           'debt, big files', '(product)', args.machine, args.out)
     results = [(t, shape(t.resolve())) for t in args.trees]
     print('| | ' + ' | '.join(str(t) for t, _ in results) + ' |')
     print('|---|' + '---|' * len(results))
     for key in results[0][1]:
         print(f'| {key} | ' + ' | '.join(str(r[key]) for _, r in results) + ' |')
+    for t, r in results:
+        res.add(tree=benchlib.shown_path(str(t)), **{k: str(v) if isinstance(v, tuple) else v
+                                                     for k, v in r.items()})
+    cols = [f'tree{i}' for i in range(len(results))]
+    md_rows = [{'figure': key, **{c: str(r[key]) for c, (_, r) in zip(cols, results)}}
+               for key in results[0][1]]
+    res.note('product modules: edge_infer/edge_infer without testing/; set-up tools: tools, '
+             'models, bag, armcheck')
+    res.write(['figure'] + cols, [''] + [benchlib.shown_path(str(t)) for t, _ in results],
+              md_rows=md_rows)
 
 
 if __name__ == '__main__':

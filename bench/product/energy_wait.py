@@ -12,7 +12,8 @@ the node's ``energy`` stage (what the frame thread spends on energy before
 publishing the result: the wait for the first power sample after the run
 when the result carried the record) as p50/p90/max, the frame's own
 latency (parse to result published), and how long after its result each
-frame's EnergyRecord was published on ~/energy. Nothing is written.
+frame's EnergyRecord was published on ~/energy; the same figures go to
+``energy_wait.csv`` / ``.md`` (benchlib).
 """
 
 import argparse
@@ -23,6 +24,7 @@ import tempfile
 import threading
 import time
 
+import benchlib
 from edge_infer import procs
 import numpy as np
 
@@ -46,14 +48,19 @@ def pct(values, q: float) -> float:
 
 
 def main() -> None:
-    """Measure and print."""
+    """Measure; print and save the figures."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--frames', type=int, default=300, help='frames measured (after 10 warm-up)')
     ap.add_argument('--fps', type=float, default=30.0, help='camera rate the frames come at')
     ap.add_argument('--rate', type=float, default=100.0, help='power sensor refresh rate, Hz')
     ap.add_argument('--model', default='mobilenet_v2', help='registry model')
     ap.add_argument('--backend', default='onnxruntime/cpu/t1', help='forced backend')
+    benchlib.common_args(ap)
     args = ap.parse_args()
+    if args.quick:
+        args.frames = min(args.frames, 30)
+    res = benchlib.Results('energy_wait', 'How long a perception result waits for its energy, '
+                           'with a measured power source', '(product)', args.machine, args.out)
     procs.use_ros_env_here()
     tmp = pathlib.Path(tempfile.mkdtemp(prefix='energy_wait-'))
     os.environ['EDGE_INFER_CACHE'] = str(tmp / 'cache')    # no profile of this run kept
@@ -125,16 +132,24 @@ def main() -> None:
     with lock:
         lag = [(followed[s] - published[s]) * 1e3 for s in range(warmup + 1, len(stages) + 1)
                if s in followed and s in published]
-    print(f'power source {source} (simulated sysfs tree, driver refresh '
-          f'{1000.0 / args.rate:g} ms) sampled at {rate:.0f} Hz; {args.model} on {backend}; '
-          f'{len(measured)} frames at {args.fps:g} fps')
-    print(f"result's wait for energy (stage 'energy'): p50 {pct(wait, 50):.3f} ms, "
-          f'p90 {pct(wait, 90):.3f} ms, max {max(wait):.3f} ms')
-    print(f'frame latency (parse to result published): p50 {pct(total, 50):.2f} ms, '
+    res.power = f'{source} at {rate:.0f} Hz (simulated INA3221 sysfs tree)'
+    res.note(f'power source {source} (simulated sysfs tree, driver refresh '
+             f'{1000.0 / args.rate:g} ms) sampled at {rate:.0f} Hz; {args.model} on {backend}; '
+             f'{len(measured)} frames at {args.fps:g} fps')
+    w, f, g = benchlib.summary(wait), benchlib.summary(total), benchlib.summary(lag)
+    print(f"result's wait for energy (stage 'energy'): p50 {w['median']:.3f} ms, "
+          f"p90 {pct(wait, 90):.3f} ms, max {w['max']:.3f} ms")
+    print(f"frame latency (parse to result published): p50 {f['median']:.2f} ms, "
           f'p90 {pct(total, 90):.2f} ms')
-    print(f'EnergyRecord on ~/energy after its result: p50 {pct(lag, 50):.2f} ms, '
-          f'max {max(lag) if lag else float("nan"):.2f} ms; {len(lag)}/{len(measured)} '
-          f'records, energy_missing {node.stats.energy_missing}')
+    res.note(f"EnergyRecord on ~/energy after its result: p50 {g['median']:.2f} ms, "
+             f"max {g['max']:.2f} ms; {len(lag)}/{len(measured)} "
+             f'records, energy_missing {node.stats.energy_missing}')
+    for what, v, s in (("result's wait for energy (stage 'energy')", wait, w),
+                       ('frame latency (parse to result published)', total, f),
+                       ('EnergyRecord on ~/energy after its result', lag, g)):
+        res.add(figure=what, ms_p50=s['median'], ms_p90=pct(v, 90), ms_max=s['max'], n=s['n'])
+    res.write(['figure', 'ms_p50', 'ms_p90', 'ms_max', 'n'],
+              ['figure', 'ms p50', 'p90', 'max', 'frames'])
 
 
 if __name__ == '__main__':

@@ -1,20 +1,22 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
 """The measuring parts of bench/product/gpu_check.py: NVML energy, a GPU load, experiments 4 and 5.
 
-Each ``*_lines`` function returns Markdown lines; where the GPU part it needs
-is not usable it returns one line saying why (what CI and a machine without
-a GPU show).
+A library for bench/product/gpu_check.py (no main of its own): each
+``*_lines`` function returns Markdown lines, which gpu_check.py writes with
+benchlib's machine record and command; where the GPU part it needs is not
+usable it returns one line saying why (what CI and a machine without a GPU
+show). Medians, minima and maxima are benchlib.summary's.
 """
 
 import functools
 import multiprocessing as mp
 import pathlib
-import statistics
 import subprocess
 import threading
 import time
 from typing import Dict, List, Sequence, Tuple
 
+import benchlib
 from edge_infer import paths
 import numpy as np
 
@@ -211,9 +213,10 @@ def energy_lines(models: Sequence[str], seconds: float = 1.5, rounds: int = 3) -
                 mj[k].append(total / n)
                 above[k].append((total - idle * 1e3 * wall) / n)
         for k in order:
-            lines.append(f'| {name} | {k} | {pct(times[k], 50):.3f} | {pct(times[k], 90):.3f} '
-                         f'| {max(times[k]):.3f} | {statistics.median(mj[k]):.2f} '
-                         f'| {statistics.median(above[k]):.2f} | {err[k]:.2g} |')
+            t = benchlib.summary(times[k])
+            lines.append(f'| {name} | {k} | {t["median"]:.3f} | {pct(times[k], 90):.3f} '
+                         f'| {t["max"]:.3f} | {benchlib.summary(mj[k])["median"]:.2f} '
+                         f'| {benchlib.summary(above[k])["median"]:.2f} | {err[k]:.2g} |')
             sessions[k][0].close()
     lines += ['', f'Idle draw before the rounds: {idle:.1f} W; NVML counter resolution 1 mJ.']
     return lines
@@ -395,15 +398,16 @@ def exp5_lines(loads: Sequence[float], frames: int = 20, repeats: int = 3) -> Li
                                                        energy))
             achieved = gl.achieved() if load else 0.0
             ex.close()
-        base = statistics.median(c['fps'] for c in cells['accelerator-only'])
+        base = benchlib.summary([c['fps'] for c in cells['accelerator-only']])['median']
         for pol, runs in cells.items():
-            fps = [c['fps'] for c in runs]
-            med = statistics.median(fps)
+            fps = benchlib.summary([c['fps'] for c in runs])
+            med = fps['median']
             summary[(load, pol)] = med
             lines.append(f'| {load:.0%} / {achieved:.0%} | {pol} | {med:.1f} | '
-                         f'{min(fps):.1f}-{max(fps):.1f} | '
-                         f'{statistics.median(c["p95"] for c in runs):.1f} | {med / base:.2f} | '
-                         f'{statistics.median(c["mj"] for c in runs):.1f} | '
+                         f'{fps["min"]:.1f}-{fps["max"]:.1f} | '
+                         f'{benchlib.summary([c["p95"] for c in runs])["median"]:.1f} | '
+                         f'{med / base:.2f} | '
+                         f'{benchlib.summary([c["mj"] for c in runs])["median"]:.1f} | '
                          f'{max(c["copied"] for c in runs):.0f} | '
                          f'{max(c["err"] for c in runs):.2g} | {runs[-1]["placement"]} |')
     lo, hi = min(loads), max(loads)
@@ -483,8 +487,9 @@ def exp4_lines(models: Sequence[str], frames: int = 20, repeats: int = 5,
         for k in order:
             c = (sum(r.copied for r in chains[k]) - copied0[k]) / count[k] if k in chains else \
                 sum(x.nbytes for x in xs[:1]) + sum(o.nbytes for o in refs[0])
-            lines.append(f'| {name} | {len(segs)} | {k} | {pct(times[k], 50):.3f} | '
-                         f'{pct(times[k], 90):.3f} | {max(times[k]):.3f} | '
-                         f'{statistics.median(mj[k]):.2f} | {c:.0f} | {err[k]:.2g} |')
+            t = benchlib.summary(times[k])
+            lines.append(f'| {name} | {len(segs)} | {k} | {t["median"]:.3f} | '
+                         f'{pct(times[k], 90):.3f} | {t["max"]:.3f} | '
+                         f'{benchlib.summary(mj[k])["median"]:.2f} | {c:.0f} | {err[k]:.2g} |')
         whole.close()
     return lines

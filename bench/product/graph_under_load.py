@@ -2,7 +2,8 @@
 """The default graph's four models in one process under a changing foreign load: regret.
 
     ./run.sh exec python bench/product/graph_under_load.py [--phase-s 20] [--candidates 3]
-        [--fps 0] [--models nanodet,mobilenet_v2,movenet_lightning,selfie] [--out DIR]
+        [--fps 0] [--models nanodet,mobilenet_v2,movenet_lightning,selfie]
+        [--machine NAME | --out DIR] [--quick]
 
 What ``bench/product/selection_under_load.py`` does for one model, for the four
 models of ``config/perception.yaml`` at once, as the container runs them:
@@ -34,9 +35,14 @@ a row), the switches, and the share of frames a runner-up ran. A drift
 re-evaluation, if one runs, runs beside the frames and counts (it is what
 a robot gets). Goals (issue 35): regret <= 1.05 in every phase, settled
 within 5 s of a change.
+
+Written under bench/results/<machine>/ (``--out DIR`` elsewhere): the table
+through benchlib (``graph_under_load.csv`` / ``.md``) and each model's
+per-frame rows (``graph_under_load_<model>.csv``).
 """
 
 import argparse
+import csv
 import os
 import pathlib
 import random
@@ -44,6 +50,7 @@ import tempfile
 import threading
 import time
 
+import benchlib
 from edge_infer import paths
 from edge_infer.backends.live.choice import LiveChoice, LiveSettings
 from edge_infer.backends.manager import BackendManager, load_config
@@ -115,7 +122,7 @@ def serve_until(models: dict, frames, stop, phase_of, rows: dict, load: Load,
 
 
 def main() -> None:
-    """Start the four models cold, run the phases, print per model the regret table."""
+    """Start the four models cold, run the phases; print and save the regret table."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--models', default=GRAPH)
     ap.add_argument('--phase-s', type=float, default=20.0)
@@ -123,8 +130,14 @@ def main() -> None:
     ap.add_argument('--settle-timeout', type=float, default=300.0)
     ap.add_argument('--fps', type=float, default=0.0,
                     help="each model's frame rate in the phases, as a camera's (0: flat out)")
-    ap.add_argument('--out', type=pathlib.Path, default=None)
+    benchlib.common_args(ap)
     args = ap.parse_args()
+    if args.quick:
+        args.phase_s, args.candidates = min(args.phase_s, 4.0), min(args.candidates, 2)
+    res = benchlib.Results('graph_under_load', "The default graph's models in one process "
+                           'under a changing foreign load: regret',
+                           'issue 35 (regret <= 1.05, settled within 5 s)', args.machine,
+                           args.out)
     registry = load_registry(paths.config_dir() / 'models.yaml')
     names = args.models.split(',')
     frames = calibration_frames(8)[0]
@@ -138,8 +151,10 @@ def main() -> None:
         manager.measure_apart()     # as the nodes' shared manager does
     settings = LiveSettings(runners_idle_s=30.0)        # the node parameters' defaults
     models = {}
-    print(f'{len(names)} models, empty cache {cache}; load average '
-          f'{os.getloadavg()[0]:.2f}')
+    res.note(f'{len(names)} models, empty cache; load average at start '
+             f'{os.getloadavg()[0]:.2f}; {args.phase_s:g} s phases, best {args.candidates} '
+             f'candidates pinned, ' + (f'{args.fps:g} frames/s per model' if args.fps > 0
+                                       else 'flat out'))
     t_start = time.monotonic()
     for n in names:
         spec = registry[n]
@@ -200,8 +215,10 @@ def main() -> None:
                 + ' frames')
     finally:
         load.run_at(0.0)
-    print(f'\nload generator: another process, share of one core per 10 ms; load average '
-          f'at end {os.getloadavg()[0]:.2f}\n')
+    print()
+    res.note(f'load generator: another process, share of one core per 10 ms; load average '
+             f'at end {os.getloadavg()[0]:.2f}')
+    print()
     print('| model | phase | frames | regret | choice regret | best pinned | runtime p50 ms | '
           'best p50 ms | backends used | frames a runner-up ran | settled after a change |')
     print('|---|---|---|---|---|---|---|---|---|---|---|')
@@ -214,6 +231,8 @@ def main() -> None:
                   f"{r['choice']:.3f} | {r['best_pinned']} | {r['ms_p50']:.2f} | "
                   f"{r['best_p50']:.2f} | {r['used']} | {r['served']} | "
                   f"{settle_text(r['settle'])} |")
+            res.add(model=n, **{k: v for k, v in r.items() if k not in ('settle', 'runtime')},
+                    settle=settle_text(r['settle']), settled_s=m['live'].settled_s)
         slow = [s for r in table for _, _, s in r['settle']]
         worst[n] = (max(r['regret'] for r in table),
                     max((s for s in slow if s is not None), default=0.0),
@@ -222,11 +241,11 @@ def main() -> None:
     for n, m in models.items():
         live = m['live']
         reg, settle, never = worst[n]
-        print(f'{n}: worst regret {reg:.3f} (goal <= 1.05), slowest settle {settle:.1f} s'
-              f'{f", {never} change(s) NOT settled" if never else ""} (goal <= 5 s); '
-              f'runner-up share {live.overhead(since_start=True):.1%}; '
-              f'{len(live.switches)} switch(es): ' + '; '.join(
-                  f"{s['from']} -> {s['to']} ({s['trigger']})" for s in live.switches))
+        res.note(f'{n}: worst regret {reg:.3f} (goal <= 1.05), slowest settle {settle:.1f} s'
+                 f'{f", {never} change(s) NOT settled" if never else ""} (goal <= 5 s); '
+                 f'runner-up share {live.overhead(since_start=True):.1%}; '
+                 f'{len(live.switches)} switch(es): ' + '; '.join(
+                     f"{s['from']} -> {s['to']} ({s['trigger']})" for s in live.switches))
     print("\ntimeline (5 s steps): the runtime's time / the best pinned candidate's")
     for n, m in models.items():
         for (t0, phase) in starts:
@@ -242,15 +261,19 @@ def main() -> None:
         m['live'].close()
         for s in m['pinned'].values():
             s.close()
-    if args.out:
-        import csv
-        args.out.mkdir(parents=True, exist_ok=True)
-        for n in names:
-            with open(args.out / f'graph_under_load_{n}.csv', 'w', newline='') as f:
-                keys = sorted({k for r in rows[n] for k in r})
-                w = csv.DictWriter(f, keys, restval='')
-                w.writeheader()
-                w.writerows(rows[n])
+    res.write(['model', 'phase', 'frames', 'regret', 'choice', 'best_pinned', 'ms_p50',
+               'best_p50', 'used', 'served', 'settle'],
+              ['model', 'phase', 'frames', 'regret', 'choice regret', 'best pinned',
+               'runtime p50 ms', 'best p50 ms', 'backends used', 'frames a runner-up ran',
+               'settled after a change'],
+              md_rows=[dict(r, regret=f"{r['regret']:.3f}", choice=f"{r['choice']:.3f}")
+                       for r in res.rows])
+    for n in names:
+        with open(res.dir / f'graph_under_load_{n}.csv', 'w', newline='') as f:
+            keys = sorted({k for r in rows[n] for k in r})
+            w = csv.DictWriter(f, keys, restval='')
+            w.writeheader()
+            w.writerows(rows[n])
 
 
 if __name__ == '__main__':

@@ -21,7 +21,9 @@ frames at once, from its ``inference share`` line, times the models'
 threads), the cores the container used during the bag and its threads that
 were busy (over ``--busy`` of a core, from /proc; DDS and executor threads
 included, so an upper bound), and the ``latency drift`` lines. The
-inference threads in all are the sum of the backends' threads.
+inference threads in all are the sum of the backends' threads. The table
+goes to ``host_budget.csv`` / ``.md`` (benchlib; bench/ is put on the path
+when the script is run as a file); ``--quick`` runs the first mode only.
 """
 
 import argparse
@@ -37,6 +39,12 @@ import time
 
 from edge_infer import paths, procs
 import yaml
+
+try:
+    import benchlib
+except ImportError:     # run as a file (python3 bench/product/...): bench/ is not on the path
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+    import benchlib
 
 ACTIVE = re.compile(r'autostart: all \d+ nodes active')
 BUDGET = re.compile(r'inference thread budget: [^\n\x1b]*')    # up to a colour code
@@ -191,7 +199,7 @@ def run_mode(mode, args, env):
 
 
 def main(argv=None):
-    """Run the modes and print one table."""
+    """Run the modes; print and save one table."""
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     p.add_argument('--launches', type=int, default=2)
     p.add_argument('--nodes', default='detector', help="each launch's nodes:= argument")
@@ -204,10 +212,17 @@ def main(argv=None):
     p.add_argument('--busy', type=float, default=0.1,
                    help='a thread counts as busy over this share of a core')
     p.add_argument('--timeout', type=float, default=300.0)
+    benchlib.common_args(p)
     args = p.parse_args(argv)
+    if args.quick:
+        args.modes = args.modes[:1]
+    res = benchlib.Results('host_budget', 'Launches side by side on one host: the inference '
+                           'threads they run in all', 'issue 29 (one core budget per host)',
+                           args.machine, args.out)
     env = procs.ros_env(procs.free_domain_id(os.getpid() + 11))
-    print(f'host: {os.cpu_count()} cores; {args.launches} launches of nodes:={args.nodes}; '
-          f'bag {args.bag.name} at rate {args.rate:g}')
+    res.note(f'host: {os.cpu_count()} cores; {args.launches} launches of nodes:={args.nodes}; '
+             f'bag {args.bag.name} at rate {args.rate:g}; busy: a thread over {args.busy:g} of '
+             'a core during the bag (DDS and executor threads included: an upper bound)')
     print('| mode | launch | budget line | backend (threads) | threads at once (fair share) '
           f'| cores used | busy threads (>= {args.busy:g} core; top shares) | drift lines | '
           'frames |')
@@ -220,11 +235,25 @@ def main(argv=None):
             print(f"| {mode} | {r['launch']} | {r['budget']} | {backends} | {r['at_once']} | "
                   f"{r['cores_used']} | {r['busy']} ({r['top']}) | {r['drift_lines']} | "
                   f"{r['frames']} |")
+            res.add(mode=mode, launch=r['launch'], budget=r['budget'], backends=backends,
+                    threads=sum(t or 0 for t in r['threads']), at_once=r['at_once'],
+                    cores_used=r['cores_used'], busy=f"{r['busy']} ({r['top']})",
+                    drift_lines=r['drift_lines'], frames=r['frames'])
         total = sum(t or 0 for r in rows for t in r['threads'])
         print(f'| {mode} | all | | inference threads in all: {total} | '
               f"{sum(r['at_once'] for r in rows)} | "
               f"{round(sum(r['cores_used'] for r in rows), 2)} | "
               f"{sum(r['busy'] for r in rows)} | {sum(r['drift_lines'] for r in rows)} | |")
+        res.add(mode=mode, launch='all', budget='', backends='inference threads in all',
+                threads=total, at_once=sum(r['at_once'] for r in rows),
+                cores_used=round(sum(r['cores_used'] for r in rows), 2),
+                busy=sum(r['busy'] for r in rows),
+                drift_lines=sum(r['drift_lines'] for r in rows), frames='')
+    res.write(['mode', 'launch', 'budget', 'backends', 'threads', 'at_once', 'cores_used',
+               'busy', 'drift_lines', 'frames'],
+              ['mode', 'launch', 'budget line', 'backend (threads)', 'inference threads',
+               'threads at once (fair share)', 'cores used',
+               f'busy threads (>= {args.busy:g} core; top shares)', 'drift lines', 'frames'])
     return 0
 
 

@@ -27,6 +27,11 @@ and the demo bag's frames published at 10 Hz by this script:
    container that dies at start every time (a crash loop), a segfault with
    ``respawn:=false``, a node that cannot start with ``keep_partial:=false``;
    and a requested stop (0).
+
+The summary goes to ``launch_supervision.csv`` / ``.md`` through benchlib
+(bench/ is put on the path when the script is run as a file), the raw
+figures to ``launch_supervision.json`` beside them (and to ``--json FILE``).
+``--quick``: 2 kills and 2 stops.
 """
 
 import argparse
@@ -35,13 +40,18 @@ import os
 import pathlib
 import random
 import signal
-import statistics
 import sys
 import tempfile
 import time
 
 from edge_infer import paths, procs
 from edge_infer.testing.launching import Camera, LaunchRun, leftovers, snapshot, wait_for
+
+try:
+    import benchlib
+except ImportError:     # run as a file (python3 bench/product/...): bench/ is not on the path
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+    import benchlib
 
 STABLE_S = 10.0     # edge_infer.supervise.RespawnPolicy.stable_s
 BAD = ('Traceback', 'KeyboardInterrupt')
@@ -151,13 +161,19 @@ def failures(domain: int) -> dict:
 
 
 def main(argv=None) -> int:
-    """Run the three measurements; print a summary; exit 1 when a goal is missed."""
+    """Run the three measurements; print and save a summary; exit 1 when a goal is missed."""
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--kills', type=int, default=20)
     ap.add_argument('--stops', type=int, default=20)
     ap.add_argument('--skip-failures', action='store_true')
-    ap.add_argument('--json', type=pathlib.Path)
+    ap.add_argument('--json', type=pathlib.Path, help='also write the raw figures here')
+    benchlib.common_args(ap)
     args = ap.parse_args(argv)
+    if args.quick:
+        args.kills, args.stops = min(args.kills, 2), min(args.stops, 2)
+    out = benchlib.Results('launch_supervision', 'Supervision of the perception container '
+                           'under the real ros2 launch', "issue 29's goals", args.machine,
+                           args.out)
     domain = procs.free_domain_id(os.getpid())
     res = {'kills': kills(domain, args.kills) if args.kills else None,
            'stops': stops(domain, args.stops) if args.stops else None,
@@ -166,21 +182,39 @@ def main(argv=None) -> int:
     if res['kills']:
         k = res['kills']
         r = k['resumed_s']
-        print(f'kill -9 x{len(r)}: detections again after median {statistics.median(r):.2f} s, '
-              f'max {max(r):.2f} s (active again: median {statistics.median(k["active_s"]):.2f}'
-              f' s); under 5 s: {sum(x < 5 for x in r)} of {args.kills}; '
-              f"stop rc {k['stop_rc']}; left: {k['left'] or 'nothing'}")
-        ok &= sum(x < 5 for x in r) == args.kills and not k['left'] and k['stop_rc'] == 0
+        s, a = benchlib.summary(r), benchlib.summary(k['active_s'])
+        said = (f'detections again after median {s["median"]:.2f} s, '
+                f'max {s["max"]:.2f} s (active again: median {a["median"]:.2f}'
+                f' s); under 5 s: {sum(x < 5 for x in r)} of {args.kills}; '
+                f"stop rc {k['stop_rc']}; left: {k['left'] or 'nothing'}")
+        print(f'kill -9 x{len(r)}: {said}')
+        met = sum(x < 5 for x in r) == args.kills and not k['left'] and k['stop_rc'] == 0
+        ok &= met
+        out.add(what=f'kill -9 of the container mid-stream, x{len(r)}', figure=said,
+                goal='every one under 5 s; stop rc 0; nothing left', met=met,
+                resumed_median_s=s['median'], resumed_max_s=s['max'],
+                active_median_s=a['median'], under_5_s=sum(x < 5 for x in r),
+                problems='; '.join(k['problems']))
     if res['stops']:
         s = res['stops']
-        print(f'double-SIGINT stops x{len(s["rc"])}: exit codes {sorted(set(s["rc"]))}, '
-              f"tracebacks {s['traceback']}, 'process has died' {s['died']}, "
-              f"left: {s['left'] or 'nothing'}")
-        ok &= set(s['rc']) == {0} and not s['traceback'] and not s['left']
+        said = (f'exit codes {sorted(set(s["rc"]))}, '
+                f"tracebacks {s['traceback']}, 'process has died' {s['died']}, "
+                f"left: {s['left'] or 'nothing'}")
+        print(f'double-SIGINT stops x{len(s["rc"])}: {said}')
+        met = set(s['rc']) == {0} and not s['traceback'] and not s['left']
+        ok &= met
+        out.add(what=f'double-SIGINT stops, x{len(s["rc"])}', figure=said,
+                goal='exit 0, no traceback, nothing left', met=met)
     if res['failures']:
         for name, f in res['failures'].items():
             want_zero = name.startswith('requested')
             ok &= (f['rc'] == 0) == want_zero
+            out.add(what=f'exit code: {name}', figure=f"rc {f['rc']}: {f['line']}",
+                    goal='0' if want_zero else 'not 0', met=(f['rc'] == 0) == want_zero)
+    out.note(f'ros2 launch edge_infer perception.launch.py nodes:=detector, the demo bag at '
+             f'10 Hz; each kill after {STABLE_S:g} s of serving; every goal met: {ok}')
+    out.write(['what', 'figure', 'goal', 'met'])
+    (out.dir / 'launch_supervision.json').write_text(json.dumps(res, indent=1))
     if args.json:
         args.json.write_text(json.dumps(res, indent=1))
     return 0 if ok else 1

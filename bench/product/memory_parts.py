@@ -19,15 +19,16 @@ the step added:
    accuracy reference of one model.
 
 Each step is one figure from one process, so the order matters: a library
-imported in step 2 is not counted again in step 3. Prints a Markdown table;
-``--out FILE`` writes it too.
+imported in step 2 is not counted again in step 3. Prints a Markdown table
+and writes it through benchlib (``memory_parts.csv`` / ``.md`` under
+bench/results/<machine>/, ``--out DIR`` elsewhere).
 """
 
 import argparse
 import gc
-import pathlib
 import sys
 
+import benchlib
 import psutil
 
 
@@ -38,15 +39,18 @@ def rss() -> float:
 
 
 def main() -> int:
+    """Build the container's parts step by step; print and save the RSS table."""
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--models', default='nanodet,mobilenet_v2,movenet_lightning,selfie')
     ap.add_argument('--backend', default='', help='serve every model on this candidate')
     ap.add_argument('--runners-up', type=int, default=2)
-    ap.add_argument('--out', type=pathlib.Path, default=None)
     ap.add_argument('--no-trim', dest='trim', action='store_false',
                     help='do not hand freed heap pages back after each session opens '
                          '(what the nodes did before 2026-11-26)')
+    benchlib.common_args(ap)
     args = ap.parse_args()
+    if args.quick:
+        args.models = args.models.split(',')[0]
     rows = []
     last = [rss()]
 
@@ -120,8 +124,18 @@ def main() -> int:
     lines = ['| step | RSS MB | added MB |', '|---|---|---|']
     lines += [f'| {w} | {r:.0f} | {d:+.1f} |' for w, r, d in rows]
     print('\n'.join(lines))
-    if args.out:
-        args.out.write_text('\n'.join(lines) + '\n')
+    # made now: its machine record imports parts of edge_infer, which the steps count
+    res = benchlib.Results('memory_parts', "Where a perception process's memory goes: RSS "
+                           'added by each library and each session', '(product)',
+                           args.machine, args.out)
+    for w, r, d in rows:
+        res.add(step=w, rss_mb=r, added_mb=d)
+    res.note(f'models {args.models}; RSS from psutil after each step, in one process (a '
+             f'library imported in one step is not counted again); freed heap pages handed '
+             f"back after each step: {'yes' if args.trim else 'no (--no-trim)'}")
+    res.write(['step', 'rss_mb', 'added_mb'], ['step', 'RSS MB', 'added MB'],
+              md_rows=[{'step': w, 'rss_mb': f'{r:.0f}', 'added_mb': f'{d:+.1f}'}
+                       for w, r, d in rows])
     return 0
 
 

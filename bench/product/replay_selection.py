@@ -3,7 +3,7 @@
 
     ./run.sh exec python bench/product/replay_selection.py \
         [--csv bench/results/<machine>/selection_under_load_mobilenet_v2.csv] \
-        [--set duty=0.05 --set reserve_s=4 ...] [--phase-s 20]
+        [--set duty=0.05 --set reserve_s=4 ...] [--phase-s 20] [--seeds 1]
 
 ``bench/product/selection_under_load.py --out`` writes, per frame, what every pinned
 candidate took on that frame (their runs side by side, shuffled order). This
@@ -22,7 +22,9 @@ benchmark: a runner-up run here costs no real CPU, so it cannot slow the
 chosen one, and the pace follows recorded times. It prints, per phase, the
 regret (the replayed runtime's time / the best pinned candidate's), the
 settle time after each load change (the live benchmark's definition), the
-switches and the runner-up share of compute.
+switches and the runner-up share of compute, and writes the table through
+benchlib (``replay_selection.csv`` / ``.md``; with ``--seeds`` > 1 the spread
+over the replays per phase). ``--quick``: one replay.
 """
 
 import argparse
@@ -31,6 +33,7 @@ import math
 import pathlib
 import statistics
 
+import benchlib
 from edge_infer import paths
 from edge_infer.backends.live.choice import LiveChoice, LiveSettings
 from edge_infer.backends.measure.profiling import calibration_frames, CandidateResult, ProfileRun
@@ -85,7 +88,8 @@ def replay(rows, names, settings: LiveSettings, model='mobilenet_v2', lag_s=0.5,
     rep = Replay()
     backends = [SimBackend(n, clock, rep.latency(n), threads_of(n)) for n in names]
     first = rows[0]['phase']
-    quiet = {n: statistics.median(r[n] for r in rows if r['phase'] == first) for n in names}
+    quiet = {n: benchlib.summary([r[n] for r in rows if r['phase'] == first])['median']
+             for n in names}
     ranked = sorted(names, key=quiet.get)
     run = ProfileRun(model=spec.name, chosen=ranked[0], why='replay: quiet phase p50')
     run.results = [CandidateResult(n, status='ok', p50_ms=quiet[n], p90_ms=quiet[n],
@@ -142,7 +146,7 @@ def summary(rows, names, settings, phase_s=20.0, delay_s=0.0):
 
 
 def main() -> None:
-    """Replay one variant (``--set`` overrides LiveSettings fields) and print its table."""
+    """Replay one variant (``--set`` overrides LiveSettings fields); print and save its table."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--csv', type=pathlib.Path, default=pathlib.Path(__file__).parents[1] /
                     'results' / 'x86_64-amd-epyc-2cpu' /
@@ -151,7 +155,15 @@ def main() -> None:
     ap.add_argument('--phase-s', type=float, default=20.0)
     ap.add_argument('--seeds', type=int, default=1,
                     help='replays, the first runner-up run delayed by 0-2 s (evenly)')
+    benchlib.common_args(ap)
     args = ap.parse_args()
+    if args.quick:
+        args.seeds = 1
+    res = benchlib.Results('replay_selection', 'A recorded regret run replayed through '
+                           'LiveChoice on a simulated clock', 'issue 35 (the rule, real frames)',
+                           args.machine, args.out)
+    res.notes.append(f'replayed: {benchlib.shown_path(str(args.csv))}; settings changed: '
+                     + (', '.join(args.set) or 'none') + f'; phases of {args.phase_s:g} s')
     st = LiveSettings(drift_threshold=0)
     for item in args.set:
         key, _, value = item.partition('=')
@@ -162,27 +174,32 @@ def main() -> None:
                 else kind(value))
     rows, names = read(args.csv)
     if args.seeds > 1:
-        return several(rows, names, st, args)
+        return several(rows, names, st, args, res)
     table, over, switches, runs = summary(rows, names, st, args.phase_s)
-    print(f'{args.csv.name}: {len(rows)} frames; pinned {", ".join(names)}')
+    res.note(f'{args.csv.name}: {len(rows)} frames; pinned {", ".join(names)}')
     print('| phase | regret | settled after a load change | backends used |')
     print('|---|---|---|---|')
     for r in table:
         settle = '; '.join(f'at {at:.0f} s: ' + (f'{s:.1f} s' if s is not None else 'NOT')
                            for at, _, s in r['settle']) or '-'
         print(f"| {r['phase']} | {r['regret']:.3f} | {settle} | {r['used']} |")
-    print(f'runner-up share {over:.1%} ({runs} runs); {len(switches)} switch(es)')
+        res.add(phase=r['phase'], regret=r['regret'], settle=settle, used=r['used'],
+                frames=r['frames'], choice_regret=r['choice'])
+    res.note(f'runner-up share {over:.1%} ({runs} runs); {len(switches)} switch(es)')
     for s in switches:
-        print(f"  {s['from']} -> {s['to']}: {s['evidence']}")
+        res.note(f"switch {s['from']} -> {s['to']}: {s['evidence']}")
     worst = [s for r in table for _, _, s in r['settle']]
     if worst:
-        print('worst settle: ' + ('NOT settled' if None in worst else
-                                  f'{max(worst):.1f} s') + ' (goal 10 s)')
+        res.note('worst settle: ' + ('NOT settled' if None in worst else
+                                     f'{max(worst):.1f} s') + ' (goal 10 s)')
     assert all(math.isfinite(r['regret']) for r in table)
+    res.write(['phase', 'regret', 'settle', 'used'],
+              ['phase', 'regret', 'settled after a load change', 'backends used'],
+              md_rows=[dict(r, regret=f"{r['regret']:.3f}") for r in res.rows])
 
 
-def several(rows, names, st, args) -> None:
-    """Replay ``args.seeds`` times (shifted runner-up runs); print the spread."""
+def several(rows, names, st, args, res) -> None:
+    """Replay ``args.seeds`` times (shifted runner-up runs); print and save the spread."""
     settles, regrets, shares, nswitch = [], {}, [], []
     for k in range(args.seeds):
         table, over, switches, _ = summary(rows, names, st, args.phase_s,
@@ -195,13 +212,24 @@ def several(rows, names, st, args) -> None:
         nswitch.append(len(switches))
     q = statistics.quantiles
     ok = sum(1 for s in settles if s <= 10.0)
-    print(f'{args.csv.parent.name}/{args.csv.name}, {args.seeds} replays: worst settle '
-          f'<= 10 s in {ok}/{args.seeds}, median {statistics.median(settles):.1f} s; '
-          + '; '.join(f'{p} regret median {statistics.median(v):.3f} max {max(v):.3f} '
-                      f'(> 1.05 in {sum(1 for x in v if x > 1.05)})'
-                      for p, v in regrets.items())
-          + f'; share median {statistics.median(shares):.1%} max {max(shares):.1%}; '
-          f'switches median {statistics.median(nswitch)} (p90 {q(nswitch, n=10)[-1]:.0f})')
+    reg = {p: benchlib.summary(v) for p, v in regrets.items()}
+    share = benchlib.summary(shares)
+    res.note(f'{args.csv.parent.name}/{args.csv.name}, {args.seeds} replays: worst settle '
+             f'<= 10 s in {ok}/{args.seeds}, median {benchlib.summary(settles)["median"]:.1f} s; '
+             + '; '.join(f'{p} regret median {reg[p]["median"]:.3f} max {reg[p]["max"]:.3f} '
+                         f'(> 1.05 in {sum(1 for x in v if x > 1.05)})'
+                         for p, v in regrets.items())
+             + f'; share median {share["median"]:.1%} max {share["max"]:.1%}; '
+             f'switches median {benchlib.summary(nswitch)["median"]:g} '
+             f'(p90 {q(nswitch, n=10)[-1]:.0f})')
+    for p, v in regrets.items():
+        res.add(phase=p, replays=len(v), regret_median=reg[p]['median'], regret_min=reg[p]['min'],
+                regret_max=reg[p]['max'], over_1_05=sum(1 for x in v if x > 1.05))
+    res.write(['phase', 'replays', 'regret_median', 'regret_min', 'regret_max', 'over_1_05'],
+              ['phase', 'replays', 'regret median', 'min', 'max', 'replays over 1.05'],
+              md_rows=[dict(r, **{k: f'{r[k]:.3f}' for k in ('regret_median', 'regret_min',
+                                                             'regret_max')})
+                       for r in res.rows])
 
 
 if __name__ == '__main__':

@@ -18,13 +18,14 @@ subscriber in the same process so that the serialisation happens:
   (published either way).
 
 Interleaved rounds of ``--frames`` frames each; per frame the median of the
-round medians, with p90 and max, and the ratio standard / edge_infer.
+round medians, with p90 and max, and the ratio standard / edge_infer
+(``result_messages.csv`` / ``.md``, through benchlib).
 """
 
 import argparse
-import statistics
 import time
 
+import benchlib
 import numpy as np
 
 
@@ -52,11 +53,18 @@ def results(n: int):
 
 
 def main() -> int:
+    """Time both kinds of message per task; print and save the table."""
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--detections', type=int, default=10)
     ap.add_argument('--rounds', type=int, default=9)
     ap.add_argument('--frames', type=int, default=200)
+    benchlib.common_args(ap)
     args = ap.parse_args()
+    if args.quick:
+        args.rounds, args.frames = min(args.rounds, 3), min(args.frames, 20)
+    res = benchlib.Results('result_messages', 'What each result message costs per frame: '
+                           'edge_infer_msgs vs the standard types', '(product)',
+                           args.machine, args.out)
     import rclpy
     from rclpy.lifecycle import LifecycleNode
     from edge_infer import procs
@@ -100,17 +108,24 @@ def main() -> int:
                 for _ in range(args.frames):
                     fn()
                 times[(task_name, name)].append((time.perf_counter() - t) / args.frames * 1e6)
-    print(f'per frame, us (median of {args.rounds} interleaved rounds of {args.frames}; '
-          f'p90, max of the round medians); {args.detections} detections, top 5 classes, '
-          f'1 pose of 17 keypoints, a 768x576 mask')
+    res.note(f'per frame, us (median of {args.rounds} interleaved rounds of {args.frames}; '
+             f'p90, max of the round medians); {args.detections} detections, top 5 classes, '
+             f'1 pose of 17 keypoints, a 768x576 mask')
     for task_name in ('detection', 'classification', 'pose', 'segmentation'):
         row = []
         for name in ('edge_infer', 'standard'):
             v = sorted(times[(task_name, name)])
-            row.append(statistics.median(v))
-            print(f'  {task_name:15} {name:10} {statistics.median(v):7.1f} '
-                  f'(p90 {v[int(0.9 * (len(v) - 1))]:.1f}, max {v[-1]:.1f})')
+            s = benchlib.summary(v)
+            row.append(s['median'])
+            print(f'  {task_name:15} {name:10} {s["median"]:7.1f} '
+                  f'(p90 {v[int(0.9 * (len(v) - 1))]:.1f}, max {s["max"]:.1f})')
+            res.add(task=task_name, messages=name, us_median=s['median'],
+                    us_p90=v[int(0.9 * (len(v) - 1))], us_max=s['max'], rounds=s['n'],
+                    vs_edge_infer=s['median'] / row[0])
         print(f'  {task_name:15} standard / edge_infer: {row[1] / row[0]:.2f}x')
+    res.write(['task', 'messages', 'us_median', 'us_p90', 'us_max', 'vs_edge_infer'],
+              ['task', 'messages', 'us per frame (median)', 'p90', 'max',
+               'x edge_infer_msgs'])
     host.destroy_node()
     sink.destroy_node()
     rclpy.shutdown()

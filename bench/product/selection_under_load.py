@@ -2,7 +2,7 @@
 """Selection regret under a changing foreign CPU load: run-time choice vs each candidate pinned.
 
     ./run.sh exec python bench/product/selection_under_load.py [--model mobilenet_v2]
-        [--phase-s 20] [--candidates 4] [--out bench/results/<machine>]
+        [--phase-s 20] [--candidates 4] [--machine NAME | --out DIR] [--quick]
 
 A load generator in ANOTHER process keeps one core busy for a share of every
 10 ms (0 %, 50 %, 100 %), and in the last phase the load appears and then
@@ -54,6 +54,12 @@ pinned on the same frames with no load (median per frame, run 2 of
 of the runtime's regret came from its seat, not its choice. Per-frame rows
 go to the CSV through the csv module (the phase "appears, then goes" had
 split its rows).
+
+Written under bench/results/<machine>/ (``--out DIR`` elsewhere): the
+table through benchlib (``selection_under_load.csv`` / ``.md``, headed by the
+machine and the command), the per-frame rows
+(``selection_under_load_<model>.csv``, what replay_selection.py replays) and
+the runtime's runner-up pairs (``selection_under_load_<model>_pairs.csv``).
 """
 
 import argparse
@@ -67,6 +73,7 @@ import sys
 import tempfile
 import time
 
+import benchlib
 from edge_infer import paths
 from edge_infer.backends.live.choice import LiveChoice, LiveSettings
 from edge_infer.backends.manager import BackendManager, load_config
@@ -232,14 +239,14 @@ def analyse(rows, runtimes, pinned, phases):
             on = [r for r in data if r[name + ':backend'] in r]
             chose = sum(r[r[name + ':backend']] for r in on) / max(
                 1e-9, sum(r[best] for r in on)) if on else float('nan')
-            med = statistics.median(r[name] for r in data)
+            med = benchlib.summary([r[name] for r in data])['median']
             out.append({'phase': phase, 'runtime': name, 'frames': len(data),
                         'regret': total / totals[best], 'best_pinned': best,
                         'choice': chose,
                         'stalls': sum(1 for r in data if r[name] > 10 * med),
                         'used': ', '.join(used), 'settle': settle, 'served': served,
                         'ms_p50': med,
-                        'best_p50': statistics.median(r[best] for r in data)})
+                        'best_p50': benchlib.summary([r[best] for r in data])['median']})
     return out
 
 
@@ -284,13 +291,19 @@ def timeline(rows, runtime, pinned, phase, step_s=5.0, foreign=()):
 
 
 def main() -> None:
-    """Run the phases and print the regret table."""
+    """Run the phases; print and save the regret table and the per-frame rows."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--model', default='mobilenet_v2')
     ap.add_argument('--phase-s', type=float, default=20.0)
     ap.add_argument('--candidates', type=int, default=4)
-    ap.add_argument('--out', type=pathlib.Path, default=None)
+    benchlib.common_args(ap)
     args = ap.parse_args()
+    if args.quick:
+        args.phase_s, args.candidates = min(args.phase_s, 4.0), min(args.candidates, 2)
+    res = benchlib.Results('selection_under_load', 'Selection regret under a changing foreign '
+                           'CPU load: run-time choice vs each candidate pinned',
+                           'issue 35 (regret <= 1.05, settled within 10 s)', args.machine,
+                           args.out)
     spec = load_registry(paths.config_dir() / 'models.yaml')[args.model]
     path = paths.models_dir() / spec.file
     frames = calibration_frames(8)[0]
@@ -302,7 +315,7 @@ def main() -> None:
     before_mgr = BackendManager(cache / 'before', config={
         **load_config(), **quiet, 'lead_factor': 0.0, 'screen_s': 1.0, 'tail_guard': 0.0},
         log=lambda s: None, runtime=shared)
-    print(f'load average at start: {os.getloadavg()[0]:.2f}; {os.cpu_count()} cores')
+    res.note(f'load average at start: {os.getloadavg()[0]:.2f}; {os.cpu_count()} cores')
     events = []
     after = LiveChoice(after_mgr, spec, path, log=lambda s: events.append(('after', s)),
                        observer=RecordingObserver())
@@ -312,15 +325,16 @@ def main() -> None:
                         observer=RecordingObserver())
     t = time.perf_counter()
     before.start()
-    print(f'before: profiled in {time.perf_counter() - t:.1f} s, chose {before.run.chosen}')
+    res.note(f'before: profiled in {time.perf_counter() - t:.1f} s, chose {before.run.chosen}')
     t = time.perf_counter()
     after.start()       # empty cache: serves at once, profiles in the background
     start = serve_start(after, before, frames)
-    print(f"after: started on {start['provisional']} (provisional), profiled in the "
-          f"background in {after.settled_s:.1f} s while it served {start['frames']} frames "
-          f"(mean {start['after_ms']:.2f} ms vs {start['before_ms']:.2f} ms for 'before' on "
-          f"the same frames, {start['ratio']:.2f}x; the profile's timed runs held the gate "
-          f"{start['waits']} time(s) over a frame), chose {after.run.chosen}: {after.run.why}")
+    res.note(f"after: started on {start['provisional']} (provisional), profiled in the "
+             f"background in {after.settled_s:.1f} s while it served {start['frames']} frames "
+             f"(mean {start['after_ms']:.2f} ms vs {start['before_ms']:.2f} ms for 'before' on "
+             f"the same frames, {start['ratio']:.2f}x; the profile's timed runs held the gate "
+             f"{start['waits']} time(s) over a frame), chose {after.run.chosen}: "
+             f'{after.run.why}')
     for r in after.run.results:
         if r.status in ('ok', 'rejected'):
             print(f'  {r.backend:28} {r.status:9} p50 {r.p50_ms:7.2f} p99 {r.p99_ms:7.2f} '
@@ -369,9 +383,11 @@ def main() -> None:
     warm_s = time.perf_counter() - t
     warm.close()
 
-    print(f'\nmodel {args.model}; pinned: {", ".join(names)}; load generator: another '
-          f'process, share of one core per 10 ms; load average at end '
-          f'{os.getloadavg()[0]:.2f}\n')
+    print()
+    res.note(f'model {args.model}; pinned: {", ".join(names)}; load generator: another '
+             f'process, share of one core per 10 ms; load average at end '
+             f'{os.getloadavg()[0]:.2f}')
+    print()
     print('| phase | runtime | frames | regret | choice regret | stalls | best pinned | '
           'runtime p50 ms | best p50 ms | backends used | frames a runner-up ran | '
           'settled after a load change |')
@@ -382,25 +398,28 @@ def main() -> None:
               f"{r['choice']:.3f} | {r['stalls']} | "
               f"{r['best_pinned']} | {r['ms_p50']:.2f} | {r['best_p50']:.2f} | {r['used']} | "
               f"{r['served']} | {settle} |")
+        res.add(model=args.model, **{k: v for k, v in r.items() if k != 'settle'},
+                settle=settle)
     worst = {rt: max(r['regret'] for r in table if r['runtime'] == rt) for rt in runtimes}
-    print(f'\nworst regret per phase: after {worst["after"]:.3f}, before {worst["before"]:.3f} '
-          f'(goal <= 1.05)')
-    print(f'runner-up share of compute (after): {overhead:.1%} (goal <= 5 %); '
-          f'{len(switches)} switch(es): ' + '; '.join(
-              f"{s['from']} -> {s['to']} ({s['trigger']})" for s in switches))
+    print()
+    res.note(f'worst regret per phase: after {worst["after"]:.3f}, before {worst["before"]:.3f} '
+             f'(goal <= 1.05)')
+    res.note(f'runner-up share of compute (after): {overhead:.1%} (goal <= 5 %); '
+             f'{len(switches)} switch(es): ' + '; '.join(
+                 f"{s['from']} -> {s['to']} ({s['trigger']})" for s in switches))
 
     def when(t):
         t0, phase = max((x for x in starts if x[0] <= t), default=(t, 'start'))
         return f'{phase} at {t - t0:.1f} s'
     for s in switches:
-        print(f"  {when(s['t'])}: {s['evidence']}")
+        res.note(f"switch, {when(s['t'])}: {s['evidence']}")
     reevals = [r for r in rows if str(r.get('event', '')).endswith('re-evaluated')]
-    print('drift re-evaluations (ran alone, off the phase clock, not counted): ' + (
+    res.note('drift re-evaluations (ran alone, off the phase clock, not counted): ' + (
         '; '.join(f"{r['event'].split()[0]} in {r['phase']} at {r['t']:.1f} s, "
                   f"{r['seconds']:.1f} s" for r in reevals) or 'none'))
-    print('load changes seen (after): ' + '; '.join(
+    res.note('load changes seen (after): ' + '; '.join(
         f'{when(t)}: {why}' for t, why in after.observer.alerts if t >= starts[0][0]))
-    print(f'warm start (cache hit, choose + open): {warm_s:.3f} s (goal < 1 s)')
+    res.note(f'warm start (cache hit, choose + open): {warm_s:.3f} s (goal < 1 s)')
     print("\ntimeline (5 s steps): the runtime's time / the best pinned candidate's, "
           'the backend(s) it ran on; pinned: the three best, time / best')
     for (t0, phase), nxt in zip(starts, starts[1:] + [(float('inf'), '')]):
@@ -409,21 +428,25 @@ def main() -> None:
         for rt in runtimes:
             lines = timeline(rows, rt, pinned, phase, foreign=seen if rt == 'after' else ())
             print('\n'.join(lines))
-    if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        with open(args.out / f'selection_under_load_{args.model}.csv', 'w', newline='') as f:
-            keys = sorted({k for r in rows for k in r})
-            w = csv.DictWriter(f, keys, restval='')
-            w.writeheader()
-            w.writerows(rows)
-        # the runtime's pairs: (phase, s into it, chosen, runner-up, chosen ms, runner-up ms)
-        with open(args.out / f'selection_under_load_{args.model}_pairs.csv', 'w',
-                  newline='') as f:
-            w = csv.writer(f)
-            w.writerow(['phase', 't', 'chosen', 'runner_up', 'chosen_ms', 'runner_up_ms'])
-            for t, chosen, runner, c, r in pair_log:
-                t0, phase = max((x for x in starts if x[0] <= t), default=(t, 'start'))
-                w.writerow([phase, round(t - t0, 3), chosen, runner, round(c, 3), round(r, 3)])
+    res.write(['phase', 'runtime', 'frames', 'regret', 'choice', 'stalls', 'best_pinned',
+               'ms_p50', 'best_p50', 'used', 'served', 'settle'],
+              ['phase', 'runtime', 'frames', 'regret', 'choice regret', 'stalls', 'best pinned',
+               'runtime p50 ms', 'best p50 ms', 'backends used', 'frames a runner-up ran',
+               'settled after a load change'],
+              md_rows=[dict(r, regret=f"{r['regret']:.3f}", choice=f"{r['choice']:.3f}")
+                       for r in res.rows])
+    with open(res.dir / f'selection_under_load_{args.model}.csv', 'w', newline='') as f:
+        keys = sorted({k for r in rows for k in r})
+        w = csv.DictWriter(f, keys, restval='')
+        w.writeheader()
+        w.writerows(rows)
+    # the runtime's pairs: (phase, s into it, chosen, runner-up, chosen ms, runner-up ms)
+    with open(res.dir / f'selection_under_load_{args.model}_pairs.csv', 'w', newline='') as f:
+        w = csv.writer(f)
+        w.writerow(['phase', 't', 'chosen', 'runner_up', 'chosen_ms', 'runner_up_ms'])
+        for t, chosen, runner, c, r in pair_log:
+            t0, phase = max((x for x in starts if x[0] <= t), default=(t, 'start'))
+            w.writerow([phase, round(t - t0, 3), chosen, runner, round(c, 3), round(r, 3)])
 
 
 if __name__ == '__main__':

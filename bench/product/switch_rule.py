@@ -23,15 +23,16 @@ Each rule is run on the same seeds: ``before`` (one look after every
 pair, margin 3 %, no dwell: the rule until 2026-11-26) and ``after`` (the
 defaults: a first look, then one confirming look on fresh pairs, margin
 4 %, twice the margin for going back within 60 s). Prints false switches
-per 10 minutes and the follow time (median and max over seeds).
+per 10 minutes and the follow time (median and max over seeds), and writes
+them to ``switch_rule.csv`` / ``.md`` through benchlib.
 """
 
 import argparse
 import math
 import random
-import statistics
 import sys
 
+import benchlib
 import cv2
 from edge_infer import paths
 from edge_infer.backends.live.choice import LiveChoice, LiveSettings
@@ -103,10 +104,17 @@ def simulate(rule: dict, a, b, seconds: float, frames, spec, model_path,
 
 
 def main() -> int:
+    """Run both rules on the same seeds; print and save the table."""
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--minutes', type=float, default=30.0)
     ap.add_argument('--seeds', type=int, default=6)
+    benchlib.common_args(ap)
     args = ap.parse_args()
+    if args.quick:
+        args.minutes, args.seeds = min(args.minutes, 2.0), min(args.seeds, 2)
+    res = benchlib.Results('switch_rule', 'The online switch rule on a simulated clock: '
+                           'false switches between equals, time to follow', '(product)',
+                           args.machine, args.out)
     spec = load_registry(paths.config_dir() / 'models.yaml')['mobilenet_v2']
     size = (spec.input_spec.width, spec.input_spec.height)
     frames = [Frame(cv2.resize(f.pixels, size), f.color) for f in calibration_frames(2)[0]]
@@ -122,10 +130,14 @@ def main() -> int:
                                    args.minutes * 60, frames, spec, model_path)
                 rates.append(len(live.switches) / args.minutes * 10)
                 pairs += live.shadow_runs
+            s = benchlib.summary(rates)
             print(f'{noise:6s} {name:6s}: false switches per 10 min: median '
-                  f'{statistics.median(rates):.2f}, max {max(rates):.2f} '
+                  f'{s["median"]:.2f}, max {s["max"]:.2f} '
                   f'({sum(rates) * args.minutes / 10:.0f} in all; {pairs} runner-up samples)',
                   flush=True)
+            res.add(case=f'equal candidates, {noise} noise', rule=name,
+                    figure='false switches per 10 min', median=s['median'], max=s['max'],
+                    in_all=round(sum(rates) * args.minutes / 10), runner_up_samples=pairs)
     for name, rule in RULES.items():
         follow = []
         for seed in range(args.seeds):
@@ -135,8 +147,17 @@ def main() -> int:
             t = next((t for t, n in served if t >= 60.0 and n == 'fake/b'
                       and all(m == 'fake/b' for s, m in served if s >= t)), float('nan'))
             follow.append(t - 60.0)
-        print(f'2x slowdown {name:6s}: followed in median {statistics.median(follow):.1f} s, '
-              f'max {max(follow):.1f} s (for good)', flush=True)
+        s = benchlib.summary(follow)
+        print(f'2x slowdown {name:6s}: followed in median {s["median"]:.1f} s, '
+              f'max {s["max"]:.1f} s (for good)', flush=True)
+        res.add(case='chosen one 2x slower at 60 s, iid noise', rule=name,
+                figure='s until the other serves for good', median=s['median'], max=s['max'])
+    res.note(f'{args.seeds} seeds x {args.minutes:g} simulated minutes, 10 fps, equal '
+             'candidates (5 ms, 10 % log-normal noise); median and max over seeds')
+    res.note('before: one look after every pair, margin 3 %, no dwell (the rule until '
+             '2026-11-26); after: the LiveSettings defaults')
+    res.write(['case', 'rule', 'figure', 'median', 'max', 'in_all', 'runner_up_samples'],
+              ['case', 'rule', 'figure', 'median', 'max', 'in all', 'runner-up samples'])
     return 0
 
 
