@@ -509,8 +509,8 @@ def main(argv=None) -> int:
              f'per-frame ratio = ROS_i / bare_i over the same frame; overhead per frame = '
              f'median of ROS_i - bare_i (less noisy than the difference of medians).')
     res.note('ROS end-to-end includes: CDR parse (pixels viewed in place), the energy window '
-             '(defaults variant; the result never waits for a power sample: with a measured '
-             'source its EnergyRecord follows on ~/energy), result message building, '
+             '(defaults variant: the run marked; the meter integrates it on its own thread '
+             'and its EnergyRecord follows on ~/energy), result message building, '
              'publish, DDS delivery and the executor waking the callback.')
     res.note(f'Hand-off: {args.handoff_frames} frames at {args.rate:g} Hz from a timer, '
              f'{first.width}x{first.height} rgb8 (the bag frame), publisher reliable depth 10 '
@@ -528,8 +528,7 @@ def main(argv=None) -> int:
             diff = by['in-process, defaults']['p50'] - by['in-process, lean']['p50']
             res.note(f'{model}, {kind}: defaults - lean = {diff:.1f} ms at p50: the telemetry '
                      'node and energy metering (the result never waits for a power sample: '
-                     'with a measured source its EnergyRecord follows on ~/energy, '
-                     'bench/product/energy_wait.py).')
+                     'its EnergyRecord follows on ~/energy, bench/product/energy_wait.py).')
     res.note('Load average (1, 5, 15 min) at the start: {:.2f} {:.2f} {:.2f}; at the end: '
              '{:.2f} {:.2f} {:.2f} (this run itself keeps about 1-2 busy).'.format(
                  *load_start, *os.getloadavg()))

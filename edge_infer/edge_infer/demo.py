@@ -251,10 +251,9 @@ def _summarize(collector: Collector, info: dict, player_line: str) -> dict:
 def _energy_summary(records) -> dict:
     """Energy per inference of one model from its ~/energy records (one per result).
 
-    Not from the results' ``energy``: with a measured power source a result
-    goes out before its power sample (joules NaN, source 'pending') and the
-    record follows on ~/energy with the same header; the estimator's record
-    rides on the result and goes out on ~/energy as well.
+    Not from the results' ``energy``: a result goes out before its power
+    sample (joules NaN, source 'pending') and the record follows on ~/energy
+    with the same header.
     """
     metered = [r.energy for r in records if np.isfinite(r.energy.joules)]
     missing = len(records) - len(metered)     # no power sample covered the run

@@ -1,12 +1,12 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
 """~/energy follows the result: a perception node's EnergyRecord per model run.
 
-A result never waits for its energy. The estimator delivers a run's record
-inside the meter's end(): it rides on the result and goes out on ~/energy
-right after it. A measured source needs the first power sample after the
-run (up to one sample period): the result goes out with joules NaN, source
-'pending', and the record follows on ~/energy from the meter's callback,
-with the result's header. A record not delivered in time is counted
+A result never waits for its energy, and every record goes out one way:
+the meter integrates the run on its sampler thread once the first power
+sample after it is in (up to one sample period; the estimator's as a
+sensor's), the result goes out with joules NaN, source 'pending', and the
+record follows on ~/energy from the meter's callback, with the result's
+header. A record not delivered in time is counted
 ``energy_missing`` and published saying no power sample covered the run;
 one that comes after ~/energy was deactivated or destroyed is dropped and
 counted ``energy_after_stop``.
@@ -46,8 +46,8 @@ class Pending:
     """One model run's energy record: delivered by the meter, then published on ~/energy.
 
     ``deliver`` is the meter's end() callback: it runs on the sampler thread
-    (a measured source, once the first sample after the run is in) or inside
-    end() (the estimator). ``arrived(self)`` then publishes the record if the
+    once the first sample after the run is in (or as the meter stops).
+    ``arrived(self)`` then publishes the record if the
     frame's result is already out (``out`` set); EnergyFollow's lock decides
     who publishes, ``done`` that it happens once.
     """
@@ -100,11 +100,11 @@ class EnergyFollow:
     def on_result(self, p: Optional[Pending]) -> Energy:
         """Return the Energy of a result whose run's record is ``p`` (None: no meter).
 
-        The result never waits for its energy. The estimator delivered the
-        record inside end(): it rides on the result. A measured source needs
-        the first power sample after the run (up to one period, 10 ms at
-        100 Hz): the result goes out with joules NaN, source 'pending', and
-        the record follows on ~/energy, keyed by the same header (:meth:`follows`).
+        The result never waits for its energy: the meter needs the first power
+        sample after the run (up to one period, 10 ms at 100 Hz), so the result
+        goes out with joules NaN, source 'pending', and the record follows on
+        ~/energy, keyed by the same header (:meth:`follows`). A record already
+        delivered (the meter stopped and delivered it) rides on the result.
         """
         delivered = p is not None and p.event.is_set()
         energy = energy_msg(p.record if p is not None and delivered else None)
@@ -126,8 +126,8 @@ class EnergyFollow:
     def follows(self, out, p: Pending, timeout_s: float) -> None:
         """Have ``p``'s record published on ~/energy when it comes (frame thread; no wait).
 
-        Already delivered (the estimator, or a sample that landed since the
-        check): published now. Otherwise the meter's callback publishes it; not
+        Already delivered (a sample that landed since the result was built,
+        or the meter stopped): published now. Otherwise the meter's callback publishes it; not
         delivered within ``timeout_s`` it counts as missing (:meth:`sweep`).
         """
         with self._cv:
@@ -142,8 +142,9 @@ class EnergyFollow:
     def _arrived(self, p: Pending) -> None:
         """Publish a delivered record whose result is out (the meter's callback: keep it short).
 
-        Before the result is out (``out`` unset: the estimator delivers inside
-        end()) the frame thread publishes it instead (:meth:`follows`).
+        Before the result is out (``out`` unset: the record came while the
+        result was being built) the frame thread publishes it instead
+        (:meth:`follows`).
         """
         with self._cv:
             if p.out is None or p.done:
@@ -179,8 +180,7 @@ class EnergyFollow:
         """Wait until the records of the results published are out, at most until they are due.
 
         The old frame thread waited for each record before its result, so a
-        deactivation never lost one; this keeps that (<= one sample period at
-        a measured source, nothing to wait for at the estimator).
+        deactivation never lost one; this keeps that (<= one sample period).
         """
         with self._cv:
             last = max((p.deadline for p in self._due if not p.done), default=None)

@@ -49,7 +49,8 @@ class EnergyLedger:
     def end(self, token: int, callback=None) -> Optional[RunEnergy]:
         """Mark the end of the run now (:meth:`.meter.PowerMeter.end` says how it waits)."""
         t1 = time.monotonic()
-        wait = self._wait_for_tail if self._wait_for_tail is not None else self._m.measured
+        wait = callback is None and (self._wait_for_tail if self._wait_for_tail is not None
+                                     else self._m.measured)    # a callback never waits
         with self._m._cv:
             run = self._runs.get(token)
             if run is None or run.t1 is not None:
@@ -58,21 +59,14 @@ class EnergyLedger:
             self._open.pop(token, None)
             self._longest = max(self._longest, t1 - run.t0)
             self._prune(t1)
-            if not wait:
-                prepared = self._prepare(run)
-            elif callback is not None:
+            if callback is not None:    # the sampler thread integrates: the caller never waits
                 run.callback = callback
                 self._pending.append(run)
                 return None
+            if not wait:
+                prepared = self._prepare(run)
         if not wait:
-            record = self._finish(run, prepared)
-            if callback is None:
-                return record
-            try:
-                callback(record)
-            except Exception as exc:  # same contract as a callback from the sampler
-                self._log(f'WARNING power meter: end() callback for {run.model} raised: {exc}')
-            return None
+            return self._finish(run, prepared)
         with self._m._cv:
             deadline = t1 + min(1.5 * self._m._period, self._max_wait_s)
             while not self._m._ring or self._m._ring[-1].sample.t < t1:

@@ -681,7 +681,7 @@ def test_shared_meter_one_per_process_first_settings_win(tmp_path):
 
 
 @pytest.mark.parametrize('measured', [True, False])
-def test_the_estimator_holds_the_tail_at_once_a_sensor_waits_for_it(meters, measured):
+def test_a_callback_never_waits_end_alone_holds_the_estimators_tail(meters, measured):
     src = FnSource(lambda t: 4.0)
     src.measured = measured         # False: as the CPU-load estimator reports itself
     m = PowerMeter([src], rate_hz=40.0, log=lambda s: None)     # 25 ms between samples
@@ -693,13 +693,11 @@ def test_the_estimator_holds_the_tail_at_once_a_sensor_waits_for_it(meters, meas
     wait_samples(m, 1)                  # one inside the run
     t_end = time.monotonic()
     assert m.end(t, callback=got.append) is None
-    if measured:                    # delivered later, from the sampler, fully covered
-        assert not got
-        assert wait_until(lambda: got, timeout=1.0)
-        assert 'tail held' not in got[0].method
-    else:                           # delivered before end() returned, tail held
-        assert len(got) == 1 and 'tail held' in got[0].method
-        assert time.monotonic() - t_end < 0.02
+    assert time.monotonic() - t_end < 0.02
+    # either source: delivered later, from the sampler thread, the tail covered
+    assert not got
+    assert wait_until(lambda: got, timeout=1.0)
+    assert 'tail held' not in got[0].method
     rec = got[0]
     assert rec.joules == pytest.approx(4.0 * rec.duration_s, rel=1e-6)
     # without a callback: the estimator returns at once, a sensor waits (up to 37.5 ms)
