@@ -119,7 +119,7 @@ class Power:
         self.meter = None
         self.lines: List[str] = []
         if enabled:
-            from edge_infer.telemetry.shared import ProcessMeter, settings
+            from edge_infer.telemetry.process_meter import ProcessMeter, settings
             self._meters = ProcessMeter()
             self.meter = self._meters.acquire(settings(rate_hz=rate_hz), log=self.lines.append)
             time.sleep(0.3)   # a few samples before the first window

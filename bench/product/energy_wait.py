@@ -73,7 +73,7 @@ def main() -> None:
 
     from edge_infer.nodes.perception_node import PerceptionNode
     from edge_infer.backends.runtime import Runtime
-    from edge_infer.telemetry.shared import settings
+    from edge_infer.telemetry.process_meter import settings
     ctx = rclpy.Context()
     rclpy.init(context=ctx, domain_id=procs.free_domain_id(os.getpid()))
     runtime = Runtime()     # the node's: its meter is the one started here

@@ -21,25 +21,28 @@ its own. It holds:
   (:func:`.manager.shared_manager`);
 - ``meter`` and ``executor``: the power meter and the shared executor, each
   started by its first user and stopped by its last
-  (:mod:`edge_infer.telemetry.shared`, :mod:`edge_infer.executor.shared`).
+  (:mod:`edge_infer.telemetry.process_meter`, :mod:`edge_infer.executor.process_executor`);
+- ``log``: where these shared objects' lines go (a ROS process routes them
+  under the node they work for: ``nodes.base.SharedLog``).
 """
 
 import threading
-from typing import Any, Dict
+from typing import Any, Callable, Dict
 
 from .live.budget import RunnerBudget
 from .live.graph_level import GraphModels
 from .live.runners_up import Openings
 from .measure.gate import ComputeGate
 from .measure.settle import SettleQueue
-from ..executor.shared import ProcessExecutor
-from ..telemetry.shared import ProcessMeter
+from ..executor.process_executor import ProcessExecutor
+from ..telemetry.process_meter import ProcessMeter
 
 
 class Runtime:
     """The run-time state one process's models share (see the module text)."""
 
-    def __init__(self) -> None:
+    def __init__(self, log: Callable[[str], None] = print) -> None:
+        self.log = log
         self.gate = ComputeGate()
         self.openings = Openings()
         self.settle_queue = SettleQueue()

@@ -166,7 +166,7 @@ def profile_main(argv=None) -> int:
     spec = reg[args.model]
     meter, meters = None, None
     if args.energy:
-        from ..telemetry.shared import ProcessMeter, settings
+        from ..telemetry.process_meter import ProcessMeter, settings
         meters = ProcessMeter()
         meter = meters.acquire(settings(), log=lambda s: None)
     config = {**load_config(), 'make_variants': True}     # a tool may make the files

@@ -17,17 +17,10 @@ from rclpy.timer import Timer
 
 # Process-wide objects (backend manager, power meter, shared executor) are
 # created by whichever node comes first, but their lines are not that node's:
-# they log through shared_log(), under the node acting on this thread (see
-# ManagedNode.acting()) or else under the process's shared logger (the
-# container's node).
+# they log through their runtime's SharedLog, under the node acting on this
+# thread (see ManagedNode.acting()) or else under its logger (the container's
+# node).
 _acting = threading.local()
-_shared_logger = None
-
-
-def set_shared_logger(logger) -> None:
-    """Log what process-wide objects say outside any node's call under ``logger``."""
-    global _shared_logger
-    _shared_logger = logger
 
 
 def emit(logger, line: str) -> None:
@@ -38,14 +31,24 @@ def emit(logger, line: str) -> None:
         logger.info(line)
 
 
-def shared_log(line: str) -> None:
-    """Log a line of a process-wide object under the node it works for, if any."""
-    node = getattr(_acting, 'node', None)
-    if node is not None:
-        logger = node.get_logger()
-    else:
-        logger = _shared_logger or rclpy.logging.get_logger('edge_infer')
-    emit(logger, line)
+class SharedLog:
+    """Where a process's shared objects log: its :class:`~..backends.runtime.Runtime`'s ``log``.
+
+    A line goes under the node acting on this thread (:meth:`ManagedNode.acting`),
+    else under ``logger`` (the container's node; None: the 'edge_infer' logger).
+    """
+
+    def __init__(self, logger=None) -> None:
+        self.logger = logger
+
+    def __call__(self, line: str) -> None:
+        """Log a line of a process-wide object under the node it works for, if any."""
+        node = getattr(_acting, 'node', None)
+        if node is not None:
+            logger = node.get_logger()
+        else:
+            logger = self.logger or rclpy.logging.get_logger('edge_infer')
+        emit(logger, line)
 
 
 class ManagedNode(LifecycleNode):

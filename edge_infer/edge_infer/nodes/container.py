@@ -52,7 +52,7 @@ import rclpy.logging
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
-from .base import set_shared_logger, shared_log
+from .base import SharedLog
 from .container_params import check_ros_executor, PARAMETERS, RENAMED, renamed
 from .perception_node import PerceptionNode
 from .stopping import leave, StopSignals
@@ -102,8 +102,6 @@ class PerceptionContainer:
         node's executor as the node comes up (:func:`main`).
         """
         self.node = Node(name)
-        # process-wide objects (power meter, backend manager) log under the container
-        set_shared_logger(self.node.get_logger())
         for pname, (default, text) in PARAMETERS.items():
             self.node.declare_parameter(pname, default, ParameterDescriptor(description=text))
         log = self.node.get_logger().warning
@@ -118,14 +116,15 @@ class PerceptionContainer:
         if len(set(names)) != len(names) or not all(names) or telemetry in names:
             raise ValueError(f"parameter 'nodes' must hold distinct non-empty names, other "
                              f"than the telemetry node's ('{telemetry}'): {names}")
-        # what the hosted models share: the compute gate, the settle queues, ...
-        self.runtime = Runtime()
+        # what the hosted models share: the compute gate, the settle queues, ...; its
+        # objects (power meter, backend manager) log under the container's node
+        self.runtime = Runtime(SharedLog(self.node.get_logger()))
         self.runtime.gate.set_order(str(self.node.get_parameter('frame_order').value))
         # the nodes' manager, capped at this process's share of the host's cores
-        self.lease = apply_budget(shared_manager(self.runtime, log=shared_log), len(names),
+        self.lease = apply_budget(shared_manager(self.runtime, log=self.runtime.log), len(names),
                                   int(self.node.get_parameter('thread_budget').value),
                                   self.node.get_logger().info, log, gate=self.runtime.gate)
-        self.telemetry = TelemetryNode(telemetry, meters=self.runtime.meter) \
+        self.telemetry = TelemetryNode(telemetry, runtime=self.runtime) \
             if telemetry else None
         self.perception: List[PerceptionNode] = [PerceptionNode(n, runtime=self.runtime)
                                                  for n in names]

@@ -21,7 +21,7 @@ from edge_infer_msgs.msg import BackendReport, EnergyRecord
 from rclpy.lifecycle import LifecycleState, TransitionCallbackReturn
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-from .base import ManagedNode, shared_log
+from .base import ManagedNode, SharedLog
 from .camera_input import CameraInput
 from .debug_image import DebugImage
 from .energy_follow import EnergyFollow
@@ -50,7 +50,7 @@ class PerceptionNode(ManagedNode):
     def __init__(self, node_name: str = 'perception', runtime: Optional[Runtime] = None,
                  **kwargs):
         super().__init__(node_name, **kwargs)
-        self.runtime = runtime or Runtime()     # what the process's models share
+        self.runtime = runtime or Runtime(SharedLog())   # what the process's models share
         self.stats = StreamStats()
         self.parts = Parts()                # what configure made (cleanup releases it)
         # the frame thread calls self._process (looked up per frame: tests replace it)
@@ -125,8 +125,9 @@ class PerceptionNode(ManagedNode):
         spec, path, parts, log = chosen.spec, chosen.path, self.parts, self.get_logger()
         # the process's objects log under this node while it calls them (self.acting())
         if values['energy_metering']:
-            parts.meter = self.runtime.meter.acquire(None, log=shared_log)
-        parts.manager = manager = shared_manager(self.runtime, None, parts.meter, shared_log)
+            parts.meter = self.runtime.meter.acquire(None, log=self.runtime.log)
+        parts.manager = manager = shared_manager(self.runtime, None, parts.meter,
+                                                 self.runtime.log)
         for change in apply_remote(manager.config, values):
             log.info(f"remote servers: {change} (the process's manager)")
         parts.report_pub = self.create_publisher(BackendReport, '~/backend_report', QoSProfile(
@@ -139,7 +140,7 @@ class PerceptionNode(ManagedNode):
         self._energy.mark_runs(parts.meter, spec.name)
         if values['executor_policy']:
             parts.executor = self.runtime.executor.acquire(values['executor_policy'],
-                                                           log=shared_log)
+                                                           log=self.runtime.log)
             with self.acting():
                 backend, run = executor_choice(manager, spec, path, parts.executor,
                                                self.get_fully_qualified_name(), log=log.info)

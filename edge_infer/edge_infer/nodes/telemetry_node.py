@@ -2,7 +2,7 @@
 """Lifecycle node: board power and energy as typed topics.
 
 - configure: discover the power sources (one log line each: found, or why
-  not), start the process's shared power meter (``telemetry.shared``: the
+  not), start the process's shared power meter (``telemetry.process_meter``: the
   same sampler the perception nodes of this process use for energy per
   inference), create publishers.
 - activate: publish ``~/power`` (edge_infer_msgs/PowerSample) at
@@ -26,11 +26,11 @@ from edge_infer_msgs.msg import PowerSample, RailPower
 from rclpy.lifecycle import LifecyclePublisher, LifecycleState, TransitionCallbackReturn
 from rclpy.timer import Timer
 
-from .base import ManagedNode, shared_log
+from .base import ManagedNode, SharedLog
 from .telemetry_params import PARAMETERS
-from ..telemetry import shared
+from ..backends.runtime import Runtime
+from ..telemetry import process_meter
 from ..telemetry.meter import PowerMeter
-from ..telemetry.shared import ProcessMeter
 from ..telemetry.sources import source_names
 
 
@@ -39,11 +39,12 @@ class TelemetryNode(ManagedNode):
 
     PARAMETERS = PARAMETERS
 
-    def __init__(self, node_name: str = 'telemetry', meters: Optional[ProcessMeter] = None,
+    def __init__(self, node_name: str = 'telemetry', runtime: Optional[Runtime] = None,
                  **kwargs):
-        """``meters``: the process's power meter (its runtime's); default: one of its own."""
+        """``runtime``: what the process's nodes share (its power meter); default: its own."""
         super().__init__(node_name, **kwargs)
-        self.meters = meters or ProcessMeter()
+        self.runtime = runtime or Runtime(SharedLog())
+        self.meters = self.runtime.meter
         self.meter: Optional[PowerMeter] = None
         self._pub: Optional[LifecyclePublisher] = None
         self._timer: Optional[Timer] = None
@@ -58,7 +59,7 @@ class TelemetryNode(ManagedNode):
         except ValueError as exc:
             self.get_logger().error(f'configure failed: {exc}')
             return TransitionCallbackReturn.FAILURE
-        self.meter = self.meters.acquire(config, log=shared_log)   # the process's: its lines too
+        self.meter = self.meters.acquire(config, log=self.runtime.log)  # the process's, its lines
         self._pub = self.create_lifecycle_publisher(PowerSample, '~/power', 10)
         self._start_diagnostics(self._param('diagnostics_period'))
         self.get_logger().info(
@@ -115,10 +116,11 @@ class TelemetryNode(ManagedNode):
         if unknown:
             raise ValueError(f"parameter 'disable_sources' names unknown sources {unknown} "
                              f'(known: {", ".join(source_names())})')
-        return shared.settings(rate_hz=rate, root=self._param('sysfs_root'), disable=disable,
-                               power_models_file=self._param('power_models_file'),
-                               power_model=self._param('power_model'),
-                               history_s=self._param('history_s'))
+        return process_meter.settings(rate_hz=rate, root=self._param('sysfs_root'),
+                                      disable=disable,
+                                      power_models_file=self._param('power_models_file'),
+                                      power_model=self._param('power_model'),
+                                      history_s=self._param('history_s'))
 
     def _stop_timer(self) -> None:
         if self._timer is not None:

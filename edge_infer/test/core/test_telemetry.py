@@ -656,18 +656,19 @@ def test_attribution_of_a_ramp_is_exact_at_irregular_samples():
 
 
 def test_shared_meter_one_per_process_first_settings_win(tmp_path):
-    from edge_infer.telemetry import shared
-    meters = shared.ProcessMeter()      # a process's (its runtime holds one)
+    from edge_infer.telemetry import process_meter
+    meters = process_meter.ProcessMeter()      # a process's (its runtime holds one)
     _jetson_jp5_tree(tmp_path)
     lines = []
-    cfg = shared.settings(rate_hz=50.0, root=str(tmp_path))
+    cfg = process_meter.settings(rate_hz=50.0, root=str(tmp_path))
     a = meters.acquire(cfg, log=lines.append)
     try:
         assert a.source_name == 'jetson_ina3221' and a.rate_hz == pytest.approx(50.0)
         assert any('power source rapl: unavailable' in x for x in meters.discovery_report())
         b = meters.acquire(None, log=lines.append)             # "whatever runs": no complaint
         assert b is a and meters.users() == 2 and not any('already' in x for x in lines)
-        c = meters.acquire(shared.settings(rate_hz=10.0, root=str(tmp_path)), log=lines.append)
+        c = meters.acquire(process_meter.settings(rate_hz=10.0, root=str(tmp_path)),
+                           log=lines.append)
         assert c is a and a.rate_hz == pytest.approx(50.0)     # the first settings stay
         assert any('already running' in x and 'rate_hz=50.0' in x for x in lines)
         meters.release()
@@ -677,7 +678,7 @@ def test_shared_meter_one_per_process_first_settings_win(tmp_path):
         meters.release()
     assert meters.users() == 0 and a._thread is None           # the last user stopped it
     with pytest.raises(ValueError, match='sample rate'):
-        shared.settings(rate_hz=0)
+        process_meter.settings(rate_hz=0)
 
 
 @pytest.mark.parametrize('measured', [True, False])

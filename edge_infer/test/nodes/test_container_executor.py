@@ -129,3 +129,37 @@ def test_shutdown_waits_for_a_callback_still_running_on_the_events_executor(ros)
     finally:
         ex.shutdown()
         node.destroy_node()
+
+
+def test_a_runtimes_shared_objects_log_under_the_node_acting_else_its_logger():
+    """Two runtimes, two routes: no module-wide logger that the last container set."""
+    from edge_infer.backends.runtime import Runtime
+    from edge_infer.nodes.base import ManagedNode, SharedLog
+
+    class Logger:
+        def __init__(self):
+            self.lines = []
+
+        def info(self, line):
+            self.lines.append(('info', line))
+
+        def warning(self, line):
+            self.lines.append(('warning', line))
+
+    class Node:     # what ManagedNode.acting() needs of a node
+        def __init__(self):
+            self.logger = Logger()
+
+        def get_logger(self):
+            return self.logger
+
+    first, second, node = Logger(), Logger(), Node()
+    a, b = Runtime(SharedLog(first)), Runtime(SharedLog(second))
+    a.log('profiled nanodet')
+    b.log('WARNING meter: source lost')
+    with ManagedNode.acting(node):
+        a.log('opened openvino/cpu/t1')
+    a.log('after')
+    assert first.lines == [('info', 'profiled nanodet'), ('info', 'after')]
+    assert second.lines == [('warning', 'meter: source lost')]
+    assert node.logger.lines == [('info', 'opened openvino/cpu/t1')]

@@ -17,7 +17,7 @@ import time
 
 from edge_infer.backends.runtime import Runtime
 from edge_infer.nodes.perception_node import PerceptionNode
-from edge_infer.telemetry.shared import settings
+from edge_infer.telemetry.process_meter import settings
 from edge_infer_msgs.msg import Classification, EnergyRecord
 import numpy as np
 from power_trees import _jetson_jp5_tree

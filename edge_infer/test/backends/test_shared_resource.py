@@ -1,7 +1,7 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
 """The process-wide shared resource: made on first use, closed on last, first settings win."""
 
-from edge_infer.shared import SharedResource
+from edge_infer.shared_resource import SharedResource
 import pytest
 
 

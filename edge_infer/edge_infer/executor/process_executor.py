@@ -3,14 +3,14 @@
 
 The first node that asks decides the policy; a node asking for another one
 gets the running executor and a log line saying which policy is in force.
-The last node to let go stops the workers (:class:`edge_infer.shared.SharedResource`).
+The last node to let go stops the workers (:class:`edge_infer.shared_resource.SharedResource`).
 """
 
 from typing import Callable
 
 from .core import SharedExecutor
 from .devices import default_devices
-from ..shared import SharedResource
+from ..shared_resource import SharedResource
 
 
 def _start(settings: dict, log: Callable[[str], None]) -> SharedExecutor:

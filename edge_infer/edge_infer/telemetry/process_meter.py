@@ -8,12 +8,12 @@ double the overhead and attribute energy from different sample streams.
 users; :meth:`ProcessMeter.release` stops it when the last one lets go. The first caller's
 settings win; a later caller asking for different settings gets the running
 meter and a log line saying which settings are in force
-(:class:`edge_infer.shared.SharedResource`).
+(:class:`edge_infer.shared_resource.SharedResource`).
 """
 
 from typing import Callable, List
 
-from edge_infer.shared import SharedResource
+from edge_infer.shared_resource import SharedResource
 from edge_infer.telemetry.meter import PowerMeter
 from edge_infer.telemetry.sources import discover
 
