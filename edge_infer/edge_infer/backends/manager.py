@@ -152,9 +152,10 @@ class BackendManager:
         return ''
 
     def _cached(self, parts: dict) -> Tuple[Optional[dict], bool]:
-        """Return a candidate's cached figures and whether they are provisional.
+        """Return a candidate's cached figures and whether they are a ``loaded`` entry.
 
-        The quiet profile first; else the figures taken under load, kept apart.
+        The quiet profile first; else the figures taken under load, kept apart
+        (the ``loaded`` entry: not the board's profile).
         """
         hit = self.cache.get(entry_key(parts))
         if hit is not None:
@@ -230,7 +231,7 @@ class BackendManager:
         during the whole run is recorded (:mod:`load`). The board's profile
         (the cache) only ever receives quiet measurements: figures taken under
         more than ``quiet_foreign_cores`` of foreign load go to a separate
-        provisional entry, read only while no quiet one exists (and said so),
+        ``loaded`` entry, read only while no quiet one exists (and said so),
         and a run with ``persist`` False (run-time re-evaluations) is never
         written at all.
         ``cancel`` (a threading.Event): stop between candidates / rounds.

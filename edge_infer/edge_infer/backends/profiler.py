@@ -95,11 +95,11 @@ class _Profile:
     def cached(self, backend) -> Optional[dict]:
         """Return the cache's figures for ``backend`` that a profile reuses, else None."""
         parts = self.mgr._profile_parts(self.spec, self.sha, self.floor, backend)
-        hit, provisional = self.mgr._cached(parts) if self.use_cache else (None, False)
-        if hit is not None and provisional:
+        hit, loaded = self.mgr._cached(parts) if self.use_cache else (None, False)
+        if hit is not None and loaded:
             self.run.notes.append(f'{backend.name}: cached figures were taken under '
                                   f'{describe_load(hit.get("conditions", {}))} '
-                                  f'(provisional: no quiet profile yet)')
+                                  f'(a loaded entry: no quiet profile yet)')
         return hit if hit is not None and usable(hit) else None
 
     def one(self, backend, i: int, n: int, todo: int, measure: bool,
@@ -211,7 +211,7 @@ class _Profile:
         if not quiet and persist:
             note = (f'measured under {where} (> {cfg["quiet_foreign_cores"]:g} cores of '
                     "other work): NOT stored as the board's profile (kept as a "
-                    f'provisional one until a quiet measurement exists)')
+                    f'loaded entry until a quiet measurement exists)')
             run.notes.append(note)
             mgr.log(f'[profile {self.spec.name}] {note}')
 

@@ -12,7 +12,7 @@ its own. It holds:
   the pacing leaves those stretches out;
 - ``settle_queue`` / ``completion_queue`` (:mod:`.measure.settle`): one
   model settles at a time, the lightest first, and the completions after;
-- ``runner_budget`` (:mod:`.live.budget`): the runner-up memory the models'
+- ``runner_memory`` (:mod:`.live.runner_memory`): the runner-up memory the models'
   looks share;
 - ``graph`` (:class:`.live.graph_level.GraphModels`): the models this process serves;
 - ``reevaluation``: one background re-evaluation at a time (two models
@@ -29,8 +29,8 @@ its own. It holds:
 import threading
 from typing import Any, Callable, Dict
 
-from .live.budget import RunnerBudget
 from .live.graph_level import GraphModels
+from .live.runner_memory import RunnerMemory
 from .live.runners_up import Openings
 from .measure.gate import ComputeGate
 from .measure.settle import SettleQueue
@@ -47,7 +47,7 @@ class Runtime:
         self.openings = Openings()
         self.settle_queue = SettleQueue()
         self.completion_queue = SettleQueue()
-        self.runner_budget = RunnerBudget()
+        self.runner_memory = RunnerMemory()
         self.graph = GraphModels()
         self.reevaluation = threading.Lock()
         self.managers: Dict[str, Any] = {}      # cache directory -> BackendManager

@@ -75,8 +75,8 @@ class PerceptionNode(ManagedNode):
         assert parts.live is not None and parts.task is not None    # made by on_configure
         self.camera.start()
         parts.live.resume()     # a profile a deactivation stopped goes on
-        if parts.extras is not None:
-            parts.extras.activate()
+        if parts.tracks_and_depth is not None:
+            parts.tracks_and_depth.activate()
         self.camera.subscribe()
         # the resolved names: remappings (camera_topic:=...) and the namespace applied
         self.get_logger().info(f'active: {self.camera.topic_name} -> '
@@ -124,10 +124,10 @@ class PerceptionNode(ManagedNode):
         chosen = model_of(values)
         spec, path, parts, log = chosen.spec, chosen.path, self.parts, self.get_logger()
         # the process's objects log under this node while it calls them (self.acting())
+        shared = self.runtime.log
         if values['energy_metering']:
-            parts.meter = self.runtime.meter.acquire(None, log=self.runtime.log)
-        parts.manager = manager = shared_manager(self.runtime, None, parts.meter,
-                                                 self.runtime.log)
+            parts.meter = self.runtime.meter.acquire(None, log=shared)
+        parts.manager = manager = shared_manager(self.runtime, None, parts.meter, shared)
         for change in apply_remote(manager.config, values):
             log.info(f"remote servers: {change} (the process's manager)")
         parts.report_pub = self.create_publisher(BackendReport, '~/backend_report', QoSProfile(
@@ -139,8 +139,7 @@ class PerceptionNode(ManagedNode):
             scope=self.acting)
         self._energy.mark_runs(parts.meter, spec.name)
         if values['executor_policy']:
-            parts.executor = self.runtime.executor.acquire(values['executor_policy'],
-                                                           log=self.runtime.log)
+            parts.executor = self.runtime.executor.acquire(values['executor_policy'], shared)
             with self.acting():
                 backend, run = executor_choice(manager, spec, path, parts.executor,
                                                self.get_fully_qualified_name(), log=log.info)
@@ -158,7 +157,7 @@ class PerceptionNode(ManagedNode):
                                    values['output_topic'], chosen.overrides.get(
                                        'score_threshold',
                                        spec.decoder_args.get('score_threshold', 0.0)))
-            parts.extras = TracksAndDepth(self, spec, values)
+            parts.tracks_and_depth = TracksAndDepth(self, spec, values)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
         if values['debug_image_rate_hz'] > 0:
@@ -172,8 +171,8 @@ class PerceptionNode(ManagedNode):
 
     def _stop(self) -> None:
         self.camera.unsubscribe()
-        if self.parts.extras is not None:
-            self.parts.extras.deactivate()
+        if self.parts.tracks_and_depth is not None:
+            self.parts.tracks_and_depth.deactivate()
         left = self.join_background()
         if left:
             self.get_logger().info(f"not waiting for {', '.join(left)}: inside one "
@@ -213,12 +212,12 @@ class PerceptionNode(ManagedNode):
         (sec, nanosec, frame_id), frame = self.camera.parse(raw)
         t1 = time.perf_counter()
         parts, marks = self.parts, self._energy.marks
-        live, task, extras = parts.live, parts.task, parts.extras
+        live, task, tracks = parts.live, parts.task, parts.tracks_and_depth
         assert live is not None and task is not None  # frames are processed once configured
         result = live.infer(frame, around_run=marks)    # falls back if the backend raises
         pending = marks.take() if marks is not None else None
-        if extras is not None:      # track ids from the frame's stamp
-            extras.track(result, sec + nanosec * 1e-9)
+        if tracks is not None:      # track ids from the frame's stamp
+            tracks.track(result, sec + nanosec * 1e-9)
         t2 = time.perf_counter()
         out = task.result_msg(frame, result, (t1 - t0) * 1e3,
                               result.backend or live.backend_name)
@@ -228,8 +227,8 @@ class PerceptionNode(ManagedNode):
         out.energy = self._energy.on_result(pending)    # never waits (energy_follow.py)
         t4 = time.perf_counter()
         task.publish(out, result)
-        if extras is not None:      # 3D after 2D: it never delays the 2D result
-            extras.publish(out.header, result, out.image_width, out.image_height)
+        if tracks is not None:      # 3D after 2D: it never delays the 2D result
+            tracks.publish(out.header, result, out.image_width, out.image_height)
         t5 = time.perf_counter()
         self._after_result(frame, result, out, pending, (received, t0, t1, t2, t3, t4, t5))
 

@@ -29,7 +29,7 @@ class Parts:
     meter: Optional[PowerMeter] = None          # the process's (energy_metering)
     executor: Optional[SharedExecutor] = None   # the process's (executor_policy set)
     task: Optional[Task] = None                 # the task's result publishers
-    extras: Optional[TracksAndDepth] = None     # track ids, 3D from depth
+    tracks_and_depth: Optional[TracksAndDepth] = None   # track ids, 3D from depth
     debug: Optional[DebugImage] = None          # ~/debug_image
     report_pub: Any = None                      # ~/backend_report (rclpy: no type information)
 
@@ -41,8 +41,8 @@ class Parts:
         """
         if self.task is not None:
             self.task.destroy()
-        if self.extras is not None:
-            self.extras.destroy()
+        if self.tracks_and_depth is not None:
+            self.tracks_and_depth.destroy()
         if self.debug is not None:
             self.debug.destroy()
         if self.meter is not None:

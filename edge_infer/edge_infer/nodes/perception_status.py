@@ -149,8 +149,8 @@ class PerceptionStatus:
                 st.message = '; '.join(
                     ([] if st.message in ('ok', 'inactive') else [st.message]) +
                     [f"{fell[-1]['evidence']}: fell back to {fell[-1]['to']}"])
-        if parts.extras is not None:
-            values.update(parts.extras.status())
+        if parts.tracks_and_depth is not None:
+            values.update(parts.tracks_and_depth.status())
         # memory per node state: the process's, shared by the nodes it hosts
         values['state'] = node.lifecycle_state()
         values['process_rss_mb'] = f'{_rss_mb():.0f}'

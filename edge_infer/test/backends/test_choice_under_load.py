@@ -171,15 +171,15 @@ def test_a_measurement_under_foreign_load_never_becomes_the_boards_profile(tmp_p
     assert run2.chosen == run0.chosen
 
 
-def test_with_no_quiet_profile_a_provisional_one_is_used_and_said_so(tmp_path, mobilenet):
+def test_with_no_quiet_profile_the_loaded_entry_is_used_and_said_so(tmp_path, mobilenet):
     spec, path = mobilenet
     with Burners(2):
         _, run1 = _manager(tmp_path, ort_threads=[1]).choose(spec, path)
     assert any('NOT stored' in n for n in run1.notes)
     _, run2 = _manager(tmp_path, ort_threads=[1]).choose(spec, path)
     assert all(run2.from_cache.values())
-    assert any('provisional: no quiet profile yet' in n for n in run2.notes), run2.notes
-    assert 'provisional' in run2.why
+    assert any('a loaded entry: no quiet profile yet' in n for n in run2.notes), run2.notes
+    assert 'a loaded entry' in run2.why
 
 
 def test_profiling_reports_progress_once_per_step_with_time_left(tmp_path, mobilenet):

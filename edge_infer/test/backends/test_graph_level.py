@@ -153,7 +153,7 @@ def test_a_steady_graph_raises_no_drift_alarm_and_opens_no_runner_up(env):
     assert len(said) == 1 and '(4 models)' in said[0] and 'alone 5.0 ms' in said[0], now.lines
     assert now.live.selector.drift.fired == 0 and _drift_alerts(now.live) == []
     # the fresh choice's look alone; closed after it, never opened again
-    assert now.manager.runtime.runner_budget.grants == 1
+    assert now.manager.runtime.runner_memory.grants == 1
     assert not any(n for t, _, n in served if t > served[0][0] + 15.0)
     assert now.live.switches == []
 
@@ -188,7 +188,7 @@ def test_the_first_start_stores_the_level_so_the_second_start_does_not_fire(env)
     env.serve(second.live, 120.0)
     assert second.live.selector.drift.fired == 0 and _drift_alerts(second.live) == []
     assert second.live.selector.drift.expected_ms == pytest.approx(value['level_ms'])
-    assert second.manager.runtime.runner_budget.grants == 1      # the fresh choice's look alone
+    assert second.manager.runtime.runner_memory.grants == 1      # the fresh choice's look alone
 
 
 def test_a_graph_of_two_models_does_not_use_the_four_models_level(env):

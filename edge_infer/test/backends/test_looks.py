@@ -4,9 +4,9 @@
 import sys
 import types
 
-from edge_infer.backends.live.budget import RunnerBudget
 from edge_infer.backends.live.looks import imported, RunnerLooks
 from edge_infer.backends.live.rule import LiveSettings
+from edge_infer.backends.live.runner_memory import RunnerMemory
 from edge_infer.backends.live.runners_up import RunnerHours, RunnerPool
 
 ABSENT = 'edge_infer_test_absent_library'   # a library no test imports
@@ -19,7 +19,7 @@ def _backend(name, library, threads=1):
 def _looks(**settings):
     st = LiveSettings(runners_idle_s=30.0, **settings)
     ctx = types.SimpleNamespace(settings=st)
-    return RunnerLooks(ctx, RunnerPool(st), RunnerHours(st), RunnerBudget())
+    return RunnerLooks(ctx, RunnerPool(st), RunnerHours(st), RunnerMemory())
 
 
 BACKENDS = {b.name: b for b in (_backend('lib/a', 'numpy'), _backend('other/b', ABSENT),

@@ -14,8 +14,8 @@ import pathlib
 import threading
 from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple, Union
 
-from .budget import RunnerBudget
 from .rule import LiveSettings
+from .runner_memory import RunnerMemory
 from .runners_up import Openings
 from ..measure.gate import ComputeGate
 from ..measure.profiling import CandidateResult, ProfileRun
@@ -70,7 +70,7 @@ class Runtime(Protocol):
         """Return the runner-up sessions being opened."""
 
     @property
-    def runner_budget(self) -> RunnerBudget:
+    def runner_memory(self) -> RunnerMemory:
         """Return the runner-up memory the models' looks share."""
 
     @property

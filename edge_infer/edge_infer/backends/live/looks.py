@@ -4,7 +4,7 @@
 A part of :class:`.choice.LiveChoice`. When the runners-up are open is said
 by :class:`.runners_up.RunnerHours` (always, or for a look after each cue);
 how much memory the process's looks may hold at once by
-:class:`.budget.RunnerBudget`, shared by the models of one manager. This
+:class:`.runner_memory.RunnerMemory`, shared by the models of one manager. This
 part opens them (in a background thread: the first frames do not wait),
 closes them once idle and hands their memory back.
 
@@ -27,8 +27,8 @@ import sys
 import threading
 from typing import Callable, Container, Dict, List, Optional, Sequence
 
-from .budget import rss_mb, RunnerBudget
 from .context import ChoiceContext
+from .runner_memory import rss_mb, RunnerMemory
 from .runners_up import Openings, RunnerHours, RunnerPool, wanted
 from .server import Server
 from ..measure.profiling import CandidateResult
@@ -82,11 +82,11 @@ class RunnerLooks:
     """Open and close one model's runners-up within the process's memory budget."""
 
     def __init__(self, ctx: ChoiceContext, pool: RunnerPool, hours: RunnerHours,
-                 budget: RunnerBudget):
+                 memory: RunnerMemory):
         self.ctx = ctx
         self.pool = pool
         self.hours = hours
-        self.budget = budget
+        self.memory = memory
         self.watching = False       # online re-selection runs: looks are tended
         self._opening = threading.Lock()    # one thread opens runners-up at a time
         self._mb: Optional[float] = None    # what opening a whole look added (the last one)
@@ -113,12 +113,12 @@ class RunnerLooks:
                           ctx.log, ctx.runtime.openings)
             if self.pool and whole:
                 self._mb = max(1.0, rss_mb() - before)
-                self.budget.measured(self, self._mb)
+                self.memory.measured(self, self._mb)
         except Exception as exc:  # keep serving on the chosen backend
             ctx.log(f'online re-selection off: {type(exc).__name__}: {exc}')
         finally:
             if not self.pool:    # none could open: this look ends, its memory is free
-                self.budget.release(self)
+                self.memory.release(self)
                 self.hours.until = self.hours.answered_at = ctx.clock.monotonic()
             self._opening.release()
 
@@ -158,7 +158,7 @@ class RunnerLooks:
             return None
         todo = self.hours.tend(now, self.pool)
         if todo == 'open':
-            if not self.budget.acquire(self, self._mb, self.ctx.settings.runners_memory_mb):
+            if not self.memory.acquire(self, self._mb, self.ctx.settings.runners_memory_mb):
                 self.hours.wait(now)    # another model's look holds the memory: in turn
                 return None
             self.hours.cue(now)     # the look begins now: its pairs count from here
@@ -169,14 +169,14 @@ class RunnerLooks:
             if self._left and self.hours.answered_now:
                 self.hours.cue(now)     # the same look goes on with the next (memory kept)
                 return 'next'
-            self.budget.release(self)
+            self.memory.release(self)
             return 'close'
         return None
 
     def close(self) -> None:
-        """Close every runner-up and leave the budget."""
+        """Close every runner-up and hand their memory back (leave the turns)."""
         self.pool.close()
-        self.budget.forget(self)
+        self.memory.forget(self)
 
 
 def _trim() -> None:

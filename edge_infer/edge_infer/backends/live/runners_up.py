@@ -304,7 +304,7 @@ class RunnerHours:
         self.since = now
 
     def wait(self, now: float) -> None:
-        """Keep a look wanted while it waits its turn for memory (:mod:`.budget`)."""
+        """Keep a look wanted while it waits its turn for memory (:mod:`.runner_memory`)."""
         self.until = max(self.until, now + 1.0)
 
     def tend(self, now: float, pool: RunnerPool) -> Optional[str]:

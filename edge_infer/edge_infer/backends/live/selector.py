@@ -49,7 +49,7 @@ class Selector:
         self.startup = BackgroundProfile(ctx, lambda: server.backend_name, self.handover)
         self.sampling = RunnerSampling(ctx, self.runners, self.pacing, server, observer)
         # the process's runner-up memory is shared by its models' looks
-        self.looks = RunnerLooks(ctx, self.runners, self.hours, ctx.runtime.runner_budget)
+        self.looks = RunnerLooks(ctx, self.runners, self.hours, ctx.runtime.runner_memory)
         self.reevaluation = Reevaluation(ctx, server, self.failed, observer)
         self.graph = GraphLevel(ctx, self.startup, self.reevaluation, self.runners, self.hours)
 

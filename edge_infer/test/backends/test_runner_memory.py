@@ -4,8 +4,8 @@
 import gc
 import os
 
-from edge_infer.backends.live.budget import RunnerBudget, STALE_ASKS
 from edge_infer.backends.live.rule import LiveSettings
+from edge_infer.backends.live.runner_memory import RunnerMemory, STALE_ASKS
 import pytest
 from test_live_rule import _noisy, sim  # noqa: F401  (the simulated-clock fixture)
 
@@ -15,7 +15,7 @@ class Owner:
 
 
 def test_a_look_opens_within_the_budget_and_the_others_wait_in_turn():
-    budget, a, b, c = RunnerBudget(), Owner(), Owner(), Owner()
+    budget, a, b, c = RunnerMemory(), Owner(), Owner(), Owner()
     assert budget.acquire(a, None, 64.0)        # nothing open: one may always look
     budget.measured(a, 50.0)
     assert not budget.acquire(b, 30.0, 64.0)    # 50 + 30 > 64: waits, first in the queue
@@ -30,7 +30,7 @@ def test_a_look_opens_within_the_budget_and_the_others_wait_in_turn():
 
 
 def test_an_unknown_size_waits_until_no_look_is_open_and_no_cap_never_waits():
-    budget, a, b = RunnerBudget(), Owner(), Owner()
+    budget, a, b = RunnerMemory(), Owner(), Owner()
     assert budget.acquire(a, 5.0, 64.0)
     assert not budget.acquire(b, None, 64.0)    # its size is not known yet
     budget.release(a)
@@ -40,7 +40,7 @@ def test_an_unknown_size_waits_until_no_look_is_open_and_no_cap_never_waits():
 
 
 def test_a_look_that_stopped_asking_or_an_owner_that_is_gone_frees_the_queue():
-    budget, a, b, c = RunnerBudget(), Owner(), Owner(), Owner()
+    budget, a, b, c = RunnerMemory(), Owner(), Owner(), Owner()
     assert budget.acquire(a, 10.0, 20.0)
     assert not budget.acquire(b, 15.0, 20.0)    # b waits first ...
     for _ in range(STALE_ASKS + 1):             # ... then its frames stop; c keeps asking
@@ -62,7 +62,7 @@ def _two_models(sim, budget_mb):  # noqa: F811
                  (f'fake/{k}c', _noisy(8.0, 0.03, seed=80 + k), 1)]
         lives.append(sim.make(cands, [5.0, 6.5, 8.0], settings=settings))
     # one process: one manager's budget
-    lives[1].selector.looks.budget = lives[0].selector.looks.budget
+    lives[1].selector.looks.memory = lives[0].selector.looks.memory
     return lives
 
 
@@ -90,7 +90,7 @@ def test_two_models_look_in_turn_within_the_budget_and_close_once_answered(sim, 
     if budget_mb:
         assert not both, 'never both open at once'
         assert looked[1][0] > looked[0][-1], 'the second waited for the first'
-        assert lives[0].selector.looks.budget.denials > 0
+        assert lives[0].selector.looks.memory.denials > 0
     else:
         assert both, 'no cap: both looked at once'
     # each look ended once answered (5+ pairs slower than the chosen one), well
@@ -99,7 +99,7 @@ def test_two_models_look_in_turn_within_the_budget_and_close_once_answered(sim, 
         assert looked[k][-1] - looked[k][0] < 15.0, looked[k]
         assert len(live.selector.runners) == 0 and live.switches == []
         assert live.selector.hours.answered_at > live.selector.hours.since - 1e-9
-    assert lives[0].selector.looks.budget.holders() == 0
+    assert lives[0].selector.looks.memory.holders() == 0
 
 
 ARENAS = r"""

@@ -7,7 +7,7 @@ session: 25-80 MB for a small model on OpenVINO. In the four-model
 container all four models looked at once (each node's drift alarm fires in
 the first seconds, since a model shares the cores there and was profiled
 alone), and 8 runners-up held ~200 MB on top of the ~400 MB that serves
-(bench/product/memory_parts.py, bench/product/footprint.py). :class:`RunnerBudget` makes the
+(bench/product/memory_parts.py, bench/product/footprint.py). :class:`RunnerMemory` makes the
 looks take turns within a budget in MB: a look opens when the runner-up
 sessions open in the process, its own included, stay within the asking
 node's ``runners_memory_mb``. One look may always run alone, so a budget
@@ -15,7 +15,7 @@ smaller than one model's runners-up still lets every model look, in turn.
 Waiting looks are granted first come, first served.
 
 A look's size is what opening its runners-up added to the process's RSS
-the last time (:meth:`RunnerBudget.measured`); unknown before the first
+the last time (:meth:`RunnerMemory.measured`); unknown before the first
 look, which therefore waits until no other look is open.
 """
 
@@ -28,7 +28,7 @@ import psutil
 STALE_ASKS = 50     # a waiting look not asked again while others asked this often: gone
 
 
-class RunnerBudget:
+class RunnerMemory:
     """One process's (one manager's): who holds runner-up memory, how much, who waits."""
 
     def __init__(self):
