@@ -88,8 +88,9 @@ def main() -> None:
     try:
         assert node.trigger_configure().name == 'SUCCESS', 'configure failed (see the log)'
         assert node.trigger_activate().name == 'SUCCESS', 'activate failed (see the log)'
-        add, task_publish, publish_energy = (node.stats.add_latency, node.parts.task.publish,
-                                             node._energy.publish)
+        task = node.parts.cameras[0].task
+        add, task_publish, publish_energy = (node.stats.add_latency, task.publish,
+                                             node.energy.publish)
 
         def add_latency(ms, st=None):       # the node's own stage times, per frame
             stages.append((ms, st['energy']))
@@ -103,8 +104,8 @@ def main() -> None:
             publish_energy(out, *rest)
             with lock:
                 followed[out.header.stamp.sec] = time.perf_counter()
-        node.stats.add_latency, node.parts.task.publish = add_latency, result_out
-        node._energy.publish = energy_out
+        node.stats.add_latency, task.publish = add_latency, result_out
+        node.energy.publish = energy_out
         img = Image(height=224, width=224, encoding='rgb8', step=224 * 3, data=np.random.
                     default_rng(0).integers(0, 255, 224 * 224 * 3, np.uint8).tobytes())
         warmup, period = 10, 1.0 / args.fps

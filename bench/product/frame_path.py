@@ -137,16 +137,16 @@ def trace_frames(node_name: str, frames: int) -> List[Tuple[PathTrace, PathTrace
     tracing = threading.Event()
     now: List[PathTrace] = []       # the frame's two traces while it is traced
 
-    def traced(received, raw):
+    def traced(*args):      # (received, raw[, camera])
         if not tracing.is_set():
             try:
-                return process(received, raw)
+                return process(*args)
             finally:
                 done.release()
         now[:] = [PathTrace(), PathTrace()]
         sys.setprofile(now[0].hook)
         try:
-            return process(received, raw)
+            return process(*args)
         finally:
             sys.setprofile(None)
             traces.append((now[0], now[1]))

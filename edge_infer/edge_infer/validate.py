@@ -153,6 +153,8 @@ def _perception(where: str, p: dict, registry_cache: dict) -> None:
     except ValueError as exc:
         raise ArgumentError(f'{where}: {exc}') from None
     topic(f"{where}: parameter 'image_topic'", p['image_topic'])
+    for t in p['image_topics'] or []:
+        topic(f"{where}: parameter 'image_topics'", t)
     if p['output_topic']:
         topic(f"{where}: parameter 'output_topic'", p['output_topic'])
     if p['registry'] and not pathlib.Path(p['registry']).is_file():

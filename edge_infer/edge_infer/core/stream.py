@@ -9,42 +9,58 @@ Memory is bounded by one frame per stream whatever the camera rate.
 from collections import deque
 import threading
 import time
-from typing import Any, Deque, Dict, Optional
+from typing import Any, Deque, Dict, List, Optional, Tuple
 
 import numpy as np
 
 
-class LatestSlot:
-    """A one-element mailbox between the subscription and the inference worker."""
+class Slots:
+    """Several cameras' newest-frame slots, taken by one worker, the oldest arrival first.
 
-    def __init__(self):
+    Each camera has one slot (:class:`LatestSlot`'s rule: a new frame replaces
+    one nobody took, a drop). :meth:`take` returns the frame that has waited
+    longest among the cameras': a camera that floods only ever replaces its
+    own frame, which then waits behind the others', so no camera starves
+    (round-robin by arrival).
+    """
+
+    def __init__(self, n: int):
         self._cond = threading.Condition()
-        self._item: Any = None
-        self._has = False
+        self._items: List[Any] = [None] * n
+        self._order = [0] * n       # arrival number of each slot's frame (0: empty)
+        self._arrivals = 0
         self._closed = False
 
-    def put(self, item: Any) -> bool:
-        """Store ``item``; return True when it replaced a frame nobody took (a drop)."""
+    def put(self, i: int, item: Any) -> bool:
+        """Store camera ``i``'s ``item``; return True when it replaced one nobody took."""
         with self._cond:
-            dropped = self._has
-            self._item, self._has = item, True
+            dropped = self._order[i] != 0
+            self._arrivals += 1
+            self._items[i], self._order[i] = item, self._arrivals
             self._cond.notify()
             return dropped
 
-    def take(self, timeout: Optional[float] = None) -> Any:
-        """Return the newest item, waiting up to ``timeout`` s; None if none or closed."""
-        with self._cond:
-            if not self._has and not self._closed:
-                self._cond.wait(timeout)
-            if not self._has:
-                return None
-            item, self._item, self._has = self._item, None, False
-            return item
+    def take(self, timeout: Optional[float] = None) -> Optional[Tuple[int, Any]]:
+        """Return (camera, item) of the oldest waiting frame, waiting up to ``timeout`` s.
 
-    def clear(self) -> bool:
-        """Discard a pending item; return True if there was one."""
+        None when none came in time, or the slots are closed.
+        """
         with self._cond:
-            had, self._item, self._has = self._has, None, False
+            if not any(self._order) and not self._closed:
+                self._cond.wait(timeout)
+            waiting = [(o, i) for i, o in enumerate(self._order) if o]
+            if not waiting:
+                return None
+            i = min(waiting)[1]
+            item, self._items[i], self._order[i] = self._items[i], None, 0
+            return i, item
+
+    def clear(self) -> List[int]:
+        """Discard every pending frame; return the cameras that had one."""
+        with self._cond:
+            had = [i for i, o in enumerate(self._order) if o]
+            self._items = [None] * len(self._items)
+            self._order = [0] * len(self._order)
             return had
 
     def close(self) -> None:
@@ -59,6 +75,34 @@ class LatestSlot:
             self._closed = False
 
 
+class LatestSlot:
+    """A one-element mailbox between the subscription and the inference worker."""
+
+    def __init__(self):
+        self._slots = Slots(1)
+
+    def put(self, item: Any) -> bool:
+        """Store ``item``; return True when it replaced a frame nobody took (a drop)."""
+        return self._slots.put(0, item)
+
+    def take(self, timeout: Optional[float] = None) -> Any:
+        """Return the newest item, waiting up to ``timeout`` s; None if none or closed."""
+        got = self._slots.take(timeout)
+        return None if got is None else got[1]
+
+    def clear(self) -> bool:
+        """Discard a pending item; return True if there was one."""
+        return bool(self._slots.clear())
+
+    def close(self) -> None:
+        """Wake a waiting taker for good (it then gets None)."""
+        self._slots.close()
+
+    def reopen(self) -> None:
+        """Allow waiting again after :meth:`close`."""
+        self._slots.reopen()
+
+
 class StreamStats:
     """Counters and a bounded latency window for one input stream.
 
@@ -68,8 +112,10 @@ class StreamStats:
     transport carries): they were never received.
     """
 
-    def __init__(self, window: int = 1000):
+    def __init__(self, window: int = 1000, parent: Optional['StreamStats'] = None):
+        """``parent``: the node's totals, counted too (one camera's of several)."""
         self._lock = threading.Lock()
+        self.parent = parent
         self.received = 0
         self.processed = 0
         self.dropped = 0
@@ -89,6 +135,8 @@ class StreamStats:
         """Add ``n`` to one counter (received, processed, dropped, rejected, energy_*, ...)."""
         with self._lock:
             setattr(self, what, getattr(self, what) + n)
+        if self.parent is not None:
+            self.parent.count(what, n)
 
     def reject(self, reason: str) -> None:
         """Count a rejected frame and remember why."""
@@ -96,6 +144,8 @@ class StreamStats:
             self.rejected += 1
             self.last_error = reason
             self._rejected_at.append(time.monotonic())
+        if self.parent is not None:
+            self.parent.reject(reason)
 
     def rejected_within(self, seconds: float, now: Optional[float] = None) -> int:
         """Return how many frames were rejected in the last ``seconds`` (at most ``window``)."""
@@ -114,6 +164,8 @@ class StreamStats:
                         q = self._stages[name] = deque(maxlen=self._latency.maxlen)
                     q.append(value)
                     self._stage_totals[name] = self._stage_totals.get(name, 0.0) + value
+        if self.parent is not None:
+            self.parent.add_latency(ms, stages)
 
     def stage_medians(self) -> dict:
         """Return {stage: median ms} over the window (where the frame's time went)."""

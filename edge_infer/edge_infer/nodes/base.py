@@ -11,6 +11,7 @@ from lifecycle_msgs.srv import ChangeState
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 import rclpy.logging
+from rclpy.parameter import Parameter
 from rclpy.publisher import Publisher
 from rclpy.time import Time
 from rclpy.timer import Timer
@@ -64,7 +65,9 @@ class ManagedNode(LifecycleNode):
     def __init__(self, node_name: str, **kwargs):
         super().__init__(node_name, **kwargs)
         for name, (default, doc) in self.PARAMETERS.items():
-            self.declare_parameter(name, default, ParameterDescriptor(description=doc))
+            # an empty list says nothing of its type: declared a string array, unset
+            self.declare_parameter(name, Parameter.Type.STRING_ARRAY if default == [] else
+                                   default, ParameterDescriptor(description=doc))
         self._diag_pub: Optional[Publisher] = None
         self._diag_timer: Optional[Timer] = None
         self._guard_change_state()
@@ -99,6 +102,9 @@ class ManagedNode(LifecycleNode):
         return self._lifecycle_machine().current_state[1]
 
     def _param(self, name: str):
+        if self.PARAMETERS.get(name, (0,))[0] == [] and \
+                self.get_parameter_or(name).type_ == Parameter.Type.NOT_SET:
+            return []       # a string array never set
         return self.get_parameter(name).value
 
     def _log_line(self, line: str) -> None:

@@ -1,20 +1,24 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
-"""A perception node's camera: the subscription, the newest-frame slot, the frame thread.
+"""A perception node's cameras: each one's subscription and slot, and the one frame thread.
 
-A part of :class:`~.perception_node.PerceptionNode`. The subscription takes
-serialized messages (``raw=True``) and only puts the newest one in a
-one-frame slot (:class:`~edge_infer.core.stream.LatestSlot`); the frame
-thread takes it and hands it to ``process(received, raw)``. Frames replaced
-before the thread took them are dropped and counted, so a slow model never
-builds a queue. A frame that cannot be used (wrong encoding, corrupt JPEG,
-an output the decoder does not know) is counted as rejected with one log
-line per reason at most every 5 s, and the thread goes on. :meth:`parse`
-reads the header fields from the CDR bytes and views the pixels in place.
+Parts of :class:`~.perception_node.PerceptionNode`. Each camera's
+subscription (:class:`CameraInput`) takes serialized messages (``raw=True``)
+and only puts the newest one in its slot of the node's
+:class:`~edge_infer.core.stream.Slots`; the node's one :class:`FrameThread`
+takes the frame that waited longest among the cameras' and hands it to
+``process(camera, received, raw)``: one session serves every camera, round
+robin by arrival, and a flooding camera only replaces its own frame. Frames
+replaced before the thread took them are dropped and counted, so a slow
+model never builds a queue. A frame that cannot be used (wrong encoding,
+corrupt JPEG, an output the decoder does not know) is counted as rejected
+on its camera with one log line per reason at most every 5 s, and the
+thread goes on. :meth:`CameraInput.parse` reads the header fields from the
+CDR bytes and views the pixels in place.
 """
 
 import threading
 import time
-from typing import Callable, Dict, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.qos import qos_profile_sensor_data
@@ -24,23 +28,24 @@ from sensor_msgs.msg import CompressedImage, Image
 from ..core.cdr import CdrError, parse_compressed_image, parse_image
 from ..core.image import from_compressed, from_raw, ImageError, JPEG_DETECTS_CORRUPTION
 from ..core.postprocess import OutputError
-from ..core.stream import LatestSlot, StreamStats
+from ..core.stream import Slots, StreamStats
 
 Stamp = Tuple[int, int, str]    # header: sec, nanosec, frame_id
 
 
 class CameraInput:
-    """One camera topic into one frame thread, newest frame first, every frame counted."""
+    """One camera topic into its slot of the node's frame thread, every frame counted."""
 
-    def __init__(self, node, stats: StreamStats, process: Callable[[float, bytes], None]):
-        """``node``: the ROS node it subscribes from; ``process(received, raw)``: one frame."""
+    def __init__(self, node, stats: StreamStats, slots: Slots, index: int = 0, name: str = ''):
+        """``node``: the ROS node it subscribes from; ``slots``: the frame thread's.
+
+        ``index``: its slot; ``name``: the camera's ('' : the node's one camera).
+        """
         self.node = node
         self.stats = stats
-        self._process = process
-        self.slot = LatestSlot()
+        self.slots, self.index, self.name = slots, index, name
         self.sub = None
-        self.worker: Optional[threading.Thread] = None
-        self.running = False
+        self.running = False        # the frame thread takes this camera's frames
         self.msg_type = Image
         self.topic = ''
         self.input_spec = None      # the model's: a JPEG is decoded at the scale it needs
@@ -61,15 +66,6 @@ class CameraInput:
         """Return the topic subscribed to (remapped and namespaced once subscribed)."""
         return self.sub.topic_name if self.sub is not None else self.topic
 
-    def start(self) -> None:
-        """Start the frame thread, then subscribe (sensor-data QoS)."""
-        self.slot.clear()
-        self.slot.reopen()
-        self.running = True
-        self.worker = threading.Thread(target=self._work, daemon=True,
-                                       name=f'{self.node.get_name()}-infer')
-        self.worker.start()
-
     def subscribe(self) -> None:
         """Subscribe to the camera (after the rest of the node is ready for frames)."""
         self.sub = self.node.create_subscription(
@@ -77,23 +73,10 @@ class CameraInput:
             event_callbacks=SubscriptionEventCallbacks(message_lost=self._on_lost))
 
     def unsubscribe(self) -> None:
-        """Stop receiving frames (:meth:`cancel` and :meth:`join` stop the thread)."""
+        """Stop receiving frames (the :class:`FrameThread` stops taking them)."""
         if self.sub is not None:
             self.node.destroy_subscription(self.sub)
             self.sub = None
-
-    def cancel(self) -> None:
-        """Stop taking frames, without waiting (no ROS calls)."""
-        self.running = False
-        self.slot.close()
-
-    def join(self) -> None:
-        """Wait for the frame thread; a frame still in the slot counts as dropped."""
-        if self.worker is not None:
-            self.worker.join(timeout=10.0)
-            self.worker = None
-        if self.slot.clear():
-            self.stats.count('dropped')
 
     # ---------------------------------------------------------------- frames
     def _on_lost(self, event) -> None:
@@ -118,23 +101,8 @@ class CameraInput:
 
     def _on_frame(self, raw: bytes) -> None:
         self.stats.count('received')
-        if self.slot.put((time.perf_counter(), raw)):
+        if self.slots.put(self.index, (time.perf_counter(), raw)):
             self.stats.count('dropped')
-
-    def _work(self) -> None:
-        with self.node.acting():     # a fallback's manager lines are this node's
-            while self.running:
-                item = self.slot.take(timeout=0.5)
-                if item is None:
-                    continue
-                try:
-                    self._process(*item)
-                except (ImageError, OutputError) as exc:
-                    self.reject(str(exc))
-                except Exception as exc:  # keep serving: one line, not a traceback
-                    if not self.node.context.ok():
-                        return      # Ctrl-C ended the context mid-frame: not a bad frame
-                    self.reject(f'{type(exc).__name__}: {exc}')
 
     def reject(self, reason: str) -> None:
         """Count a bad frame; log it once, then at most every 5 s per reason."""
@@ -143,7 +111,8 @@ class CameraInput:
         last, hidden = self._warned.get(reason, (-1e9, 0))
         if now - last >= 5.0:
             more = f' ({hidden} more like it since the last report)' if hidden else ''
-            self.node.get_logger().warning(f'frame rejected: {reason}{more}')
+            where = f' on camera {self.name}' if self.name else ''
+            self.node.get_logger().warning(f'frame rejected{where}: {reason}{more}')
             self._warned[reason] = (now, 0)
         else:
             self._warned[reason] = (last, hidden + 1)
@@ -167,3 +136,64 @@ class CameraInput:
                 return stamp, from_raw(msg.encoding, msg.height, msg.width, msg.step,
                                        msg.data, msg.is_bigendian)
             return stamp, from_compressed(msg.format, msg.data, self.input_spec)
+
+
+class FrameThread:
+    """The node's one frame thread: the oldest waiting frame of its cameras, one at a time."""
+
+    def __init__(self, node, process: Callable[[CameraInput, float, bytes], None]):
+        """``process(camera, received, raw)``: one frame of ``camera``."""
+        self.node, self.slots, self._process = node, Slots(1), process
+        self.cameras: List[CameraInput] = []
+        self.worker: Optional[threading.Thread] = None
+        self.running = False
+
+    def set_cameras(self, cameras: List[CameraInput]) -> None:
+        """Serve ``cameras`` (not while running): one slot each, in their order."""
+        self.slots = Slots(len(cameras))
+        for i, cam in enumerate(cameras):
+            cam.slots, cam.index = self.slots, i
+        self.cameras = list(cameras)
+
+    def start(self) -> None:
+        """Start taking frames (before the cameras subscribe)."""
+        self.slots.clear()
+        self.slots.reopen()
+        self.running = True
+        for cam in self.cameras:
+            cam.running = True
+        self.worker = threading.Thread(target=self._work, daemon=True,
+                                       name=f'{self.node.get_name()}-infer')
+        self.worker.start()
+
+    def cancel(self) -> None:
+        """Stop taking frames, without waiting (no ROS calls)."""
+        self.running = False
+        for cam in self.cameras:
+            cam.running = False
+        self.slots.close()
+
+    def join(self) -> None:
+        """Wait for the thread; a frame still in a slot counts as dropped on its camera."""
+        if self.worker is not None:
+            self.worker.join(timeout=10.0)
+            self.worker = None
+        for i in self.slots.clear():
+            if i < len(self.cameras):
+                self.cameras[i].stats.count('dropped')
+
+    def _work(self) -> None:
+        with self.node.acting():     # a fallback's manager lines are this node's
+            while self.running:
+                got = self.slots.take(timeout=0.5)
+                if got is None:
+                    continue
+                cam = self.cameras[got[0]]
+                try:
+                    self._process(cam, *got[1])
+                except (ImageError, OutputError) as exc:
+                    cam.reject(str(exc))
+                except Exception as exc:  # keep serving: one line, not a traceback
+                    if not self.node.context.ok():
+                        return      # Ctrl-C ended the context mid-frame: not a bad frame
+                    cam.reject(f'{type(exc).__name__}: {exc}')

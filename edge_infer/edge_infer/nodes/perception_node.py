@@ -7,8 +7,9 @@
   unsubscribe and stop it: no CPU is spent on inference.
 - cleanup: free the model session; shutdown: the same from any state.
 
-It translates; its parts work: the camera and its frame thread
-(:mod:`.camera_input`), the run-time choice that serves each frame
+It translates; its parts work: its cameras (:mod:`.cameras`: one or
+several, each with its own outputs) and the one frame thread that serves
+them (:mod:`.camera_input`), the run-time choice that serves each frame
 (:mod:`edge_infer.backends.live.choice`), the task's messages
 (:mod:`.tasks`), tracks and depth (:mod:`.tracks_and_depth`), ~/energy
 (:mod:`.energy_follow`), ~/debug_image and the status (:mod:`.perception_status`).
@@ -17,19 +18,17 @@ It translates; its parts work: the camera and its frame thread
 import time
 from typing import List, Optional
 
-from edge_infer_msgs.msg import BackendReport, EnergyRecord
+from edge_infer_msgs.msg import BackendReport
 from rclpy.lifecycle import LifecycleState, TransitionCallbackReturn
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from .base import ManagedNode, SharedLog
-from .camera_input import CameraInput
-from .debug_image import DebugImage
+from .camera_input import CameraInput, FrameThread
+from .cameras import make_cameras
 from .energy_follow import EnergyFollow
-from .perception_params import check, ConfigError, model_of, PARAMETERS
+from .perception_params import cameras, check, ConfigError, model_of, PARAMETERS
 from .perception_parts import Parts
 from .perception_status import PerceptionStatus
-from .tasks import make_task
-from .tracks_and_depth import TracksAndDepth
 from ..backends.live.choice import LiveChoice
 from ..backends.manager import shared_manager
 from ..backends.remote_config import apply_remote
@@ -43,7 +42,7 @@ BACKGROUND_WAIT_S = 1.0     # a transition waits this long for cancelled backgro
 
 
 class PerceptionNode(ManagedNode):
-    """Runs one registry model on one camera stream."""
+    """Runs one registry model on one camera stream, or on several with one session."""
 
     PARAMETERS = PARAMETERS
 
@@ -51,13 +50,14 @@ class PerceptionNode(ManagedNode):
                  **kwargs):
         super().__init__(node_name, **kwargs)
         self.runtime = runtime or Runtime(SharedLog())   # what the process's models share
-        self.stats = StreamStats()
+        self.stats = StreamStats()          # its cameras' totals (one camera: its own)
         self.parts = Parts()                # what configure made (cleanup releases it)
         # the frame thread calls self._process (looked up per frame: tests replace it)
-        self.camera = CameraInput(self, self.stats, lambda t, raw: self._process(t, raw))
-        self._energy = EnergyFollow(self.stats, self.ros_time, self.context.ok)   # ~/energy
-        self.status = PerceptionStatus(self, self.stats, self.camera, self.parts,
-                                       self._energy.joules)
+        self.frames = FrameThread(self, lambda cam, t, raw: self._process(t, raw, cam.index))
+        self.camera = CameraInput(self, self.stats, self.frames.slots)    # the first camera
+        self.frames.set_cameras([self.camera])
+        self.energy = EnergyFollow(self.stats, self.ros_time, self.context.ok)   # its ~/energy
+        self.status = PerceptionStatus(self, self.stats, self.frames, self.parts)
 
     # ----------------------------------------------------------------- lifecycle
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
@@ -72,19 +72,20 @@ class PerceptionNode(ManagedNode):
 
     def _activate(self) -> None:
         parts = self.parts
-        assert parts.live is not None and parts.task is not None    # made by on_configure
-        self.camera.start()
+        assert parts.live is not None and parts.cameras     # made by on_configure
+        self.frames.start()
         parts.live.resume()     # a profile a deactivation stopped goes on
-        if parts.tracks_and_depth is not None:
-            parts.tracks_and_depth.activate()
-        self.camera.subscribe()
-        # the resolved names: remappings (camera_topic:=...) and the namespace applied
-        self.get_logger().info(f'active: {self.camera.topic_name} -> '
-                               f"{', '.join(parts.task.topic_names())}")
+        for cam in parts.cameras:   # its tracker ready before its first frame
+            if cam.tracks_and_depth is not None:
+                cam.tracks_and_depth.activate()
+            cam.feed.subscribe()
+            assert cam.task is not None     # the names resolved: remappings, the namespace
+            self.get_logger().info(f'active: {cam.feed.topic_name} -> '
+                                   f"{', '.join(cam.task.topic_names())}")
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Stop taking frames and stop the worker."""
-        topic = self.camera.topic_name
+        topic = ', '.join(c.feed.topic_name for c in self.parts.cameras)
         self._stop()
         self.get_logger().info('deactivated: unsubscribed from {} ({processed} processed, '
                                '{dropped} dropped, {rejected} rejected so far)'.format(
@@ -111,7 +112,8 @@ class PerceptionNode(ManagedNode):
 
     def diagnostic_status(self):
         """Return this node's status for /diagnostics (records overdue counted first)."""
-        self._energy.sweep()
+        for cam in self.parts.cameras:
+            cam.energy.sweep()
         return self.status.diagnostic_status()
 
     # ------------------------------------------------------------------- helpers
@@ -137,7 +139,6 @@ class PerceptionNode(ManagedNode):
             manager, spec, path, chosen.models_dir, overrides=chosen.overrides,
             settings=settings, log=log.info, warn=log.warning, report=self.status.report,
             scope=self.acting)
-        self._energy.mark_runs(parts.meter, spec.name)
         if values['executor_policy']:
             parts.executor = self.runtime.executor.acquire(values['executor_policy'], shared)
             with self.acting():
@@ -151,37 +152,34 @@ class PerceptionNode(ManagedNode):
                     live.start(force=forced, use_cache=values['use_profile_cache'])
             except ValueError as exc:
                 raise ConfigError(str(exc)) from None
-        self.camera.configure(values['transport'], values['image_topic'], spec.input_spec)
+        threshold = chosen.overrides.get('score_threshold',
+                                         spec.decoder_args.get('score_threshold', 0.0))
         try:
-            parts.task = make_task(self, spec, values['result_messages'],
-                                   values['output_topic'], chosen.overrides.get(
-                                       'score_threshold',
-                                       spec.decoder_args.get('score_threshold', 0.0)))
-            parts.tracks_and_depth = TracksAndDepth(self, spec, values)
+            make_cameras(self, cameras(values), values, spec, threshold, parts.meter,
+                         parts.cameras)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
-        if values['debug_image_rate_hz'] > 0:
-            parts.debug = DebugImage(self, values['debug_image_rate_hz'], self.stats)
-        if parts.meter is not None:
-            self._energy.pub = self.create_lifecycle_publisher(EnergyRecord, '~/energy', 10)
         self._start_diagnostics(values['diagnostics_period'])
+        inputs = ', '.join(self.resolve_topic_name(c.feed.topic) for c in parts.cameras)
         log.info(f"configured: model '{spec.name}' from {spec.origin} ({spec.task}, "
                  f'{spec.input_spec.width}x{spec.input_spec.height}) on {live.backend_name}, '
-                 f"input {self.resolve_topic_name(self.camera.topic)} ({values['transport']})")
+                 f"input {inputs} ({values['transport']})")
 
     def _stop(self) -> None:
-        self.camera.unsubscribe()
-        if self.parts.tracks_and_depth is not None:
-            self.parts.tracks_and_depth.deactivate()
+        for cam in self.parts.cameras:
+            cam.feed.unsubscribe()
+            if cam.tracks_and_depth is not None:
+                cam.tracks_and_depth.deactivate()
         left = self.join_background()
         if left:
             self.get_logger().info(f"not waiting for {', '.join(left)}: inside one "
                                    f'measurement, it ends by itself after it')
-        self._energy.drain()    # while ~/energy is still active
+        for cam in self.parts.cameras:
+            cam.energy.drain()      # while ~/energy is still active
 
     def cancel_background(self) -> None:
         """Stop taking frames and cancel background work, without waiting (no ROS calls)."""
-        self.camera.cancel()
+        self.frames.cancel()
         if self.parts.live is not None:
             self.parts.live.cancel()
 
@@ -194,25 +192,25 @@ class PerceptionNode(ManagedNode):
         already ended the ROS context.
         """
         self.cancel_background()
-        self.camera.join()
+        self.frames.join()
         live = self.parts.live
         return live.join(timeout=timeout) if live is not None else []
 
     def _release(self) -> None:
         self._stop_diagnostics()
-        # a record may be on its way from the sampler thread
-        self._energy.release(self.destroy_lifecycle_publisher)
-        self._energy.mark_runs(None, '')
-        self.parts.release(self, BACKGROUND_WAIT_S)
+        self.parts.release(self, BACKGROUND_WAIT_S)     # a record may be on its way still
+        self.camera.stats = self.energy.stats = self.stats      # one camera again
+        self.frames.set_cameras([self.camera])
 
     # ------------------------------------------------------------- the data path
-    def _process(self, received: float, raw: bytes) -> None:
+    def _process(self, received: float, raw: bytes, camera: int = 0) -> None:
         """One frame: message -> frame -> the served model -> result -> parts -> publish."""
         t0 = time.perf_counter()
-        (sec, nanosec, frame_id), frame = self.camera.parse(raw)
+        parts = self.parts
+        cam, live = parts.cameras[camera], parts.live
+        (sec, nanosec, frame_id), frame = cam.feed.parse(raw)
         t1 = time.perf_counter()
-        parts, marks = self.parts, self._energy.marks
-        live, task, tracks = parts.live, parts.task, parts.tracks_and_depth
+        marks, task, tracks = cam.energy.marks, cam.task, cam.tracks_and_depth
         assert live is not None and task is not None  # frames are processed once configured
         result = live.infer(frame, around_run=marks)    # falls back if the backend raises
         pending = marks.take() if marks is not None else None
@@ -224,27 +222,27 @@ class PerceptionNode(ManagedNode):
         out.header.stamp.sec, out.header.stamp.nanosec = sec, nanosec
         out.header.frame_id = frame_id
         t3 = time.perf_counter()
-        out.energy = self._energy.on_result(pending)    # never waits (energy_follow.py)
+        out.energy = cam.energy.on_result(pending)    # never waits (energy_follow.py)
         t4 = time.perf_counter()
         task.publish(out, result)
         if tracks is not None:      # 3D after 2D: it never delays the 2D result
             tracks.publish(out.header, result, out.image_width, out.image_height)
         t5 = time.perf_counter()
-        self._after_result(frame, result, out, pending, (received, t0, t1, t2, t3, t4, t5))
+        self._after_result(cam, frame, result, out, pending, (received, t0, t1, t2, t3, t4, t5))
 
-    def _after_result(self, frame, result, out, pending, t) -> None:
+    def _after_result(self, cam, frame, result, out, pending, t) -> None:
         """After the result is out: its energy record, figures, debug image; the choice decides."""
         parts = self.parts
         if pending is not None and parts.meter is not None:     # ~/energy follows the result
-            self._energy.follows(out, pending, max(0.25, 3.0 / parts.meter.rate_hz))
+            cam.energy.follows(out, pending, max(0.25, 3.0 / parts.meter.rate_hz))
         received, t0, t1, t2, t3, t4, t5 = t
         pre, inf, post = result.preprocess_ms, result.inference_ms, result.postprocess_ms
-        self.stats.count('processed')
-        self.stats.add_latency((t5 - t0) * 1e3, {
+        cam.stats.count('processed')
+        cam.stats.add_latency((t5 - t0) * 1e3, {
             'queued': (t0 - received) * 1e3, 'parse': (t1 - t0) * 1e3, 'preprocess': pre,
             'inference': inf, 'postprocess': post, 'run_other': (t2 - t1) * 1e3 - pre - inf - post,
             'build_msg': (t3 - t2) * 1e3, 'energy': (t4 - t3) * 1e3, 'publish': (t5 - t4) * 1e3})
-        if parts.debug is not None:     # never delays the result
-            parts.debug.publish(frame, result, out, parts.task)
+        if cam.debug is not None:     # never delays the result
+            cam.debug.publish(frame, result, out, cam.task)
         if parts.live is not None:      # load, drift, a switch; a runner-up timed (bounded duty)
             parts.live.after_frame()

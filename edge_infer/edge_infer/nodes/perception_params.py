@@ -9,7 +9,7 @@ config/perception.yaml; `ros2 param describe` shows the descriptions.
 
 from dataclasses import dataclass, field
 import pathlib
-from typing import Any, Dict, Mapping
+from typing import Any, Dict, List, Mapping, Tuple
 
 from .. import paths
 from ..backends.live.rule import LiveSettings
@@ -25,6 +25,11 @@ RESULT_MESSAGES = ('both', 'standard', 'edge_infer')    # see nodes/vision_out.p
 PARAMETERS = {
     'model': ('', 'registry name of the model to run (config/models.yaml)'),
     'image_topic': ('image', 'camera topic (sensor_msgs/Image); compressed adds /compressed'),
+    'image_topics': ([], 'several cameras, one node: one session serves them; each '
+                         "camera's results on ~/<camera>/... (nodes/cameras.py); "
+                         '[] = image_topic alone'),
+    'camera_names': ([], "the cameras' names in their topics, one per image_topics entry; "
+                         '[] = camera0, camera1, ...'),
     'transport': ('raw', "'raw' (sensor_msgs/Image) or 'compressed' (CompressedImage)"),
     'output_topic': ('', "edge_infer result topic; '' = by task: ~/detections, "
                          '~/classification, ~/poses or ~/segmentation'),
@@ -99,8 +104,8 @@ PARAMETERS = {
     'remote_token': ('', "sent with every request as gRPC metadata 'authorization: Bearer "
                          "<token>'; '' = none (set it from a file or the environment)"),
     'energy_metering': (True, 'attribute energy to each model run: ~/energy publishes an '
-                              "EnergyRecord per frame (the result's header); results carry "
-                              "the estimator's, a measured one follows them"),
+                              "EnergyRecord per frame (the result's header), after the "
+                              "result (whose energy says 'pending')"),
 }
 
 
@@ -116,6 +121,7 @@ def check(p: Mapping[str, Any]) -> LiveSettings:
         raise ValueError("parameter 'model' is empty: name a model of the registry")
     if not p['image_topic']:
         raise ValueError("parameter 'image_topic' is empty: name the camera topic")
+    cameras(p)
     for key, allowed in (('transport', TRANSPORTS), ('result_messages', RESULT_MESSAGES),
                          ('executor_policy', ('',) + tuple(POLICIES))):
         if p[key] not in allowed:
@@ -147,6 +153,38 @@ def check(p: Mapping[str, Any]) -> LiveSettings:
         raise bad('depth_tolerance_s', 'a positive number of seconds')
     check_remote(p)
     return settings
+
+
+def cameras(p: Mapping[str, Any]) -> List[Tuple[str, str]]:
+    """Return each camera's (name, topic): ('', image_topic) for the node's one camera.
+
+    Two or more ``image_topics``: named by ``camera_names`` (default camera0,
+    camera1, ...). ValueError names the parameter that cannot be served.
+    """
+    topics, names = list(p['image_topics'] or []), list(p['camera_names'] or [])
+    if any(not t for t in topics) or len(set(topics)) != len(topics):
+        raise ValueError(f"parameter 'image_topics' must hold distinct, non-empty topics: "
+                         f'{topics}')
+    if len(topics) <= 1:
+        if names:
+            raise ValueError("parameter 'camera_names' names cameras of image_topics: "
+                             'give two topics or more, or no names')
+        return [('', topics[0] if topics else p['image_topic'])]
+    if not names:
+        names = [f'camera{i}' for i in range(len(topics))]
+    elif len(names) != len(topics):
+        raise ValueError(f"parameter 'camera_names' has {len(names)} name(s) for "
+                         f'{len(topics)} image_topics: give one per camera, or none')
+    if len(set(names)) != len(names) or not all(
+            n[:1].isalpha() and n.replace('_', 'a').isalnum() for n in names):
+        raise ValueError("parameter 'camera_names' must hold distinct names of letters, "
+                         f"digits and '_', each starting with a letter: {names}")
+    for key in ('output_topic', 'depth_topic'):
+        if p[key]:
+            raise ValueError(f"parameter '{key}' names one camera's topic: with several "
+                             f"image_topics each camera's results go on ~/<camera>/... "
+                             f'(depth for several cameras: not yet)')
+    return list(zip(names, topics))
 
 
 def instance_decoder(decoder: str) -> bool:

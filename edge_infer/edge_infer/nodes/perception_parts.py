@@ -7,12 +7,10 @@ The backend manager, the power meter and the shared executor are the
 process's (its runtime's): a node holds a lease on them and gives it back.
 """
 
-from dataclasses import dataclass, fields
-from typing import Any, Optional
+from dataclasses import dataclass, field, fields
+from typing import Any, List, Optional
 
-from .debug_image import DebugImage
-from .tasks import Task
-from .tracks_and_depth import TracksAndDepth
+from .cameras import Camera
 from ..backends.live.choice import LiveChoice
 from ..backends.manager import BackendManager
 from ..backends.measure.memory import release_freed_memory
@@ -28,9 +26,7 @@ class Parts:
     manager: Optional[BackendManager] = None    # the process's (shared)
     meter: Optional[PowerMeter] = None          # the process's (energy_metering)
     executor: Optional[SharedExecutor] = None   # the process's (executor_policy set)
-    task: Optional[Task] = None                 # the task's result publishers
-    tracks_and_depth: Optional[TracksAndDepth] = None   # track ids, 3D from depth
-    debug: Optional[DebugImage] = None          # ~/debug_image
+    cameras: List[Camera] = field(default_factory=list)    # each one's input and outputs
     report_pub: Any = None                      # ~/backend_report (rclpy: no type information)
 
     def release(self, node, wait_s: float) -> None:
@@ -39,12 +35,8 @@ class Parts:
         ``wait_s``: how long the run-time choice waits for its cancelled
         background work (a thread inside one measurement ends by itself).
         """
-        if self.task is not None:
-            self.task.destroy()
-        if self.tracks_and_depth is not None:
-            self.tracks_and_depth.destroy()
-        if self.debug is not None:
-            self.debug.destroy()
+        for cam in self.cameras:
+            cam.release(node.destroy_lifecycle_publisher)
         if self.meter is not None:
             node.runtime.meter.release()
         if self.report_pub is not None:
@@ -55,4 +47,4 @@ class Parts:
         if self.executor is not None:
             node.runtime.executor.release()
         for f in fields(self):
-            setattr(self, f.name, None)
+            setattr(self, f.name, [] if f.name == 'cameras' else None)

@@ -2,9 +2,11 @@
 """What a perception node says about itself: its backend report and its /diagnostics status.
 
 A part of :class:`edge_infer.nodes.perception_node.PerceptionNode`, given
-what it reads: the node's counters (``stats``), its camera, and the parts
-its configure made (:class:`Parts`: the run-time choice, manager, meter,
-executor, publishers). It turns them into ``~/backend_report``
+what it reads: the node's counters (``stats``: its cameras' totals), its
+frame thread, and the parts its configure made (:class:`Parts`: the
+run-time choice, manager, meter, executor, each camera and its
+outputs; with several cameras each one's counters show as
+``<camera>.received``, ...). It turns them into ``~/backend_report``
 (edge_infer_msgs/BackendReport, transient local) and the node's
 ``DiagnosticStatus``.
 
@@ -17,13 +19,13 @@ rejected, in the last ``diagnostics_window_s`` (:mod:`edge_infer.core.health`).
 """
 
 import time
-from typing import Deque, Optional
+from typing import Optional
 
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from edge_infer_msgs.msg import BackendCandidate, BackendReport
 
 from .base import ManagedNode
-from .camera_input import CameraInput
+from .camera_input import FrameThread
 from .perception_parts import Parts
 from ..backends.precision.variants import make_command, NOT_MADE
 from ..core.health import StreamHealth, WARN
@@ -33,11 +35,9 @@ from ..core.stream import StreamStats
 class PerceptionStatus:
     """The backend report and the diagnostics of a perception node."""
 
-    def __init__(self, node: ManagedNode, stats: StreamStats, camera: CameraInput,
-                 parts: Parts, joules: Deque[float]):
-        """``joules``: the energy of recent inferences (the node's energy follower fills it)."""
-        self.node, self.stats, self.camera, self.parts = node, stats, camera, parts
-        self.joules = joules
+    def __init__(self, node: ManagedNode, stats: StreamStats, frames: FrameThread,
+                 parts: Parts):
+        self.node, self.stats, self.frames, self.parts = node, stats, frames, parts
         self._health: Optional[StreamHealth] = None
         self._said_not_made = False
 
@@ -92,7 +92,7 @@ class PerceptionStatus:
     # ---------------------------------------------------------------- diagnostics
     def diagnostic_status(self) -> DiagnosticStatus:
         """Return the node's status for /diagnostics."""
-        node, parts, camera = self.node, self.parts, self.camera
+        node, parts, cams = self.node, self.parts, self.parts.cameras
         param, live = node._param, parts.live
         model = live.model if live is not None else None
         st = DiagnosticStatus()
@@ -106,9 +106,9 @@ class PerceptionStatus:
         recent = self.stats.rejected_within(window)
         if self._health is None:
             self._health = StreamHealth()
-        health, now, running = self._health, time.monotonic(), camera.running
+        health, now, running = self._health, time.monotonic(), self.frames.running
         health.update(now, running, snap['received'], snap['dropped'], snap['processed'])
-        topic = node.resolve_topic_name(camera.topic) if camera.topic else ''
+        topic = ', '.join(node.resolve_topic_name(c.feed.topic) for c in cams if c.feed.topic)
         level, reasons = health.judge(now, snap['received'], topic, window,
                                       param('drop_rate_warn'), param('stale_after_s'))
         if running and recent:
@@ -149,8 +149,15 @@ class PerceptionStatus:
                 st.message = '; '.join(
                     ([] if st.message in ('ok', 'inactive') else [st.message]) +
                     [f"{fell[-1]['evidence']}: fell back to {fell[-1]['to']}"])
-        if parts.tracks_and_depth is not None:
-            values.update(parts.tracks_and_depth.status())
+        for cam in cams[:1]:    # one tracker's kind (every camera has its own, alike)
+            if cam.tracks_and_depth is not None:
+                values.update(cam.tracks_and_depth.status())
+        if len(cams) > 1:
+            for cam in cams:
+                c = cam.stats.snapshot()
+                values.update({f'{cam.name}.{k}': c[k] for k in
+                               ('received', 'processed', 'dropped', 'rejected', 'lost')})
+                values[f'{cam.name}.latency_p50_ms'] = f'{cam.stats.percentiles(50)[0]:.2f}'
         # memory per node state: the process's, shared by the nodes it hosts
         values['state'] = node.lifecycle_state()
         values['process_rss_mb'] = f'{_rss_mb():.0f}'
@@ -162,9 +169,9 @@ class PerceptionStatus:
         if live is not None:    # in run_other: waiting for a core (the compute gate)
             values['core_wait_total_ms'] = f'{live.runtime.gate.waited_ms(live.spec.name):.1f}'
         values['debug_images'] = self.stats.debug_images
-        values['debug_image_subscribers'] = parts.debug.subscribers() if parts.debug else 0
+        values['debug_image_subscribers'] = sum(c.debug.subscribers() for c in cams if c.debug)
         if parts.meter is not None:
-            joules = sorted(self.joules)
+            joules = sorted(j for c in cams for j in c.energy.joules)
             values['energy_source'] = parts.meter.source_name
             values['energy_per_inference_p50_j'] = (f'{joules[len(joules) // 2]:.4f}'
                                                     if joules else 'nan')

@@ -63,3 +63,22 @@ def test_latency_percentiles_over_a_bounded_window():
         stats.add_latency(float(v))
     p50, p95 = stats.percentiles(50, 95)
     assert 940 < p50 < 960 and 990 < p95 < 1000      # only the last 100 kept
+
+
+def test_slots_take_the_oldest_arrival_and_count_each_cameras_drops():
+    from edge_infer.core.stream import Slots
+    slots = Slots(3)
+    assert slots.take(timeout=0) is None
+    assert not slots.put(0, 'a0') and not slots.put(1, 'b0')
+    assert slots.put(0, 'a1')           # replaced a frame nobody took: a drop
+    assert not slots.put(2, 'c0')
+    assert [slots.take(timeout=0) for _ in range(3)] == [(1, 'b0'), (0, 'a1'), (2, 'c0')]
+    assert slots.take(timeout=0) is None
+    slots.put(2, 'c1')
+    slots.put(1, 'b1')
+    assert slots.clear() == [1, 2] and slots.take(timeout=0) is None
+    slots.close()
+    assert slots.take(timeout=5) is None    # closed: no wait
+    slots.reopen()
+    slots.put(1, 'b2')
+    assert slots.take(timeout=5) == (1, 'b2')

@@ -160,17 +160,17 @@ def test_worker_ends_quietly_when_ctrl_c_ends_the_context_mid_frame():
     rclpy.init(context=ctx, domain_id=procs.free_domain_id(os.getpid() + 2))
     node = PerceptionNode('worker_probe', context=ctx)
 
-    def process(received, raw):
+    def process(received, raw, camera=0):
         ctx.shutdown()
         raise RCLError("Failed to publish: publisher's context is invalid")
     node._process = process
-    node.camera.slot.reopen()
-    node.camera.running = True
-    node.camera.slot.put((time.perf_counter(), b'frame'))     # (received at, serialized frame)
-    worker = threading.Thread(target=node.camera._work, daemon=True)
+    node.frames.slots.reopen()
+    node.frames.running = True
+    node.frames.slots.put(0, (time.perf_counter(), b'frame'))   # (received at, serialized frame)
+    worker = threading.Thread(target=node.frames._work, daemon=True)
     worker.start()
     worker.join(5)
-    node.camera.running = False
+    node.frames.running = False
     assert not worker.is_alive(), 'the worker kept running after the context ended'
     assert node.stats.snapshot()['rejected'] == 0
 

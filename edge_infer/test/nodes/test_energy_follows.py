@@ -115,7 +115,7 @@ def metered(ros, tmp_path, monkeypatch, data_home):
         monkeypatch.setattr(meter.ledger, 'end', end)
         with _active_node(ros, runtime) as node:
             assert node.parts.meter is meter
-            task = node.parts.task
+            task = node.parts.cameras[0].task
             real_publish = task.publish
 
             def publish(out, result):
@@ -192,7 +192,7 @@ def test_the_result_goes_out_before_its_energy_record_which_follows(ros, metered
         assert 'tail held' not in rec.method and rec.latency_ms >= res.inference_ms * 0.999
     assert [_stamp(r.header) for r in got['energy']] == [(100 + k, 7, 'cam') for k in range(n)]
     assert node.stats.energy_missing == 0 and node.stats.energy_after_stop == 0
-    assert len(node._energy.joules) == n       # diagnostics' energy per inference still fed
+    assert len(node.energy.joules) == n       # diagnostics' energy per inference still fed
     # the frame thread spends nothing on energy now (it was the wait: >= 1 s here)
     assert node.stats.stage_medians()['energy'] < 50.0
 
@@ -216,7 +216,7 @@ def test_a_record_that_never_comes_is_missing_and_one_after_stop_is_dropped(
         # delivered after ~/energy was deactivated (a stop that could not wait,
         # as on a signal): dropped and counted, the sampler thread unharmed
         assert node.trigger_activate() == TransitionCallbackReturn.SUCCESS
-        monkeypatch.setattr(node._energy, 'drain', lambda: None)
+        monkeypatch.setattr(node.energy, 'drain', lambda: None)
         _run_frame(node, gate, 1, hold_s=30.0, on_result=False)
         assert node.trigger_deactivate() == TransitionCallbackReturn.SUCCESS
         gate.release()
