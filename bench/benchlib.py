@@ -159,6 +159,22 @@ def summary(values: Sequence[float]) -> Dict[str, float]:
     return {'median': statistics.median(v), 'min': min(v), 'max': max(v), 'n': len(v)}
 
 
+def video_frames(count: int, start: int = 0) -> list:
+    """Return ``count`` BGR frames of the demo video (vtest.avi) from frame ``start``, looping."""
+    import cv2
+    from edge_infer import paths
+    video = cv2.VideoCapture(str(paths.cache_dir() / 'vtest.avi'))
+    video.set(cv2.CAP_PROP_POS_FRAMES, start)
+    out: list = []
+    while len(out) < count:
+        ok, img = video.read()
+        if not ok:
+            video.set(cv2.CAP_PROP_POS_FRAMES, 0)
+            continue
+        out.append(img)
+    return out
+
+
 def time_calls(fn: Callable[[], object], repeats: int, warmup: int = 2,
                min_seconds: float = 0.0) -> List[float]:
     """Return ``repeats`` wall times of ``fn()`` in ms (more while under ``min_seconds``)."""

@@ -101,16 +101,10 @@ def _node_params(node: str) -> Dict[str, object]:
 
 def _jpegs(count: int) -> List[bytes]:
     import cv2
-    from edge_infer import paths
     from rclpy.serialization import serialize_message
     from sensor_msgs.msg import CompressedImage
-    video = cv2.VideoCapture(str(paths.cache_dir() / 'vtest.avi'))
     out = []
-    while len(out) < count:
-        ok, img = video.read()
-        if not ok:
-            video.set(cv2.CAP_PROP_POS_FRAMES, 0)
-            continue
+    for img in benchlib.video_frames(count):
         msg = CompressedImage(format='jpeg', data=cv2.imencode('.jpg', img)[1].tobytes())
         msg.header.stamp.sec = len(out)
         out.append(serialize_message(msg))
