@@ -80,6 +80,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     """Bring the graph up and keep it running until Ctrl-C."""
     ap = argparse.ArgumentParser(prog='edge_infer bringup', description=__doc__.splitlines()[0])
     ap.add_argument('--camera-topic', default='')
+    ap.add_argument('--cameras', default='',
+                    help="comma-separated camera topics every perception node serves ('' = one)")
     ap.add_argument('--objective', default='')
     ap.add_argument('--executor-policy', default=None)
     ap.add_argument('--nodes', default='', help='comma-separated perception nodes to host')
@@ -91,9 +93,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument('--log-dir', type=pathlib.Path, default=None)
     args = ap.parse_args(argv)
     try:
+        cams = [t for t in args.cameras.split(',') if t]
         plans = graph_mod.plan(args.camera_topic, args.objective, args.executor_policy,
                                [n for n in args.nodes.split(',') if n], args.namespace,
-                               args.params_file)
+                               args.params_file,
+                               node_params={'image_topics': cams} if cams else None)
     except (graph_mod.GraphError, OSError) as exc:
         print(f'edge_infer bringup: {exc}', file=sys.stderr)
         return 2

@@ -250,6 +250,8 @@ def check_arguments(args: Dict[str, str]) -> Dict:
     """Check the launch file's own arguments; return the typed values of the supervision ones."""
     if args.get('camera_topic'):
         topic("launch argument 'camera_topic'", args['camera_topic'])
+    for t in [t.strip() for t in args.get('cameras', '').split(',') if t.strip()]:
+        topic("launch argument 'cameras'", t)
     namespace("launch argument 'namespace'", args.get('namespace', ''))
     for n in [n for n in args.get('nodes', '').split(',') if n.strip()]:
         node_name("launch argument 'nodes':", n.strip())

@@ -54,6 +54,11 @@ from launch_ros.actions import Node
 ARGUMENTS = {
     'camera_topic': ('/camera/image_raw', 'camera topic (sensor_msgs/Image); '
                      '<topic>/compressed feeds the JPEG nodes'),
+    'cameras': ('', 'comma-separated camera topics: every perception node serves them all with '
+                "one session, each camera's results on ~/<camera>/... ('' = camera_topic "
+                'alone; docs/ros_interface.md)'),
+    'camera_names': ('', "comma-separated names of the cameras in their topics ('' = camera0, "
+                     'camera1, ...)'),
     'objective': ('', 'backend objective of every perception node: latency | energy | edp '
                   "('' = the params file's)"),
     'executor_policy': ('-', "shared executor policy of every perception node ('-' = the "
@@ -121,6 +126,10 @@ def _processes(context):
     policy = arg('executor_policy')
     node_params = {k: arg(k) for k in ('tracker', 'depth_topic', 'camera_info_topic')
                    if arg(k) != '-'}
+    for key, param in (('cameras', 'image_topics'), ('camera_names', 'camera_names')):
+        listed = [t.strip() for t in arg(key).split(',') if t.strip()]
+        if listed:
+            node_params[param] = listed
     servers = from_argument(arg('remote_servers'))
     if servers is not None:
         node_params['remote_servers'] = servers

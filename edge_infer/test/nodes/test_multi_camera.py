@@ -149,3 +149,18 @@ def test_a_flooding_camera_does_not_starve_the_others(ros, data_home):
         assert cams['front'].stats.dropped == 2 * rounds
         assert cams['left'].stats.dropped == cams['right'].stats.dropped == 0
         assert node.stats.dropped == 2 * rounds
+
+
+def test_the_launch_arguments_give_every_perception_node_the_cameras():
+    from edge_infer import graph
+    from edge_infer.validate import ArgumentError, check_arguments
+    cams = ['/front/image_raw', '/left/image_raw']
+    (p,) = graph.plan(node_params={'image_topics': cams, 'camera_names': ['front', 'left']})
+    hosted = p.params['perception_container']['ros__parameters']['nodes']
+    for n in hosted:
+        own = p.params[n]['ros__parameters']
+        assert own['image_topics'] == cams and own['camera_names'] == ['front', 'left']
+    with pytest.raises(graph.GraphError, match="'camera_names' has 1 name"):
+        graph.plan(node_params={'image_topics': cams, 'camera_names': ['front']})
+    with pytest.raises(ArgumentError, match="launch argument 'cameras'"):
+        check_arguments({'cameras': '/front/image_raw, bad topic'})
