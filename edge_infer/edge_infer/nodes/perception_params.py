@@ -175,8 +175,7 @@ def cameras(p: Mapping[str, Any]) -> List[Tuple[str, str]]:
     elif len(names) != len(topics):
         raise ValueError(f"parameter 'camera_names' has {len(names)} name(s) for "
                          f'{len(topics)} image_topics: give one per camera, or none')
-    if len(set(names)) != len(names) or not all(
-            n[:1].isalpha() and n.replace('_', 'a').isalnum() for n in names):
+    if len(set(names)) != len(names) or not all(map(_topic_token, names)):
         raise ValueError("parameter 'camera_names' must hold distinct names of letters, "
                          f"digits and '_', each starting with a letter: {names}")
     for key in ('output_topic', 'depth_topic'):
@@ -185,6 +184,19 @@ def cameras(p: Mapping[str, Any]) -> List[Tuple[str, str]]:
                              f"image_topics each camera's results go on ~/<camera>/... "
                              f'(depth for several cameras: not yet)')
     return list(zip(names, topics))
+
+
+def _topic_token(name: str) -> bool:
+    """Return True if ``name`` is one token of a ROS topic name (rclpy's own rules)."""
+    from rclpy.exceptions import NameValidationException
+    from rclpy.validate_topic_name import validate_topic_name
+    if not name or '/' in name or '~' in name:
+        return False
+    try:
+        validate_topic_name(f'~/{name}')
+    except NameValidationException:
+        return False
+    return True
 
 
 def instance_decoder(decoder: str) -> bool:
