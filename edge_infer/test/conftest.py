@@ -1,6 +1,7 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
-"""Shared fixtures: prepared data, a private ROS domain, the container as a process."""
+"""Shared fixtures: prepared data, a private ROS domain, nodes in-process, the container."""
 
+import contextlib
 import os
 import pathlib
 import sys
@@ -104,6 +105,32 @@ def ros():
     executor.shutdown()
     node.destroy_node()
     rclpy.shutdown(context=ctx)
+
+
+@pytest.fixture
+def active_node(ros):
+    """Return ``make(name, params, runtime=None)``: a PerceptionNode in this process.
+
+    ``make`` is a context manager: the node is configured and made active on
+    the ``ros`` executor, yielded, then shut down and destroyed.
+    """
+    @contextlib.contextmanager
+    def make(name: str, params: dict, runtime=None):
+        from edge_infer.nodes.perception_node import PerceptionNode
+        from rclpy.lifecycle import TransitionCallbackReturn
+        from rclpy.parameter import Parameter
+        node = PerceptionNode(name, runtime=runtime, context=ros.ctx, parameter_overrides=[
+            Parameter(k, value=v) for k, v in params.items()])
+        ros.executor.add_node(node)
+        try:
+            assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+            assert node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+            yield node
+        finally:
+            node.trigger_shutdown()
+            ros.executor.remove_node(node)
+            node.destroy_node()
+    return make
 
 
 @pytest.fixture

@@ -10,20 +10,17 @@ order of events, not their timing, shows whether the result waited. The
 node used to hold each result until the record came (up to 1.5 s here).
 """
 
-import contextlib
 import math
 import threading
 import time
 
 from edge_infer.backends.runtime import Runtime
-from edge_infer.nodes.perception_node import PerceptionNode
 from edge_infer.telemetry.process_meter import settings
 from edge_infer_msgs.msg import Classification, EnergyRecord
 import numpy as np
 from power_trees import _jetson_jp5_tree
 import pytest
 from rclpy.lifecycle import TransitionCallbackReturn
-from rclpy.parameter import Parameter
 from rclpy.serialization import serialize_message
 from sensor_msgs.msg import Image
 
@@ -68,26 +65,13 @@ class _Gate:
         return self._read()     # the sample's time is taken now: after the release
 
 
-@contextlib.contextmanager
-def _active_node(ros, runtime):
-    """Yield an active MobileNetV2 node (ONNX Runtime, forced) metered by the runtime's meter."""
-    node = PerceptionNode('efollow', runtime=runtime, context=ros.ctx, parameter_overrides=[
-        Parameter('model', value='mobilenet_v2'), Parameter('backend', value='onnxruntime/cpu/t1'),
-        Parameter('image_topic', value='/efollow_cam'), Parameter('reselect_duty', value=0.0),
-        Parameter('diagnostics_period', value=0.0), Parameter('debug_image_rate_hz', value=0.0)])
-    ros.executor.add_node(node)
-    try:
-        assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS
-        assert node.trigger_activate() == TransitionCallbackReturn.SUCCESS
-        yield node
-    finally:
-        node.trigger_shutdown()
-        ros.executor.remove_node(node)
-        node.destroy_node()
+# an active MobileNetV2 node (ONNX Runtime, forced) metered by its runtime's meter
+NODE = {'model': 'mobilenet_v2', 'backend': 'onnxruntime/cpu/t1', 'image_topic': '/efollow_cam',
+        'reselect_duty': 0.0, 'diagnostics_period': 0.0, 'debug_image_rate_hz': 0.0}
 
 
 @pytest.fixture
-def metered(ros, tmp_path, monkeypatch, data_home):
+def metered(ros, active_node, tmp_path, monkeypatch, data_home):
     """Yield (node, gate, log, meter's log lines): an active classifier on the gated sensor.
 
     ``log`` lists ('result', stamp, records delivered so far) when a result
@@ -113,7 +97,7 @@ def metered(ros, tmp_path, monkeypatch, data_home):
                 callback(record)
             return real_end(token, callback=delivered if callback else None)
         monkeypatch.setattr(meter.ledger, 'end', end)
-        with _active_node(ros, runtime) as node:
+        with active_node('efollow', NODE, runtime) as node:
             assert node.parts.meter is meter
             task = node.parts.cameras[0].task
             real_publish = task.publish
@@ -232,7 +216,7 @@ def test_a_record_that_never_comes_is_missing_and_one_after_stop_is_dropped(
 
 
 def test_the_estimators_record_follows_the_result_as_a_sensors_does(
-        ros, tmp_path, monkeypatch, data_home):
+        ros, active_node, tmp_path, monkeypatch, data_home):
     # no sensor under this root (and no NVML): the CPU-load estimator; its
     # record is integrated on the sampler thread and follows, one way for all
     monkeypatch.setenv('EDGE_INFER_CACHE', str(tmp_path / 'cache'))
@@ -241,7 +225,7 @@ def test_the_estimators_record_follows_the_result_as_a_sensors_does(
                                   log=lambda s: None)
     try:
         assert not meter.measured
-        with _active_node(ros, runtime) as node:
+        with active_node('efollow', NODE, runtime) as node:
             got, subs = _listen(ros)
             try:
                 for k in range(3):

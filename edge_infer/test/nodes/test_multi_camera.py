@@ -7,15 +7,10 @@ subscription callback, as the middleware would; results are read from the
 cameras' own topics with a real subscription.
 """
 
-import contextlib
-
-from edge_infer.nodes.perception_node import PerceptionNode
 from edge_infer.nodes.perception_params import cameras, PARAMETERS
 from edge_infer_msgs.msg import Classification, EnergyRecord
 import numpy as np
 import pytest
-from rclpy.lifecycle import TransitionCallbackReturn
-from rclpy.parameter import Parameter
 from rclpy.serialization import serialize_message
 from sensor_msgs.msg import Image
 
@@ -38,6 +33,8 @@ def test_the_cameras_of_the_parameters_and_the_ones_refused():
         ({'image_topics': ['/a', '/b'], 'camera_names': ['front']}, r'1 name\(s\) for 2'),
         ({'image_topics': ['/a', '/b'], 'camera_names': ['x', 'x']}, 'distinct names'),
         ({'image_topics': ['/a', '/b'], 'camera_names': ['x', '2d']}, 'starting with a letter'),
+        ({'image_topics': ['/a', '/b'], 'camera_names': ['x', 'café']}, 'starting with a letter'),
+        ({'image_topics': ['/a', '/b'], 'camera_names': ['x', 'a/b']}, 'starting with a letter'),
         ({'image_topics': ['/a', '/a']}, 'distinct, non-empty'),
         ({'image_topics': ['/a', '']}, 'distinct, non-empty'),
         ({'image_topics': ['/a'], 'camera_names': ['x']}, 'give two topics or more'),
@@ -58,23 +55,9 @@ def _frame(k: int, size, frame_id: str) -> bytes:
     return serialize_message(img)
 
 
-@contextlib.contextmanager
-def _node(ros, **extra):
-    params = {'model': 'mobilenet_v2', 'backend': 'onnxruntime/cpu/t1',
-              'image_topics': [f'/mc_{n}/image' for n in NAMES], 'camera_names': list(NAMES),
-              'reselect_duty': 0.0, 'diagnostics_period': 0.0, 'debug_image_rate_hz': 0.0}
-    params.update(extra)
-    node = PerceptionNode('mc', context=ros.ctx, parameter_overrides=[
-        Parameter(k, value=v) for k, v in params.items()])
-    ros.executor.add_node(node)
-    try:
-        assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS
-        assert node.trigger_activate() == TransitionCallbackReturn.SUCCESS
-        yield node
-    finally:
-        node.trigger_shutdown()
-        ros.executor.remove_node(node)
-        node.destroy_node()
+NODE = {'model': 'mobilenet_v2', 'backend': 'onnxruntime/cpu/t1',
+        'image_topics': [f'/mc_{n}/image' for n in NAMES], 'camera_names': list(NAMES),
+        'reselect_duty': 0.0, 'diagnostics_period': 0.0, 'debug_image_rate_hz': 0.0}
 
 
 def _listen(ros, names):
@@ -90,9 +73,9 @@ def _listen(ros, names):
     return got, energy, subs
 
 
-def test_each_camera_gets_its_own_results_headers_and_counters(ros, data_home):
+def test_each_camera_gets_its_own_results_headers_and_counters(ros, active_node, data_home):
     sizes = {'front': (224, 224), 'left': (320, 240), 'right': (160, 120)}
-    with _node(ros) as node:
+    with active_node('mc', NODE) as node:
         got, energy, subs = _listen(ros, NAMES)
         try:
             cams = {c.name: c for c in node.parts.cameras}
@@ -123,9 +106,9 @@ def test_each_camera_gets_its_own_results_headers_and_counters(ros, data_home):
         assert len(status['input_topic'].split(', ')) == 3
 
 
-def test_a_flooding_camera_does_not_starve_the_others(ros, data_home):
+def test_a_flooding_camera_does_not_starve_the_others(active_node, data_home):
     """One camera sends 3 frames for each of the others' one: theirs go first, none is lost."""
-    with _node(ros) as node:
+    with active_node('mc', NODE) as node:
         cams = {c.name: c for c in node.parts.cameras}
         node.frames.cancel()        # the frame thread held: the slots fill as under load
         node.frames.join()
