@@ -43,6 +43,7 @@ class Session:
 
     backend_name: str = ''
     input_kind: str = 'float'       # what run() takes: core.preprocess.INPUT_KINDS
+    batch: int = 1                  # frames per run (the input's leading dimension)
     input_name: str = ''
     output_names: List[str] = []
 
@@ -72,6 +73,7 @@ class Backend:
     precision: str = 'fp32'
     tensor_passing: str = 'copy'
     input_kind: str = 'float'       # the kind its sessions take (core.preprocess.INPUT_KINDS)
+    batches: bool = False   # open_session takes ``batch`` (backends/libs/rebatch.py)
 
     def options(self) -> Dict[str, object]:
         """Return every setting that changes speed or results (part of the cache key)."""
@@ -103,16 +105,27 @@ class Backend:
         raise NotImplementedError
 
 
-def open_session(backend: Backend, model_path: pathlib.Path, input_spec=None) -> Session:
+def open_session(backend: Backend, model_path: pathlib.Path, input_spec=None,
+                 batch: int = 1) -> Session:
     """Open ``model_path`` on ``backend`` with the model's input spec.
 
     A ``'u8'`` backend cannot open it without the spec: BackendError says so.
+    ``batch`` > 1: a session running that many frames at once, from a backend
+    that ``batches``; BackendError from the others.
     """
     kind = input_kind(backend)
     if kind != 'float' and input_spec is None:
         raise BackendError(f'{backend.name} takes {kind} frames: it needs the '
                            "model's input spec to open the model")
-    return backend.open_session(model_path, input_spec=input_spec)
+    if batch == 1:
+        return backend.open_session(model_path, input_spec=input_spec)
+    if not getattr(backend, 'batches', False):
+        raise BackendError(f'{backend.name} runs one frame at a time here (ONNX Runtime and '
+                           f'OpenVINO sessions run batches)')
+    session = backend.open_session(model_path, input_spec=input_spec,   # type: ignore[call-arg]
+                                   batch=batch)
+    session.batch = batch
+    return session
 
 
 def input_kind(obj) -> str:

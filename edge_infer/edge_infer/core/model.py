@@ -5,7 +5,7 @@ import copy
 from dataclasses import dataclass
 import pathlib
 import time
-from typing import Callable, Dict, Optional, Tuple, Union
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -27,6 +27,7 @@ class Result:
     postprocess_ms: float
     backend: str = ''       # the backend that ran it (a runner-up may run a frame)
     devices: Tuple[str, ...] = ()   # the shared executor's device per segment ('': not split)
+    batch: int = 1          # frames run together (inference_ms is the whole run's)
 
 
 def model_file(spec: ModelSpec, models_dir: pathlib.Path,
@@ -72,7 +73,8 @@ class Model:
                  verify_checksum: bool = True, clock=time, **decoder_overrides):
         self.spec = spec
         self.clock = clock
-        path = model_file(spec, models_dir, verify_checksum)
+        self.backend: Optional[Backend] = backend   # what opened the session (None: given one)
+        self.path = path = model_file(spec, models_dir, verify_checksum)
         self.session: Optional[Session] = open_session(backend, path, spec.input_spec)
         self.backend_name = self.session.backend_name
         # input kind -> Preprocessor (shared by with_session copies)
@@ -86,6 +88,7 @@ class Model:
         # the last preprocessed tensor (a reused buffer, no copy) and the frame it came from
         self.last_input: Optional[np.ndarray] = None
         self.last_frame: Optional[Frame] = None
+        self._batch_in: Optional[np.ndarray] = None     # a batch session's input (reused)
 
     def preprocessor(self, kind: str) -> Preprocessor:
         """Return the Preprocessor that makes ``kind`` inputs (made once)."""
@@ -101,6 +104,7 @@ class Model:
             raise BackendError(why)
         other = copy.copy(self)     # every attribute shared, whatever __init__ sets later
         other.session, other.backend_name = session, session.backend_name
+        other.backend = None
         other.preprocess = self.preprocessor(input_kind(session))
         return other
 
@@ -140,6 +144,73 @@ class Model:
         t4 = clock.perf_counter()
         return Result(out, (t1 - t0) * 1e3, (t2 - t1) * 1e3, (t4 - t3) * 1e3,
                       self.backend_name, tuple(getattr(self.session, 'segment_devices', ())))
+
+    def batched(self, n: int) -> 'Model':
+        """Return this model on a new session of its backend running ``n`` frames a run.
+
+        BackendError where the backend does not batch, or the model's graph
+        cannot be re-made for it (:mod:`edge_infer.backends.libs.rebatch`).
+        """
+        if self.backend is None:
+            raise BackendError(f'{self.backend_name}: not opened from a backend here')
+        session = open_session(self.backend, self.path, self.spec.input_spec, batch=n)
+        other = self.with_session(session)
+        other.backend, other._batch_in = self.backend, None
+        return other
+
+    def prepare_batch(self, frames: Sequence[Frame]) -> Tuple[np.ndarray, list]:
+        """Return (the batch session's input, each frame's transform); fewer frames padded."""
+        assert self.session is not None
+        n = self.session.batch
+        if not 0 < len(frames) <= n:
+            raise ValueError(f'{len(frames)} frames for a batch of {n}')
+        transforms = []
+        for i, frame in enumerate(frames):
+            tensor, tf = self.preprocess(frame)     # a reused buffer: copied in at once
+            if i == 0 and (self._batch_in is None or
+                           self._batch_in.shape[1:] != tensor.shape[1:]):
+                self._batch_in = np.empty((n,) + tensor.shape[1:], tensor.dtype)
+            batch = self._batch_in
+            assert batch is not None
+            batch[i] = tensor[0]
+            transforms.append(tf)
+        batch_in = self._batch_in
+        assert batch_in is not None
+        batch_in[len(frames):] = batch_in[len(frames) - 1]
+        return batch_in, transforms
+
+    def infer_batch(self, frames: Sequence[Frame],
+                    around_run: Optional[Callable[[], Callable[[], None]]] = None
+                    ) -> List[Result]:
+        """Preprocess each frame, run them together, decode each: one Result a frame.
+
+        The session runs ``session.batch`` frames; fewer are padded with the
+        last one (the run costs the same). Each Result's ``inference_ms`` is
+        the whole run's, ``batch`` how many frames it carried.
+        """
+        clock, session = self.clock, self.session
+        if session is None:
+            raise BackendError(f'{self.backend_name}: the model is closed')
+        t0 = clock.perf_counter()
+        batch_in, transforms = self.prepare_batch(frames)
+        t1 = clock.perf_counter()
+        finish = around_run() if around_run is not None else None
+        t2 = clock.perf_counter()
+        try:
+            outputs = session.run(batch_in)
+            t3 = clock.perf_counter()
+        finally:
+            if finish is not None:
+                finish()
+        results = []
+        pre_ms, run_ms = (t1 - t0) * 1e3 / len(frames), (t3 - t2) * 1e3
+        devices = tuple(getattr(session, 'segment_devices', ()))
+        for i, tf in enumerate(transforms):
+            t4 = clock.perf_counter()
+            out = self.decode([o[i:i + 1] for o in outputs], tf)
+            results.append(Result(out, pre_ms, run_ms, (clock.perf_counter() - t4) * 1e3,
+                                  self.backend_name, devices, len(frames)))
+        return results
 
     def close(self) -> None:
         """Free the backend session."""

@@ -55,6 +55,28 @@ class Slots:
             item, self._items[i], self._order[i] = self._items[i], None, 0
             return i, item
 
+    def take_many(self, timeout: Optional[float] = None,
+                  wait_s: float = 0.0) -> List[Tuple[int, Any]]:
+        """Return every camera's waiting frame, the oldest arrival first ([] : none in time).
+
+        Waits up to ``timeout`` s for a first frame; then, with ``wait_s`` > 0,
+        up to ``wait_s`` more for the cameras that have none yet (a batch's
+        timeout: DeepStream nvstreammux's ``batched-push-timeout``). A camera
+        that sends again meanwhile replaces its frame (a drop, as always).
+        """
+        with self._cond:
+            if not any(self._order) and not self._closed:
+                self._cond.wait(timeout)
+            if any(self._order) and wait_s > 0:
+                end = time.monotonic() + wait_s
+                self._cond.wait_for(lambda: all(self._order) or self._closed or
+                                    time.monotonic() >= end, wait_s)
+            taken = sorted((o, i) for i, o in enumerate(self._order) if o)
+            out = [(i, self._items[i]) for _, i in taken]
+            for _, i in taken:
+                self._items[i], self._order[i] = None, 0
+            return out
+
     def clear(self) -> List[int]:
         """Discard every pending frame; return the cameras that had one."""
         with self._cond:
@@ -121,6 +143,7 @@ class StreamStats:
         self.dropped = 0
         self.rejected = 0
         self.lost = 0               # lost in transport (message-lost event), never received
+        self.batched = 0            # processed in one run with other cameras' frames
         self.energy_missing = 0     # frames whose energy no power sample covered
         self.energy_after_stop = 0  # energy records dropped: ~/energy or the context gone
         self.fallbacks = 0          # backends replaced after raising mid-run
@@ -196,6 +219,7 @@ class StreamStats:
         with self._lock:
             return {'received': self.received, 'processed': self.processed,
                     'dropped': self.dropped, 'rejected': self.rejected, 'lost': self.lost,
+                    'batched': self.batched,
                     'energy_missing': self.energy_missing,
                     'energy_after_stop': self.energy_after_stop, 'last_error': self.last_error,
                     'fallbacks': self.fallbacks}

@@ -31,6 +31,7 @@ from ..core.postprocess import OutputError
 from ..core.stream import Slots, StreamStats
 
 Stamp = Tuple[int, int, str]    # header: sec, nanosec, frame_id
+Taken = Tuple['CameraInput', float, bytes]     # a frame taken: its camera, arrival, bytes
 
 
 class CameraInput:
@@ -141,9 +142,19 @@ class CameraInput:
 class FrameThread:
     """The node's one frame thread: the oldest waiting frame of its cameras, one at a time."""
 
-    def __init__(self, node, process: Callable[[CameraInput, float, bytes], None]):
-        """``process(camera, received, raw)``: one frame of ``camera``."""
+    def __init__(self, node, process: Callable[[CameraInput, float, bytes], None],
+                 process_batch: Optional[Callable[[List[Taken]], None]] = None):
+        """``process(camera, received, raw)``: one frame of ``camera``.
+
+        ``process_batch([(camera, received, raw), ...])``: the frames of
+        several cameras at once, each frame's fault counted on its camera
+        (used once :attr:`batch_wait_s` is set).
+        """
         self.node, self.slots, self._process = node, Slots(1), process
+        self.process_batch = process_batch or (lambda taken: None)
+        # None: one frame at a time; else every waiting camera's frame at once,
+        # waiting this long after the first for the cameras not yet in
+        self.batch_wait_s: Optional[float] = None
         self.cameras: List[CameraInput] = []
         self.worker: Optional[threading.Thread] = None
         self.running = False
@@ -185,15 +196,31 @@ class FrameThread:
     def _work(self) -> None:
         with self.node.acting():     # a fallback's manager lines are this node's
             while self.running:
-                got = self.slots.take(timeout=0.5)
-                if got is None:
-                    continue
-                cam = self.cameras[got[0]]
-                try:
-                    self._process(cam, *got[1])
-                except (ImageError, OutputError) as exc:
-                    cam.reject(str(exc))
-                except Exception as exc:  # keep serving: one line, not a traceback
-                    if not self.node.context.ok():
-                        return      # Ctrl-C ended the context mid-frame: not a bad frame
-                    cam.reject(f'{type(exc).__name__}: {exc}')
+                if self.batch_wait_s is None:
+                    got = self.slots.take(timeout=0.5)
+                    taken = [got] if got is not None else []
+                else:       # every camera's waiting frame, the oldest first
+                    taken = self.slots.take_many(timeout=0.5, wait_s=self.batch_wait_s)
+                if len(taken) == 1:
+                    if not self._one(self.cameras[taken[0][0]], taken[0][1]):
+                        return
+                elif taken:
+                    try:
+                        self.process_batch([(self.cameras[i], *item) for i, item in taken])
+                    except Exception as exc:  # its frames' own faults are counted inside
+                        if not self.node.context.ok():
+                            return
+                        for i, _ in taken:
+                            self.cameras[i].reject(f'{type(exc).__name__}: {exc}')
+
+    def _one(self, cam: CameraInput, item) -> bool:
+        """Process one frame; False when the ROS context ended under it (stop)."""
+        try:
+            self._process(cam, *item)
+        except (ImageError, OutputError) as exc:
+            cam.reject(str(exc))
+        except Exception as exc:  # keep serving: one line, not a traceback
+            if not self.node.context.ok():
+                return False    # Ctrl-C ended the context mid-frame: not a bad frame
+            cam.reject(f'{type(exc).__name__}: {exc}')
+        return True

@@ -18,11 +18,13 @@ One camera (``image_topic``, or one entry) is the node as before: topics
 """
 
 from dataclasses import dataclass
-from typing import Any, List, Optional
+from typing import Any, Optional
 
+from .batch_frames import plan
 from .camera_input import CameraInput
 from .debug_image import DebugImage
 from .energy_follow import EnergyFollow
+from .perception_params import cameras, depth_topics
 from .tasks import make_task, Task
 from .tracks_and_depth import TracksAndDepth
 from ..core.stream import StreamStats
@@ -72,18 +74,23 @@ class Camera:
         self.energy.mark_runs(None, '')
 
 
-def make_cameras(node, pairs, values, spec, threshold: float, meter,
-                 cams: List[Camera]) -> None:
-    """Make each camera of ``pairs`` ((name, topic): :func:`.perception_params.cameras`).
+def make_cameras(node, values, overrides: dict, parts) -> None:
+    """Make each camera of the parameters ``values`` (:func:`.perception_params.cameras`).
 
-    Appended to ``cams`` as they are made (the node's cleanup releases what a
-    failure left). The first camera's input, counters and ~/energy follower
-    are the node's own (``node.camera``, ``node.stats``, ``node.energy``);
-    with several cameras each counts on its own and into the node's totals.
-    ValueError names a parameter that cannot be served.
+    Appended to ``parts.cameras`` as they are made (the node's cleanup
+    releases what a failure left). The first camera's input, counters and
+    ~/energy follower are the node's own (``node.camera``, ``node.stats``,
+    ``node.energy``); with several cameras each counts on its own and into
+    the node's totals, and their frames run in batches where that pays
+    (:func:`.batch_frames.plan`). ValueError names a parameter that cannot
+    be served. ``overrides``: the model's decoder settings from the parameters.
     """
     from edge_infer_msgs.msg import EnergyRecord
-    for i, (name, topic) in enumerate(pairs):
+    assert parts.live is not None       # started
+    spec, meter, cams = parts.live.spec, parts.meter, parts.cameras
+    threshold = overrides.get('score_threshold', spec.decoder_args.get('score_threshold', 0.0))
+    depths = depth_topics(values)
+    for i, (name, topic) in enumerate(cameras(values)):
         stats = StreamStats(parent=node.stats) if name else node.stats
         if i == 0:
             cam_in, energy = node.camera, node.energy
@@ -97,10 +104,11 @@ def make_cameras(node, pairs, values, spec, threshold: float, meter,
         scope = CameraScope(node, name) if name else node
         cam.task = make_task(scope, spec, values['result_messages'], values['output_topic'],
                              threshold)
-        cam.tracks_and_depth = TracksAndDepth(scope, spec, values)
+        cam.tracks_and_depth = TracksAndDepth(scope, spec, {**values, 'depth_topic': depths[i]})
         if values['debug_image_rate_hz'] > 0:
             cam.debug = DebugImage(scope, values['debug_image_rate_hz'], stats)
         energy.mark_runs(meter, spec.name)
         if meter is not None:
             energy.pub = scope.create_lifecycle_publisher(EnergyRecord, '~/energy', 10)
     node.frames.set_cameras([c.feed for c in cams])
+    plan(node, values)

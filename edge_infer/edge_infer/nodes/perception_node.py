@@ -7,10 +7,9 @@
   unsubscribe and stop it: no CPU is spent on inference.
 - cleanup: free the model session; shutdown: the same from any state.
 
-It translates; its parts work: its cameras (:mod:`.cameras`: one or
-several, each with its own outputs) and the one frame thread that serves
-them (:mod:`.camera_input`), the run-time choice that serves each frame
-(:mod:`edge_infer.backends.live.choice`), the task's messages
+It translates; its parts work: its cameras (:mod:`.cameras`), the one
+frame thread serving them (:mod:`.camera_input`; :mod:`.batch_frames`),
+the run-time choice (:mod:`edge_infer.backends.live.choice`), the messages
 (:mod:`.tasks`), tracks and depth (:mod:`.tracks_and_depth`), ~/energy
 (:mod:`.energy_follow`), ~/debug_image and the status (:mod:`.perception_status`).
 """
@@ -23,10 +22,11 @@ from rclpy.lifecycle import LifecycleState, TransitionCallbackReturn
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from .base import ManagedNode, SharedLog
+from .batch_frames import process_batch
 from .camera_input import CameraInput, FrameThread
 from .cameras import make_cameras
 from .energy_follow import EnergyFollow
-from .perception_params import cameras, check, ConfigError, model_of, PARAMETERS
+from .perception_params import check, ConfigError, model_of, PARAMETERS
 from .perception_parts import Parts
 from .perception_status import PerceptionStatus
 from ..backends.live.choice import LiveChoice
@@ -53,7 +53,8 @@ class PerceptionNode(ManagedNode):
         self.stats = StreamStats()          # its cameras' totals (one camera: its own)
         self.parts = Parts()                # what configure made (cleanup releases it)
         # the frame thread calls self._process (looked up per frame: tests replace it)
-        self.frames = FrameThread(self, lambda cam, t, raw: self._process(t, raw, cam.index))
+        self.frames = FrameThread(self, lambda cam, t, raw: self._process(t, raw, cam.index),
+                                  lambda taken: process_batch(self, taken))
         self.camera = CameraInput(self, self.stats, self.frames.slots)    # the first camera
         self.frames.set_cameras([self.camera])
         self.energy = EnergyFollow(self.stats, self.ros_time, self.context.ok)   # its ~/energy
@@ -152,11 +153,8 @@ class PerceptionNode(ManagedNode):
                     live.start(force=forced, use_cache=values['use_profile_cache'])
             except ValueError as exc:
                 raise ConfigError(str(exc)) from None
-        threshold = chosen.overrides.get('score_threshold',
-                                         spec.decoder_args.get('score_threshold', 0.0))
-        try:
-            make_cameras(self, cameras(values), values, spec, threshold, parts.meter,
-                         parts.cameras)
+        try:    # each camera's outputs; several: their frames in batches where it pays
+            make_cameras(self, values, chosen.overrides, parts)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
         self._start_diagnostics(values['diagnostics_period'])
@@ -201,34 +199,38 @@ class PerceptionNode(ManagedNode):
         self.parts.release(self, BACKGROUND_WAIT_S)     # a record may be on its way still
         self.camera.stats = self.energy.stats = self.stats      # one camera again
         self.frames.set_cameras([self.camera])
+        self.frames.batch_wait_s = None
 
     # ------------------------------------------------------------- the data path
     def _process(self, received: float, raw: bytes, camera: int = 0) -> None:
         """One frame: message -> frame -> the served model -> result -> parts -> publish."""
         t0 = time.perf_counter()
-        parts = self.parts
-        cam, live = parts.cameras[camera], parts.live
-        (sec, nanosec, frame_id), frame = cam.feed.parse(raw)
-        t1 = time.perf_counter()
+        cam = self.parts.cameras[camera]
+        stamp, frame = cam.feed.parse(raw)
+        self._serve(cam, stamp, frame, (received, t0, time.perf_counter()))
+
+    def _serve(self, cam, stamp, frame, t, result=None, pending=None) -> None:
+        """Run ``frame`` (unless a batch gave its ``result``), then its outputs go out."""
+        live = self.parts.live
         marks, task, tracks = cam.energy.marks, cam.task, cam.tracks_and_depth
         assert live is not None and task is not None  # frames are processed once configured
-        result = live.infer(frame, around_run=marks)    # falls back if the backend raises
-        pending = marks.take() if marks is not None else None
+        if result is None:
+            result = live.infer(frame, around_run=marks)    # falls back if the backend raises
+            pending = marks.take() if marks is not None else None
         if tracks is not None:      # track ids from the frame's stamp
-            tracks.track(result, sec + nanosec * 1e-9)
+            tracks.track(result, stamp[0] + stamp[1] * 1e-9)
         t2 = time.perf_counter()
-        out = task.result_msg(frame, result, (t1 - t0) * 1e3,
+        out = task.result_msg(frame, result, (t[2] - t[1]) * 1e3,
                               result.backend or live.backend_name)
-        out.header.stamp.sec, out.header.stamp.nanosec = sec, nanosec
-        out.header.frame_id = frame_id
+        out.header.stamp.sec, out.header.stamp.nanosec, out.header.frame_id = stamp
         t3 = time.perf_counter()
         out.energy = cam.energy.on_result(pending)    # never waits (energy_follow.py)
         t4 = time.perf_counter()
         task.publish(out, result)
         if tracks is not None:      # 3D after 2D: it never delays the 2D result
             tracks.publish(out.header, result, out.image_width, out.image_height)
-        t5 = time.perf_counter()
-        self._after_result(cam, frame, result, out, pending, (received, t0, t1, t2, t3, t4, t5))
+        self._after_result(cam, frame, result, out, pending, (*t, t2, t3, t4,
+                                                              time.perf_counter()))
 
     def _after_result(self, cam, frame, result, out, pending, t) -> None:
         """After the result is out: its energy record, figures, debug image; the choice decides."""

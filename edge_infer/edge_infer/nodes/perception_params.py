@@ -12,6 +12,7 @@ import pathlib
 from typing import Any, Dict, List, Mapping, Tuple
 
 from .. import paths
+from ..backends.live.batching import MODES
 from ..backends.live.rule import LiveSettings
 from ..backends.remote_config import check_remote
 from ..core.model import model_file
@@ -30,6 +31,11 @@ PARAMETERS = {
                          '[] = image_topic alone'),
     'camera_names': ([], "the cameras' names in their topics, one per image_topics entry; "
                          '[] = camera0, camera1, ...'),
+    'batching': ('auto', "several cameras: 'auto' = frames of several cameras in one run "
+                         "where this board's measurement says it pays, 'on' = always, "
+                         "'off' = one frame at a time (backends/live/batching.py)"),
+    'batch_timeout_ms': (0.0, 'how long a batch waits for the other cameras once its first '
+                              'frame is taken; 0 = only the frames already waiting'),
     'transport': ('raw', "'raw' (sensor_msgs/Image) or 'compressed' (CompressedImage)"),
     'output_topic': ('', "edge_infer result topic; '' = by task: ~/detections, "
                          '~/classification, ~/poses or ~/segmentation'),
@@ -86,6 +92,9 @@ PARAMETERS = {
                         "~/vision/detections_3d; '' = off"),
     'camera_info_topic': ('', "the depth camera's CameraInfo; '' = camera_info beside "
                               'depth_topic'),
+    'depth_topics': ([], "several cameras: each one's aligned depth image, one per "
+                         "image_topics entry ('' = none for that camera), its CameraInfo "
+                         'beside it; [] = no depth'),
     'depth_tolerance_s': (0.05, 'a result takes the depth frame nearest in stamp within this '
                                 'many seconds; none within: counted, no 3D'),
     'remote_servers': ([''], 'Triton servers (grpc://host:port) whose models are candidates '
@@ -123,6 +132,7 @@ def check(p: Mapping[str, Any]) -> LiveSettings:
         raise ValueError("parameter 'image_topic' is empty: name the camera topic")
     cameras(p)
     for key, allowed in (('transport', TRANSPORTS), ('result_messages', RESULT_MESSAGES),
+                         ('batching', MODES),
                          ('executor_policy', ('',) + tuple(POLICIES))):
         if p[key] not in allowed:
             raise bad(key, 'one of ' + ', '.join(repr(a) for a in allowed))
@@ -135,7 +145,7 @@ def check(p: Mapping[str, Any]) -> LiveSettings:
         remote_retry_s=p['remote_retry_s'])
     settings.check({'duty': 'reselect_duty', 'runners_idle_s': 'reselect_idle_s',
                     'runners_memory_mb': 'reselect_memory_mb'})
-    for key in ('diagnostics_period', 'debug_image_rate_hz', 'top_k'):
+    for key in ('diagnostics_period', 'debug_image_rate_hz', 'top_k', 'batch_timeout_ms'):
         if p[key] < 0:
             raise bad(key, '0 (off or the default) or more')
     if p['diagnostics_window_s'] <= 0:
@@ -166,9 +176,10 @@ def cameras(p: Mapping[str, Any]) -> List[Tuple[str, str]]:
         raise ValueError(f"parameter 'image_topics' must hold distinct, non-empty topics: "
                          f'{topics}')
     if len(topics) <= 1:
-        if names:
-            raise ValueError("parameter 'camera_names' names cameras of image_topics: "
-                             'give two topics or more, or no names')
+        if names or p['depth_topics']:
+            key = 'camera_names' if names else 'depth_topics'
+            raise ValueError(f"parameter '{key}' is for the cameras of image_topics: "
+                             f'give two topics or more, or leave it empty')
         return [('', topics[0] if topics else p['image_topic'])]
     if not names:
         names = [f'camera{i}' for i in range(len(topics))]
@@ -178,12 +189,26 @@ def cameras(p: Mapping[str, Any]) -> List[Tuple[str, str]]:
     if len(set(names)) != len(names) or not all(map(_topic_token, names)):
         raise ValueError("parameter 'camera_names' must hold distinct names of letters, "
                          f"digits and '_', each starting with a letter: {names}")
-    for key in ('output_topic', 'depth_topic'):
+    for key, instead in (('output_topic', ''), ('depth_topic', ': give depth_topics, one per '
+                                                               'camera'),
+                         ('camera_info_topic', ": each depth camera's is read beside its "
+                                               'depth_topics entry')):
         if p[key]:
             raise ValueError(f"parameter '{key}' names one camera's topic: with several "
-                             f"image_topics each camera's results go on ~/<camera>/... "
-                             f'(depth for several cameras: not yet)')
+                             f"image_topics each camera's results go on ~/<camera>/...{instead}")
+    depths = list(p['depth_topics'] or [])
+    if depths and len(depths) != len(topics):
+        raise ValueError(f"parameter 'depth_topics' has {len(depths)} topic(s) for "
+                         f"{len(topics)} image_topics: give one per camera ('' = none)")
     return list(zip(names, topics))
+
+
+def depth_topics(p: Mapping[str, Any]) -> List[str]:
+    """Return each camera's depth topic ('' : none), in :func:`cameras`' order."""
+    n = len(cameras(p))
+    if n == 1:
+        return [p['depth_topic']]
+    return list(p['depth_topics'] or [''] * n)
 
 
 def _topic_token(name: str) -> bool:

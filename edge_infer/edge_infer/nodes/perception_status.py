@@ -153,10 +153,13 @@ class PerceptionStatus:
             if cam.tracks_and_depth is not None:
                 values.update(cam.tracks_and_depth.status())
         if len(cams) > 1:
+            values['batching'] = live.batch.why if live is not None else ''
+            values['batched'] = snap['batched']     # frames run in a batch of several
             for cam in cams:
                 c = cam.stats.snapshot()
                 values.update({f'{cam.name}.{k}': c[k] for k in
-                               ('received', 'processed', 'dropped', 'rejected', 'lost')})
+                               ('received', 'processed', 'dropped', 'rejected', 'lost',
+                                'batched')})
                 values[f'{cam.name}.latency_p50_ms'] = f'{cam.stats.percentiles(50)[0]:.2f}'
         # memory per node state: the process's, shared by the nodes it hosts
         values['state'] = node.lifecycle_state()

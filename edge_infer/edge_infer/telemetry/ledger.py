@@ -184,3 +184,42 @@ class RunMarks:
         """Return the last run's record, once (None: no run since)."""
         record, self._last = self._last, None
         return record
+
+
+class BatchMarks:
+    """One batch run of several frames marked on a ledger: each frame gets its share.
+
+    Built per batch with each frame's record (``records``: one made per
+    frame, in the batch's order); the run's :class:`RunEnergy` is divided
+    evenly among them (:func:`share`), so the frames' records add up to the run's.
+    """
+
+    def __init__(self, ledger: EnergyLedger, model: str, records: Sequence[Callable[[], Any]]):
+        self._ledger, self._model, self._records = ledger, model, list(records)
+        self._last: List[Any] = []
+
+    def __call__(self) -> Callable[[], object]:
+        """Mark the batch run's start now; return what marks its end."""
+        self._last = frames = [make() for make in self._records]
+        token = self._ledger.begin(self._model)
+
+        def deliver(record: Optional[RunEnergy]) -> None:
+            for frame in frames:
+                frame.deliver(share(record, len(frames)))
+        return lambda: self._ledger.end(token, callback=deliver)
+
+    def take(self) -> List[Any]:
+        """Return the last batch run's records, one per frame, once ([] : no run since)."""
+        records, self._last = self._last, []
+        return records
+
+
+def share(record: Optional[RunEnergy], k: int) -> Optional[RunEnergy]:
+    """Return 1/``k`` of ``record`` (one frame's of a batch run of ``k``); None stays None."""
+    if record is None or k == 1:
+        return record
+    import dataclasses
+    return dataclasses.replace(
+        record, joules=record.joules / k, error_j=record.error_j / k,
+        rail_joules={name: j / k for name, j in record.rail_joules.items()},
+        method=f'{record.method}; 1/{k} of a batch run of {k} frames')

@@ -4,7 +4,7 @@
 import threading
 import time
 
-from edge_infer.core.stream import LatestSlot, StreamStats
+from edge_infer.core.stream import LatestSlot, Slots, StreamStats
 
 
 def test_newer_frame_replaces_pending_one_and_reports_a_drop():
@@ -66,7 +66,6 @@ def test_latency_percentiles_over_a_bounded_window():
 
 
 def test_slots_take_the_oldest_arrival_and_count_each_cameras_drops():
-    from edge_infer.core.stream import Slots
     slots = Slots(3)
     assert slots.take(timeout=0) is None
     assert not slots.put(0, 'a0') and not slots.put(1, 'b0')
@@ -82,3 +81,31 @@ def test_slots_take_the_oldest_arrival_and_count_each_cameras_drops():
     slots.reopen()
     slots.put(1, 'b2')
     assert slots.take(timeout=5) == (1, 'b2')
+
+
+def test_a_batch_takes_every_waiting_camera_and_waits_only_up_to_its_timeout():
+    slots = Slots(3)
+    slots.put(1, 'b0')
+    slots.put(0, 'a0')
+    # no timeout: what is waiting, the oldest first
+    assert slots.take_many(timeout=0) == [(1, 'b0'), (0, 'a0')]
+    assert slots.take_many(timeout=0) == []
+    # a silent camera: the incomplete batch goes out once its timeout is over
+    slots.put(0, 'a1')
+    slots.put(2, 'c1')
+    t0 = time.monotonic()
+    assert slots.take_many(timeout=0, wait_s=0.3) == [(0, 'a1'), (2, 'c1')]
+    assert time.monotonic() - t0 >= 0.3
+    # the last camera's frame completes the batch before the timeout
+    slots.put(0, 'a2')
+    late = threading.Thread(target=lambda: (slots.put(2, 'c2'), slots.put(1, 'b2')))
+    t0 = time.monotonic()
+    late.start()
+    got = slots.take_many(timeout=0, wait_s=60)
+    late.join()
+    assert sorted(got) == [(0, 'a2'), (1, 'b2'), (2, 'c2')] and got[0] == (0, 'a2')
+    assert time.monotonic() - t0 < 30
+    # closing ends the wait at once
+    slots.put(0, 'a3')
+    slots.close()
+    assert slots.take_many(timeout=0, wait_s=60) == [(0, 'a3')]

@@ -7,7 +7,7 @@ subscription callback, as the middleware would; results are read from the
 cameras' own topics with a real subscription.
 """
 
-from edge_infer.nodes.perception_params import cameras, PARAMETERS
+from edge_infer.nodes.perception_params import cameras, depth_topics, PARAMETERS
 from edge_infer_msgs.msg import Classification, EnergyRecord
 import numpy as np
 import pytest
@@ -29,6 +29,10 @@ def test_the_cameras_of_the_parameters_and_the_ones_refused():
     assert cameras(_values(image_topics=['/a', '/b'])) == [('camera0', '/a'), ('camera1', '/b')]
     assert cameras(_values(image_topics=['/a', '/b'], camera_names=['front', 'rear'])) == \
         [('front', '/a'), ('rear', '/b')]
+    assert depth_topics(_values(depth_topic='/d')) == ['/d']
+    assert depth_topics(_values(image_topics=['/a', '/b'])) == ['', '']
+    assert depth_topics(_values(image_topics=['/a', '/b'], depth_topics=['', '/b/depth'])) == \
+        ['', '/b/depth']
     refused = [
         ({'image_topics': ['/a', '/b'], 'camera_names': ['front']}, r'1 name\(s\) for 2'),
         ({'image_topics': ['/a', '/b'], 'camera_names': ['x', 'x']}, 'distinct names'),
@@ -38,8 +42,11 @@ def test_the_cameras_of_the_parameters_and_the_ones_refused():
         ({'image_topics': ['/a', '/a']}, 'distinct, non-empty'),
         ({'image_topics': ['/a', '']}, 'distinct, non-empty'),
         ({'image_topics': ['/a'], 'camera_names': ['x']}, 'give two topics or more'),
+        ({'depth_topics': ['/d']}, "'depth_topics' is for the cameras of image_topics"),
+        ({'image_topics': ['/a', '/b'], 'depth_topics': ['/d']}, r'1 topic\(s\) for 2'),
+        ({'image_topics': ['/a', '/b'], 'camera_info_topic': '/i'}, 'beside its depth_topics'),
         ({'image_topics': ['/a', '/b'], 'output_topic': '/out'}, "'output_topic'"),
-        ({'image_topics': ['/a', '/b'], 'depth_topic': '/depth'}, "'depth_topic'"),
+        ({'image_topics': ['/a', '/b'], 'depth_topic': '/depth'}, 'give depth_topics'),
     ]
     for p, says in refused:
         with pytest.raises(ValueError, match=says):
@@ -147,3 +154,107 @@ def test_the_launch_arguments_give_every_perception_node_the_cameras():
         graph.plan(node_params={'image_topics': cams, 'camera_names': ['front']})
     with pytest.raises(ArgumentError, match="launch argument 'cameras'"):
         check_arguments({'cameras': '/front/image_raw, bad topic'})
+
+
+def test_batched_frames_keep_their_own_camera_header_energy_and_a_silent_one_waits_only_its_timeout(  # noqa: E501
+        ros, active_node, data_home):
+    node_params = {**NODE, 'batching': 'on', 'batch_timeout_ms': 600000.0}
+    with active_node('mc', node_params) as node:
+        assert 'batches of up to 3' in node.parts.live.batch.why
+        assert node.frames.batch_wait_s == 600.0
+        got, energy, subs = _listen(ros, NAMES)
+        try:
+            cams = {c.name: c for c in node.parts.cameras}
+            for k in range(3):      # a batch waits for every camera: then one run of 3
+                for n in NAMES:
+                    cams[n].feed._on_frame(_frame(10 * k + len(n), (224, 224), f'{n}_optical'))
+                assert ros.spin_until(lambda: all(len(got[n]) == k + 1 for n in NAMES), 20)
+            assert ros.spin_until(lambda: all(len(energy[n]) == 3 for n in NAMES), 10)
+        finally:
+            for s in subs:
+                ros.node.destroy_subscription(s)
+        for n in NAMES:
+            assert [(m.header.stamp.sec, m.header.frame_id) for m in got[n]] == \
+                [(100 + 10 * k + len(n), f'{n}_optical') for k in range(3)]
+            assert cams[n].stats.batched == cams[n].stats.processed == 3
+            assert [r.header.frame_id for r in energy[n]] == [f'{n}_optical'] * 3
+            assert all('1/3 of a batch run of 3 frames' in r.method for r in energy[n])
+        # each frame's result is the one it gets alone
+        alone = node.parts.live.model.infer(node.camera.parse(_frame(10 + 5, (224, 224),
+                                                                     'front_optical'))[1])
+        assert got['front'][1].results[0].class_id == int(alone.output.class_ids[0])
+        status = {kv.key: kv.value for kv in node.diagnostic_status().values}
+        assert status['batched'] == '9' and status['front.batched'] == '3'
+    # an incomplete batch goes out after batch_timeout_ms: a silent camera delays, never stops
+    with active_node('mc', {**node_params, 'batch_timeout_ms': 300.0}) as node:
+        got, _, subs = _listen(ros, NAMES)
+        try:
+            front = node.parts.cameras[0]
+            front.feed._on_frame(_frame(1, (224, 224), 'front_optical'))
+            assert ros.spin_until(lambda: len(got['front']) == 1, 20)
+        finally:
+            for s in subs:
+                ros.node.destroy_subscription(s)
+        assert front.stats.processed == 1 and front.stats.batched == 0
+        assert got['front'][0].header.stamp.sec == 101
+
+
+def test_a_camera_with_depth_gets_its_3d_and_one_without_gets_none(ros, active_node, data_home,
+                                                                   footage):
+    """depth_topics: each camera its own depth camera (or none); 3D on ~/<camera>/vision/..."""
+    import cv2
+    from rclpy.qos import qos_profile_sensor_data
+    from sensor_msgs.msg import CameraInfo
+    from vision_msgs.msg import Detection2DArray, Detection3DArray
+    cap = cv2.VideoCapture(str(footage['video']))
+    ok, bgr = cap.read()
+    cap.release()
+    assert ok
+    h, w = bgr.shape[:2]
+    stamp = (200, 0)
+
+    def header(msg, frame_id):
+        msg.header.stamp.sec, msg.header.stamp.nanosec = stamp
+        msg.header.frame_id = frame_id
+        return msg
+    depth = header(Image(height=h, width=w, encoding='16UC1', step=w * 2,
+                         data=np.full((h, w), 3000, np.uint16).tobytes()), 'front_depth')
+    info = header(CameraInfo(width=w, height=h, k=[500.0, 0.0, (w - 1) / 2, 0.0, 500.0,
+                                                   (h - 1) / 2, 0.0, 0.0, 1.0]), 'front_depth')
+    colour = header(Image(height=h, width=w, encoding='bgr8', step=w * 3,
+                          data=bgr.tobytes()), 'front_optical')
+    params = {**NODE, 'model': 'nanodet', 'image_topics': ['/mcd_front/image', '/mcd_left/image'],
+              'camera_names': ['front', 'left'], 'depth_topics': ['/mcd_front/depth/image', '']}
+    with active_node('mc', params) as node:
+        front, left = node.parts.cameras
+        assert front.tracks_and_depth.depth is not None and left.tracks_and_depth.depth is None
+        pubs = [ros.node.create_publisher(Image, '/mcd_front/depth/image',
+                                          qos_profile_sensor_data),
+                ros.node.create_publisher(CameraInfo, '/mcd_front/depth/camera_info',
+                                          qos_profile_sensor_data)]
+        got = {t: [] for t in ('front/vision/detections_3d', 'front/vision/detections',
+                               'left/vision/detections')}
+        subs = [ros.node.create_subscription(Detection3DArray if t.endswith('3d')
+                                             else Detection2DArray, f'/mc/{t}',
+                                             got[t].append, 10) for t in got]
+        try:
+            def taken():
+                pubs[1].publish(info)
+                pubs[0].publish(depth)
+                s = front.tracks_and_depth.status()
+                return s['camera_info_ok'] and s['depth_newest_stamp'] == '200.000000'
+            assert ros.spin_until(taken, 20), front.tracks_and_depth.status()
+            front.feed._on_frame(serialize_message(colour))
+            left.feed._on_frame(serialize_message(header(colour, 'left_optical')))
+            assert ros.spin_until(lambda: got['front/vision/detections_3d'] and
+                                  got['left/vision/detections'], 20), got
+        finally:
+            for x in subs:
+                ros.node.destroy_subscription(x)
+            for x in pubs:
+                ros.node.destroy_publisher(x)
+        (d3,) = got['front/vision/detections_3d']
+        assert d3.header.stamp.sec == 200 and len(d3.detections) >= 2      # the people
+        assert all(abs(d.bbox.center.position.z - 3.0) < 0.06 for d in d3.detections)
+        assert ros.node.count_publishers('/mc/left/vision/detections_3d') == 0
+        assert got['left/vision/detections'][0].header.frame_id == 'left_optical'

@@ -54,6 +54,7 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
+from . import rebatch
 from ...core.backend import Backend, BackendError, first_line, Session
 
 # OpenVINO element type name -> the short precision names used across edge_infer.
@@ -165,6 +166,7 @@ class OpenVinoBackend(Backend):
     """OpenVINO on one device ('CPU'), with a thread count and an inference precision."""
 
     library = 'openvino'
+    batches = True
     tensor_passing = ('zero-copy (input wrapped by pointer with ov.Tensor(shared_memory=True), '
                       'outputs read in place from the infer request)')
 
@@ -233,12 +235,13 @@ class OpenVinoBackend(Backend):
         return True, f'OpenVINO {version} {self.ov_device} {name!r}'
 
     def open_session(self, model_path: pathlib.Path, strict: bool = False,
-                     input_spec=None) -> Session:
+                     input_spec=None, batch: int = 1) -> Session:
         """Compile the ONNX model; BackendError on a bad file or when the precision differs.
 
         ``+pre`` candidates need ``input_spec`` (the model's InputSpec): its
         mean, std and layout go into the graph. Every load is strict: the
-        model compiles on the device named, or the load fails.
+        model compiles on the device named, or the load fails. ``batch`` > 1:
+        the graph re-made for that many frames a run (:mod:`.rebatch`).
         """
         path = pathlib.Path(model_path)
         if not path.is_file():
@@ -252,6 +255,8 @@ class OpenVinoBackend(Backend):
             raise BackendError(f"{self.name}: needs the model's input spec (mean, std, layout)")
         try:
             model = _read(core, path)
+            if batch > 1:
+                model = rebatch.openvino_model(model, batch)
             if self.graph_preprocessing:
                 model = _with_graph_preprocessing(model, input_spec)
             compiled = core.compile_model(model, self.ov_device, self.config())

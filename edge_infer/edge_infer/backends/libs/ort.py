@@ -18,7 +18,7 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from . import installed
+from . import installed, rebatch
 from ...core.backend import Backend, BackendError, first_line, Session
 
 # the distributions that install the ``onnxruntime`` module, most specific first
@@ -108,6 +108,7 @@ class OrtBackend(Backend):
     """
 
     library = 'onnxruntime'
+    batches = True
     tensor_passing = 'zero-copy io-binding (input by pointer, outputs into preallocated arrays)'
 
     def __init__(self, provider: str = 'CPUExecutionProvider', intra_op_threads: int = 0,
@@ -162,11 +163,12 @@ class OrtBackend(Backend):
         return True, f'onnxruntime {version} lists {self.provider}'
 
     def open_session(self, model_path: pathlib.Path, strict: bool = False,
-                     input_spec=None) -> Session:
+                     input_spec=None, batch: int = 1) -> Session:
         """Open the model; BackendError on a bad file or when the provider did not take it.
 
         ``strict``: no CPU fallback for this load (see ``allow_fallback``);
-        ``input_spec`` is not needed (float input).
+        ``input_spec`` is not needed (float input). ``batch`` > 1: the graph
+        re-made for that many frames a run (:mod:`.rebatch`).
         """
         import onnxruntime as ort
         path = pathlib.Path(model_path)
@@ -190,7 +192,8 @@ class OrtBackend(Backend):
                 self.provider_options:
             os.makedirs(self.provider_options['trt_engine_cache_path'], exist_ok=True)
         try:
-            sess = ort.InferenceSession(os.fspath(path), so, providers=providers)
+            source = os.fspath(path) if batch == 1 else rebatch.onnx_bytes(path, batch)
+            sess = ort.InferenceSession(source, so, providers=providers)
         except Exception as exc:  # ORT raises several types for bad files / failed EPs
             raise BackendError(f'{self.name}: cannot load {path.name}: {first_line(exc)}') \
                 from None

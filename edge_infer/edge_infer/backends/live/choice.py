@@ -43,6 +43,7 @@ import time
 from typing import Callable, List, Optional
 
 from .background import BackgroundWork
+from .batching import BatchPlan, plan_batch
 from .context import ChoiceContext, Log, Manager, Runtime
 from .load_watch import Foreign, Observer
 from .rule import LiveSettings
@@ -99,6 +100,7 @@ class LiveChoice:
             lambda line: self.warn(line), clock, self._cancel, self._open_model,
             self.background.spawn, self.runtime)
         self.selector = Selector(self.ctx, self.server, foreign_load, observer)
+        self.batch = BatchPlan()    # frames one at a time until plan_batch says otherwise
 
     # ------------------------------------------------------------------- start
     def start(self, force: str = '', use_cache: bool = True, backend=None,
@@ -196,6 +198,46 @@ class LiveChoice:
         self.selector.startup.first_served.set()
         return result
 
+    def plan_batch(self, cameras: int, mode: str) -> BatchPlan:
+        """Measure (or read) whether ``cameras``' frames run in batches here (:mod:`.batching`).
+
+        ``mode``: ``auto``, ``on`` or ``off``; BackendError where ``on`` cannot be.
+        """
+        self.batch.close()
+        model = self.server.model
+        assert model is not None    # started
+        with self.runtime.gate.shared(self.spec.name):
+            self.batch = plan_batch(model, cameras, mode, self.manager)
+        return self.batch
+
+    def infer_batch(self, frames, around_run=None) -> Optional[List[Result]]:
+        """Run ``frames`` (one per camera) as one batch; None: run them one at a time.
+
+        One at a time where the plan says a batch of so many does not pay,
+        the serving backend is not the one the batch was measured on, or the
+        batch session raised (then batching stops, said once; the frames are
+        not lost: the caller runs them). A frame's own fault (ImageError,
+        OutputError) is raised: run one at a time, only that frame is rejected.
+        """
+        plan, server = self.batch, self.server
+        with server.frame, self.runtime.gate.shared(self.spec.name):
+            if not plan.serves(server.backend_name, len(frames)):
+                return None
+            assert plan.model is not None
+            try:
+                results = plan.model.infer_batch(frames, around_run)
+            except (ImageError, OutputError):
+                raise
+            except Exception as exc:
+                self.warn(f'batches stopped, frames run one at a time: {plan.backend} at '
+                          f'batch {plan.size} raised {type(exc).__name__}: {exc}')
+                plan.close()
+                self.batch = BatchPlan(why=f'stopped: {type(exc).__name__}: {exc}')
+                return None
+            server.ran_batch(results)
+        self.selector.startup.first_served.set()
+        return results
+
     def after_frame(self) -> bool:
         """Decide after the frame's result is out (:meth:`.selector.Selector.after_frame`).
 
@@ -235,6 +277,7 @@ class LiveChoice:
         """
         left = self.join(timeout)
         self.selector.close()
+        self.batch.close()
         self.server.close()
         return left
 

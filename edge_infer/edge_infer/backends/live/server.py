@@ -95,6 +95,12 @@ class Server:
                              result.preprocess_ms))
         return result
 
+    def ran_batch(self, results: List[Result]) -> None:
+        """Keep a batch run as its frames' runs, each its share of the run (the selector's)."""
+        t = self.clock.monotonic()
+        for r in results:
+            self._ran.append(Ran(r.backend, t, r.inference_ms / r.batch, r.preprocess_ms))
+
     def serve_once(self, name: str, model: Optional[Model]) -> None:
         """Run the next frame on runner-up ``name``'s ``model`` (None: on the chosen one)."""
         self._once = (name, model) if model is not None else None

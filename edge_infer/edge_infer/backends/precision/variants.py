@@ -172,6 +172,7 @@ class VariantBackend(Backend):
         self.library = base.library
         self.device = base.device
         self.tensor_passing = base.tensor_passing
+        self.batches = getattr(base, 'batches', False)
         if getattr(base, 'input_kind', None):
             self.input_kind = base.input_kind
 
@@ -242,14 +243,15 @@ class VariantBackend(Backend):
             _key(self.kind, spec, floor, frames))))
 
     def open_session(self, model_path: pathlib.Path, strict: bool = False,
-                     input_spec=None) -> Session:
+                     input_spec=None, batch: int = 1) -> Session:
         """Convert (cached) and open the variant on the base backend (arguments passed on)."""
         try:
             path = self.variant_path(model_path)
         except Exception as exc:  # VariantError or an onnx/ORT error during conversion
             raise BackendError(f'{self.name}: cannot make the {self.kind} variant: {exc}') \
                 from None
-        sess = self.base.open_session(path, strict=strict, input_spec=input_spec)
+        more = {'batch': batch} if batch > 1 else {}
+        sess = self.base.open_session(path, strict=strict, input_spec=input_spec, **more)
         sess.backend_name = self.name
         return sess
 

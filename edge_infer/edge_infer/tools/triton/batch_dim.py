@@ -5,7 +5,7 @@ A stock Triton backend with dynamic batching hands the model the whole
 batch. Most of our files were exported with the batch fixed at 1, and not
 only in their input: NanoDet's six ``Reshape`` nodes name it (``[1, C, HW]``)
 and its ``Resize`` nodes give their output ``sizes`` as ``[1, C, H, W]``.
-:func:`free_batch` rewrites exactly those two forms:
+:func:`~edge_infer.backends.libs.rebatch.free_batch` rewrites exactly those two forms:
 
 - a ``Reshape`` whose constant shape starts with 1 while its data's first
   dimension is the batch of 1: that 1 becomes -1 (refused where the shape
@@ -22,66 +22,11 @@ Only a file that passes is given to a batching backend.
 """
 
 import re
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Optional, Tuple
+
+from ...backends.libs.rebatch import free_batch
 
 TOLERANCE = 1e-4     # absolute and relative, each output, batch 2 against 1 + 1
-
-
-def _shapes(model) -> Dict[str, List[Optional[int]]]:
-    from onnx import shape_inference
-    inferred = shape_inference.infer_shapes(model)
-    out: Dict[str, List[Optional[int]]] = {}
-    graph = inferred.graph
-    for v in list(graph.value_info) + list(graph.input) + list(graph.output):
-        out[v.name] = [d.dim_value if d.HasField('dim_value') else None
-                       for d in v.type.tensor_type.shape.dim]
-    return out
-
-
-def free_batch(model) -> Tuple[Optional[Any], str]:
-    """Return (a copy of the ONNX ``model`` with a free batch, '') or (None, why not)."""
-    import numpy as np
-    import onnx
-    from onnx import numpy_helper
-    model = onnx.ModelProto.FromString(model.SerializeToString())
-    shapes = _shapes(model)
-    inits = {i.name: i for i in model.graph.initializer}
-    consts = {n.output[0]: n for n in model.graph.node if n.op_type == 'Constant'}
-
-    def const(name: str):
-        if name in inits:
-            return numpy_helper.to_array(inits[name])
-        if name in consts and consts[name].attribute:
-            return numpy_helper.to_array(consts[name].attribute[0].t)
-        return None
-    for n in model.graph.node:
-        if n.op_type == 'Reshape':
-            shape, src = const(n.input[1]), shapes.get(n.input[0])
-            if shape is None or not src:
-                return None, f"Reshape '{n.name}' takes a computed shape"
-            if src[0] == 1 and shape.size and shape[0] == 1:
-                if -1 in shape:
-                    return None, f"Reshape '{n.name}' has a -1 already: {shape.tolist()}"
-                shape = shape.astype(np.int64)
-                shape[0] = -1
-                name = f'{n.input[1]}__batch'
-                model.graph.initializer.append(numpy_helper.from_array(shape, name))
-                n.input[1] = name
-        elif n.op_type == 'Resize' and len(n.input) == 4 and n.input[3]:
-            sizes, src = const(n.input[3]), shapes.get(n.input[0])
-            if sizes is None or not src or None in src[1:] or len(src) != len(sizes):
-                return None, f"Resize '{n.name}' has sizes of unknown ratio"
-            scales = np.array([1.0] + [float(o) / float(i or 1)
-                                       for o, i in zip(sizes[1:], src[1:])], np.float32)
-            name = f'{n.input[3]}__scales'
-            model.graph.initializer.append(numpy_helper.from_array(scales, name))
-            n.input[2] = name
-            del n.input[3]
-    del model.graph.value_info[:]       # shapes inferred for batch 1
-    for v in list(model.graph.input) + list(model.graph.output):
-        if v.name not in inits and v.type.tensor_type.shape.dim:
-            v.type.tensor_type.shape.dim[0].dim_param = 'batch'
-    return model, ''
 
 
 def _session(data: bytes):
