@@ -33,6 +33,10 @@ DEMO_VIDEO_FRAMES = 200
 DEPTH_BAG = 'demo_depth'
 DEPTH_BAG_FRAMES = 40
 DEPTH_BAG_WALL_M = 4.0
+# The cameras bag: four cameras, each its own view of the video at its own rate
+# and size (tools/bag/cameras_bag.py), for the multi-camera launch test.
+CAMERAS_BAG = 'demo_cameras'
+CAMERAS_BAG_SECONDS = 3.0
 
 
 def _bags(footage: dict) -> dict:
@@ -40,15 +44,18 @@ def _bags(footage: dict) -> dict:
     return {DEMO_BAG: {'video': footage['video'], 'images': footage['photos'],
                        'max_frames': DEMO_VIDEO_FRAMES},
             DEPTH_BAG: {'video': footage['video'], 'max_frames': DEPTH_BAG_FRAMES,
-                        'compressed': False, 'depth_m': DEPTH_BAG_WALL_M}}
+                        'compressed': False, 'depth_m': DEPTH_BAG_WALL_M},
+            CAMERAS_BAG: {'video': footage['video'], 'cameras': True,
+                          'seconds': CAMERAS_BAG_SECONDS}}
 
 
 def _bag_key(footage: dict, args: dict) -> dict:
     from .checksums import sha256_file
-    return {'video': sha256_file(footage['video']),
-            'photos': [sha256_file(p) for p in args.get('images', ())],
-            'args': {k: v for k, v in args.items() if k not in ('video', 'images')},
-            'format': 2}
+    return json.loads(json.dumps({    # as the stamp file reads back (tuples: lists)
+        'video': sha256_file(footage['video']),
+        'photos': [sha256_file(p) for p in args.get('images', ())],
+        'args': {k: v for k, v in args.items() if k not in ('video', 'images')},
+        'format': 2}))
 
 
 # How to get each client prepare may call, for the one-line error.
@@ -79,6 +86,7 @@ def missing_clients(home: pathlib.Path) -> dict:
 
 def prepare(home: pathlib.Path, log=print) -> dict:
     """Fetch and convert the models, fetch the footage, record the demo bag."""
+    from .tools.bag.cameras_bag import CAMERAS, record_cameras
     from .tools.bag.footage import fetch_footage
     from .tools.bag.record import record_bag
     from .tools.models.fetch import fetch_models
@@ -95,14 +103,17 @@ def prepare(home: pathlib.Path, log=print) -> dict:
     footage = fetch_footage(cache, log=log)
     for name, args in _bags(footage).items():
         bag = home / 'bags' / name
-        key = _bag_key(footage, args)
+        key = _bag_key(footage, {**args, 'cameras': CAMERAS} if 'cameras' in args else args)
         stamp = bag.parent / f'{name}.json'
         if not (bag.is_dir() and stamp.is_file() and json.loads(stamp.read_text()) == key):
             if bag.exists():
                 shutil.rmtree(bag)
             bag.parent.mkdir(parents=True, exist_ok=True)
             log(f'[data] recording bag {bag} ...')
-            record_bag(bag, log=log, **args)
+            if args.pop('cameras', False):
+                record_cameras(bag, log=log, **args)
+            else:
+                record_bag(bag, log=log, **args)
             stamp.write_text(json.dumps(key))
     # the default graph's fp16 / int8 files: a robot's start only measures them
     from .backends.variants_tool import graph_models, make_all

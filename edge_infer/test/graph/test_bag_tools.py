@@ -131,6 +131,36 @@ def test_record_round_trip(footage_dir, tmp_path):
             assert np.abs(jpeg_rgb.astype(int) - want).mean() < 4
 
 
+def test_a_cameras_bag_holds_each_camera_at_its_rate_view_and_size(footage_dir, tmp_path):
+    from edge_infer.tools.bag.cameras_bag import record_cameras
+    from edge_infer.tools.bag.record import RecordError
+    cams = (('a', 0, 15.0, None, None), ('b', 2, 5.0, (8, 4, 32, 24), None),
+            ('c', 1, 10.0, None, (32, 24)))
+    stats = record_cameras(tmp_path / 'bag', footage_dir / 'clip.avi', seconds=0.6,
+                           cameras=cams, log=lambda _: None)
+    assert stats['topics'] == {'/a/image_raw': 9, '/b/image_raw': 3, '/c/image_raw': 6}
+    topics = _by_topic(tmp_path / 'bag')      # in stamp order, checked while read
+    video = _decoded_video(footage_dir / 'clip.avi')
+    for name, start, rate, crop, size in cams:
+        got = topics[f'/{name}/image_raw']
+        stamps = [s for _, s, _, _ in got]
+        assert np.abs(np.diff(stamps) - 1e9 / rate).max() <= 1       # its own rate
+        assert {m.header.frame_id for *_, m in got} == {f'{name}_optical'}
+        stride = max(1, round(FPS / rate))
+        for k, (_, _, rgb, _) in enumerate(got):    # its own view of the video
+            want = video[start + k * stride]
+            if crop is not None:
+                x, y, w, h = crop
+                want = want[y:y + h, x:x + w]
+            if size is not None:
+                want = cv2.resize(want, size, interpolation=cv2.INTER_AREA)
+            np.testing.assert_array_equal(rgb, want)
+    with pytest.raises(RecordError, match='ends before camera a'):
+        record_cameras(tmp_path / 'long', footage_dir / 'clip.avi', seconds=5.0,
+                       cameras=cams[:1], log=lambda _: None)
+    assert not (tmp_path / 'long').exists()
+
+
 def test_stride_window_fps_and_options(footage_dir, tmp_path):
     bag = tmp_path / 'bag'
     stats = record_bag(bag, video=footage_dir / 'clip.avi', start_frame=2, stride=3,
