@@ -30,6 +30,11 @@ class Slots:
         self._order = [0] * n       # arrival number of each slot's frame (0: empty)
         self._arrivals = 0
         self._closed = False
+        self._held = [False] * n    # a taker is still on this camera's last frame
+
+    def _ready(self) -> List[Tuple[int, int]]:
+        """Return (arrival, camera) of the frames that may be taken (lock held)."""
+        return [(o, i) for i, o in enumerate(self._order) if o and not self._held[i]]
 
     def put(self, i: int, item: Any) -> bool:
         """Store camera ``i``'s ``item``; return True when it replaced one nobody took."""
@@ -40,49 +45,63 @@ class Slots:
             self._cond.notify()
             return dropped
 
-    def take(self, timeout: Optional[float] = None) -> Optional[Tuple[int, Any]]:
+    def take(self, timeout: Optional[float] = None,
+             hold: bool = False) -> Optional[Tuple[int, Any]]:
         """Return (camera, item) of the oldest waiting frame, waiting up to ``timeout`` s.
 
-        None when none came in time, or the slots are closed.
+        None when none came in time, or the slots are closed. ``hold``: the
+        camera is held until :meth:`done`: no other taker gets its next frame
+        meanwhile, so one camera's frames are never worked on at once.
         """
         with self._cond:
-            if not any(self._order) and not self._closed:
-                self._cond.wait(timeout)
-            waiting = [(o, i) for i, o in enumerate(self._order) if o]
+            if not self._ready() and not self._closed:
+                self._cond.wait_for(lambda: self._ready() or self._closed, timeout)
+            waiting = self._ready()
             if not waiting:
                 return None
             i = min(waiting)[1]
             item, self._items[i], self._order[i] = self._items[i], None, 0
+            self._held[i] = hold
             return i, item
 
-    def take_many(self, timeout: Optional[float] = None,
-                  wait_s: float = 0.0) -> List[Tuple[int, Any]]:
+    def done(self, cameras) -> None:
+        """Release the cameras a taker held (:meth:`take`'s ``hold``)."""
+        with self._cond:
+            for i in cameras:
+                self._held[i] = False
+            self._cond.notify_all()
+
+    def take_many(self, timeout: Optional[float] = None, wait_s: float = 0.0,
+                  hold: bool = False) -> List[Tuple[int, Any]]:
         """Return every camera's waiting frame, the oldest arrival first ([] : none in time).
 
         Waits up to ``timeout`` s for a first frame; then, with ``wait_s`` > 0,
         up to ``wait_s`` more for the cameras that have none yet (a batch's
         timeout: DeepStream nvstreammux's ``batched-push-timeout``). A camera
         that sends again meanwhile replaces its frame (a drop, as always).
+        ``hold``: as :meth:`take`'s, for every camera taken.
         """
         with self._cond:
-            if not any(self._order) and not self._closed:
-                self._cond.wait(timeout)
-            if any(self._order) and wait_s > 0:
+            if not self._ready() and not self._closed:
+                self._cond.wait_for(lambda: self._ready() or self._closed, timeout)
+            free = [i for i, held in enumerate(self._held) if not held]
+            if self._ready() and wait_s > 0:
                 end = time.monotonic() + wait_s
-                self._cond.wait_for(lambda: all(self._order) or self._closed or
-                                    time.monotonic() >= end, wait_s)
-            taken = sorted((o, i) for i, o in enumerate(self._order) if o)
+                self._cond.wait_for(lambda: all(self._order[i] for i in free) or
+                                    self._closed or time.monotonic() >= end, wait_s)
+            taken = sorted(self._ready())
             out = [(i, self._items[i]) for _, i in taken]
             for _, i in taken:
-                self._items[i], self._order[i] = None, 0
+                self._items[i], self._order[i], self._held[i] = None, 0, hold
             return out
 
     def clear(self) -> List[int]:
-        """Discard every pending frame; return the cameras that had one."""
+        """Discard every pending frame (and holds); return the cameras that had one."""
         with self._cond:
             had = [i for i, o in enumerate(self._order) if o]
             self._items = [None] * len(self._items)
             self._order = [0] * len(self._order)
+            self._held = [False] * len(self._held)
             return had
 
     def close(self) -> None:

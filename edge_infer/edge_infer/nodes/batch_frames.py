@@ -28,10 +28,12 @@ def plan(node, values) -> None:
     cams, live = node.parts.cameras, node.parts.live
     if len(cams) < 2 or live is None:
         return
+    t0 = time.perf_counter()
     with node.acting():
         batch = live.plan_batch(len(cams), values['batching'])
     node.frames.batch_wait_s = values['batch_timeout_ms'] / 1e3 if batch.size > 1 else None
-    node.get_logger().info(f'{len(cams)} cameras, frames: {batch.why}')
+    node.get_logger().info(f'{len(cams)} cameras, frames: {batch.why} '
+                           f'(decided in {time.perf_counter() - t0:.1f} s)')
 
 
 def _guarded(node, feed, work: Callable[[], None]) -> bool:

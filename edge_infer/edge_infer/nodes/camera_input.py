@@ -1,15 +1,16 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
-"""A perception node's cameras: each one's subscription and slot, and the one frame thread.
+"""A perception node's cameras: each one's subscription and slot, and the frame threads.
 
 Parts of :class:`~.perception_node.PerceptionNode`. Each camera's
 subscription (:class:`CameraInput`) takes serialized messages (``raw=True``)
 and only puts the newest one in its slot of the node's
-:class:`~edge_infer.core.stream.Slots`; the node's one :class:`FrameThread`
-takes the frame that waited longest among the cameras' and hands it to
-``process(camera, received, raw)``: one session serves every camera, round
-robin by arrival, and a flooding camera only replaces its own frame. Frames
-replaced before the thread took them are dropped and counted, so a slow
-model never builds a queue. A frame that cannot be used (wrong encoding,
+:class:`~edge_infer.core.stream.Slots`; the node's :class:`FrameThread`
+(one thread for one camera, :data:`WORKERS` for several) takes the frame
+that waited longest among the cameras' and hands it to ``process(camera,
+received, raw)``: one session serves every camera, round robin by arrival,
+a camera's frames one after another, and a flooding camera only replaces
+its own frame. Frames replaced before a thread took them are dropped and
+counted, so a slow model never builds a queue. A frame that cannot be used (wrong encoding,
 corrupt JPEG, an output the decoder does not know) is counted as rejected
 on its camera with one log line per reason at most every 5 s, and the
 thread goes on. :meth:`CameraInput.parse` reads the header fields from the
@@ -31,6 +32,12 @@ from ..core.postprocess import OutputError
 from ..core.stream import Slots, StreamStats
 
 Stamp = Tuple[int, int, str]    # header: sec, nanosec, frame_id
+# Frame threads of a node with several cameras: while one runs the model (the
+# session takes one frame or batch at a time), another reads, publishes and
+# tracks the frame of another camera (a camera's frames are never worked on
+# at once). Four one-camera nodes did that with four threads: MobileNetV2 at
+# 60 Hz a camera against 40 Hz for one thread (bench/product/multi_camera.py).
+WORKERS = 2
 Taken = Tuple['CameraInput', float, bytes]     # a frame taken: its camera, arrival, bytes
 
 
@@ -140,7 +147,7 @@ class CameraInput:
 
 
 class FrameThread:
-    """The node's one frame thread: the oldest waiting frame of its cameras, one at a time."""
+    """The node's frame threads: the oldest waiting frame of its cameras, each camera's in turn."""
 
     def __init__(self, node, process: Callable[[CameraInput, float, bytes], None],
                  process_batch: Optional[Callable[[List[Taken]], None]] = None):
@@ -156,7 +163,7 @@ class FrameThread:
         # waiting this long after the first for the cameras not yet in
         self.batch_wait_s: Optional[float] = None
         self.cameras: List[CameraInput] = []
-        self.worker: Optional[threading.Thread] = None
+        self.workers: List[threading.Thread] = []
         self.running = False
 
     def set_cameras(self, cameras: List[CameraInput]) -> None:
@@ -173,9 +180,12 @@ class FrameThread:
         self.running = True
         for cam in self.cameras:
             cam.running = True
-        self.worker = threading.Thread(target=self._work, daemon=True,
-                                       name=f'{self.node.get_name()}-infer')
-        self.worker.start()
+        name = self.node.get_name()
+        self.workers = [threading.Thread(target=self._work, daemon=True,
+                                         name=f'{name}-infer' + (f'{k}' if k else ''))
+                        for k in range(min(WORKERS, len(self.cameras)))]
+        for worker in self.workers:
+            worker.start()
 
     def cancel(self) -> None:
         """Stop taking frames, without waiting (no ROS calls)."""
@@ -186,32 +196,36 @@ class FrameThread:
 
     def join(self) -> None:
         """Wait for the thread; a frame still in a slot counts as dropped on its camera."""
-        if self.worker is not None:
-            self.worker.join(timeout=10.0)
-            self.worker = None
+        deadline = time.monotonic() + 10.0
+        for worker in self.workers:
+            worker.join(timeout=max(0.0, deadline - time.monotonic()))
+        self.workers = []
         for i in self.slots.clear():
             if i < len(self.cameras):
                 self.cameras[i].stats.count('dropped')
 
     def _work(self) -> None:
+        slots = self.slots
         with self.node.acting():     # a fallback's manager lines are this node's
             while self.running:
                 if self.batch_wait_s is None:
-                    got = self.slots.take(timeout=0.5)
+                    got = slots.take(timeout=0.5, hold=True)
                     taken = [got] if got is not None else []
-                else:       # every camera's waiting frame, the oldest first
-                    taken = self.slots.take_many(timeout=0.5, wait_s=self.batch_wait_s)
-                if len(taken) == 1:
-                    if not self._one(self.cameras[taken[0][0]], taken[0][1]):
-                        return
-                elif taken:
-                    try:
-                        self.process_batch([(self.cameras[i], *item) for i, item in taken])
-                    except Exception as exc:  # its frames' own faults are counted inside
-                        if not self.node.context.ok():
+                else:       # every free camera's waiting frame, the oldest first
+                    taken = slots.take_many(timeout=0.5, wait_s=self.batch_wait_s, hold=True)
+                try:
+                    if len(taken) == 1:
+                        if not self._one(self.cameras[taken[0][0]], taken[0][1]):
                             return
-                        for i, _ in taken:
-                            self.cameras[i].reject(f'{type(exc).__name__}: {exc}')
+                    elif taken:
+                        self.process_batch([(self.cameras[i], *item) for i, item in taken])
+                except Exception as exc:  # a batch's frames' own faults are counted inside
+                    if not self.node.context.ok():
+                        return
+                    for i, _ in taken:
+                        self.cameras[i].reject(f'{type(exc).__name__}: {exc}')
+                finally:
+                    slots.done(i for i, _ in taken)
 
     def _one(self, cam: CameraInput, item) -> bool:
         """Process one frame; False when the ROS context ended under it (stop)."""

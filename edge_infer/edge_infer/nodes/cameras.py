@@ -2,8 +2,10 @@
 """A perception node's cameras: one session serves them all, each keeps its own outputs.
 
 With ``image_topics`` (two or more) one node subscribes to every camera and
-its one model session serves them, one frame at a time, the frame that
-waited longest first (:class:`.camera_input.FrameThread`). Each camera keeps
+its one model session serves them, the frame that waited longest first
+(:class:`.camera_input.FrameThread`: two threads, so that one reads and
+publishes a camera's frame while the other runs the model; in batches
+where that pays, :mod:`.batch_frames`). Each camera keeps
 what is its own: its newest-frame slot and counters, its tracker, its
 result topics and its ~/energy records, its debug image. Its topics are the
 node's under the camera's name: ``~/<camera>/detections``,

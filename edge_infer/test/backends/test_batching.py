@@ -90,6 +90,10 @@ def test_the_verdict_is_measured_once_then_read_and_a_backend_that_cannot_batch_
         assert (again.single_ms, again.batch_ms) == (first.single_ms, first.batch_ms)
         # batch or not, as measured: a batch pays when a frame costs 10 % less
         assert (again.size == 2) == (first.batch_ms <= 0.9 * first.single_ms)
+        # auto: no batch session held until the load calls for one
+        assert again.model is None
+        again.reopen()
+        assert (again.model is not None) == (again.size == 2)
         again.close()
         assert plan_batch(model, 2, 'off', Manager).size == 1
         assert plan_batch(model, 1, 'on', Manager).size == 1     # one camera

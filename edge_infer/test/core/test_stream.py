@@ -109,3 +109,23 @@ def test_a_batch_takes_every_waiting_camera_and_waits_only_up_to_its_timeout():
     slots.put(0, 'a3')
     slots.close()
     assert slots.take_many(timeout=0, wait_s=60) == [(0, 'a3')]
+
+
+def test_a_held_camera_is_not_taken_again_until_its_frame_is_done():
+    slots = Slots(2)
+    slots.put(0, 'a0')
+    assert slots.take(timeout=0, hold=True) == (0, 'a0')     # one thread works on a0
+    slots.put(0, 'a1')
+    slots.put(1, 'b1')
+    assert slots.take(timeout=0, hold=True) == (1, 'b1')     # the other: not a1
+    assert slots.take(timeout=0) is None and slots.take_many(timeout=0) == []
+    slots.done([0])
+    assert slots.take_many(timeout=0) == [(0, 'a1')]         # a0 done: a1 may go
+    # a taker waiting for a held camera's frame wakes when the holder is done
+    slots.put(1, 'b2')
+    got = []
+    waiter = threading.Thread(target=lambda: got.append(slots.take(timeout=60)))
+    waiter.start()
+    slots.done([1])
+    waiter.join(30)
+    assert got == [(1, 'b2')]

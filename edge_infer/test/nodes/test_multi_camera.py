@@ -185,6 +185,21 @@ def test_batched_frames_keep_their_own_camera_header_energy_and_a_silent_one_wai
         assert got['front'][1].results[0].class_id == int(alone.output.class_ids[0])
         status = {kv.key: kv.value for kv in node.diagnostic_status().values}
         assert status['batched'] == '9' and status['front.batched'] == '3'
+        # batching auto holds no batch session until frames first wait together:
+        # those run one at a time while it opens in the background, the next batch
+        plan = node.parts.live.batch
+        plan.close()
+        got, _, subs = _listen(ros, NAMES)
+        try:
+            for k in range(2):
+                for n in NAMES:
+                    cams[n].feed._on_frame(_frame(k, (224, 224), f'{n}_optical'))
+                assert ros.spin_until(lambda: all(len(got[n]) == k + 1 for n in NAMES), 20)
+                assert ros.spin_until(lambda: plan.model is not None, 20)
+        finally:
+            for s in subs:
+                ros.node.destroy_subscription(s)
+        assert node.stats.batched == 9 + 3 and node.stats.processed == 9 + 6
     # an incomplete batch goes out after batch_timeout_ms: a silent camera delays, never stops
     with active_node('mc', {**node_params, 'batch_timeout_ms': 300.0}) as node:
         got, _, subs = _listen(ros, NAMES)

@@ -18,6 +18,12 @@ is measured, as every other choice here:
    of k frames costs as much as a full one: it runs as a batch only from
    ``min_frames`` = ceil(N x batch / single) frames, else one at a time.
 
+With ``auto`` the batch session is closed after the measurement and opened
+again (in the background, :meth:`BatchPlan.reopen`) only when that many
+frames first wait at once: a lightly loaded node holds no batch session
+(NanoDet int8's at batch 4: about 40 MB here) and never waits for one.
+``on`` keeps it open from the start.
+
 The verdict is cached in the profile cache by board, backend, library
 versions, model and N, so the next start only opens the session. The batch
 is measured on the backend serving at configure; a later switch (online,
@@ -56,14 +62,26 @@ class BatchPlan:
     single_ms: float = math.nan     # a frame's median cost, one at a time
     batch_ms: float = math.nan      # a frame's median cost in a full batch
     min_frames: int = 2             # a partial batch below this runs one at a time
+    source: Optional[Model] = None  # the batch-1 model the batch session is opened from
+    opening: bool = False           # the batch session is being opened in the background
 
-    def serves(self, backend: str, frames: int) -> bool:
-        """Return True when ``frames`` waiting frames run as one batch on ``backend``."""
-        return self.model is not None and backend == self.backend and \
+    def wanted(self, backend: str, frames: int) -> bool:
+        """Return True when ``frames`` waiting frames would run as one batch on ``backend``."""
+        return self.size > 1 and backend == self.backend and \
             self.min_frames <= frames <= self.size
 
+    def serves(self, backend: str, frames: int) -> bool:
+        """Return True when ``frames`` waiting frames run as one batch on ``backend`` now."""
+        return self.model is not None and self.wanted(backend, frames)
+
+    def reopen(self) -> None:
+        """Open the batch session (the first time the load calls for it; any thread)."""
+        if self.model is None and self.source is not None:
+            self.model = self.source.batched(self.size)
+        self.opening = False
+
     def close(self) -> None:
-        """Free the batch session."""
+        """Free the batch session (:meth:`reopen` opens it again)."""
         if self.model is not None:
             self.model.close()
         self.model = None
@@ -171,4 +189,7 @@ def plan_batch(model: Model, n: int, mode: str, manager: Any = None,
     plan.min_frames = 2 if mode == 'on' else \
         max(2, min(n, math.ceil(n * plan.batch_ms / plan.single_ms)))
     plan.why = f'batches of up to {n} (from {plan.min_frames} frames waiting): {figures}'
+    plan.source = model
+    if mode == 'auto':      # opened again when the load first calls for it
+        plan.close()
     return plan

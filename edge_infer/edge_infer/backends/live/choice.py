@@ -91,6 +91,7 @@ class LiveChoice:
         self.clock = clock
         self.runtime = runtime or manager.runtime
         self._cancel = threading.Event()
+        self._deciding = threading.Lock()   # one frame thread decides at a time
         self.background = BackgroundWork(spec.name, scope)
         # log, warn and report are read at each line: a caller may route them elsewhere later
         self.server = Server(clock, lambda run, trigger: self.report(run, trigger),
@@ -222,6 +223,9 @@ class LiveChoice:
         plan, server = self.batch, self.server
         with server.frame, self.runtime.gate.shared(self.spec.name):
             if not plan.serves(server.backend_name, len(frames)):
+                if plan.wanted(server.backend_name, len(frames)) and not plan.opening:
+                    plan.opening = True     # the load calls for batches: open the session
+                    self.background.spawn(lambda: self._open_batch(plan), 'batch')
                 return None
             assert plan.model is not None
             try:
@@ -238,13 +242,32 @@ class LiveChoice:
         self.selector.startup.first_served.set()
         return results
 
+    def _open_batch(self, plan: BatchPlan) -> None:
+        """Open ``plan``'s batch session (background); a failure stops batching, said once."""
+        try:
+            with self.runtime.gate.shared(self.spec.name):
+                plan.reopen()
+        except Exception as exc:
+            self.warn(f'batches stopped, frames run one at a time: opening {plan.backend} at '
+                      f'batch {plan.size} raised {type(exc).__name__}: {exc}')
+            if self.batch is plan:
+                self.batch = BatchPlan(why=f'stopped: {type(exc).__name__}: {exc}')
+            return
+        if self.batch is not plan:      # closed or planned again meanwhile
+            plan.close()
+
     def after_frame(self) -> bool:
         """Decide after the frame's result is out (:meth:`.selector.Selector.after_frame`).
 
         Returns True if a runner-up was timed on the frame's input. Call it
         after each frame (or every few): switches, load and drift are judged here.
         """
-        return self.selector.after_frame()
+        if not self._deciding.acquire(blocking=False):
+            return False    # another frame thread decides now: its look takes this run too
+        try:
+            return self.selector.after_frame()
+        finally:
+            self._deciding.release()
 
     @property
     def shadow_runs(self) -> int:
@@ -278,6 +301,7 @@ class LiveChoice:
         left = self.join(timeout)
         self.selector.close()
         self.batch.close()
+        self.batch = BatchPlan()    # a batch session still opening is closed when it is
         self.server.close()
         return left
 
