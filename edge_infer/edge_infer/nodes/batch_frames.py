@@ -4,11 +4,12 @@
 Part of :class:`~.perception_node.PerceptionNode`. At configure, a node with
 several cameras asks its run-time choice whether their frames run in
 batches here (``batching``: :mod:`edge_infer.backends.live.batching`
-measures it). Where they do, the frame thread takes every camera's waiting
-frame at once (waiting up to ``batch_timeout_ms`` for the others) and
-:func:`process_batch` runs them together. Each frame then goes on as a lone
-frame would: its own camera's tracker, header, topics and counters, and
-1/k of the run's energy on its camera's ~/energy. A frame that cannot be
+measures it). Where they do, a frame thread takes every free camera's
+waiting frame at once (waiting up to ``batch_timeout_ms`` for the others)
+and :func:`process_batch` runs them together. Each frame then goes on as a
+lone frame would: its own camera's tracker, header, topics and counters,
+and 1/k of the run's energy on its camera's ~/energy; once its result is
+out, its camera is free for the other frame thread. A frame that cannot be
 read is rejected on its camera alone; when the batch cannot run (too few
 frames for it to pay, a frame the model's preprocessing refuses, the
 backend switched since), the frames are run one at a time: none is lost.
@@ -82,3 +83,5 @@ def process_batch(node, taken: List[Taken]) -> None:
                 pending[k] if pending else None))
         if not ok:
             return
+        # its result is out: the other frame thread may take this camera's next frame
+        node.frames.slots.done([cam.feed.index])
