@@ -72,14 +72,16 @@ class Slots:
             self._cond.notify_all()
 
     def take_many(self, timeout: Optional[float] = None, wait_s: float = 0.0,
-                  hold: bool = False) -> List[Tuple[int, Any]]:
+                  hold: bool = False, at_least: int = 1) -> List[Tuple[int, Any]]:
         """Return every camera's waiting frame, the oldest arrival first ([] : none in time).
 
         Waits up to ``timeout`` s for a first frame; then, with ``wait_s`` > 0,
         up to ``wait_s`` more for the cameras that have none yet (a batch's
         timeout: DeepStream nvstreammux's ``batched-push-timeout``). A camera
         that sends again meanwhile replaces its frame (a drop, as always).
-        ``hold``: as :meth:`take`'s, for every camera taken.
+        ``hold``: as :meth:`take`'s, for every camera taken. Fewer than
+        ``at_least`` waiting then: only the oldest is taken (a batch too small
+        to pay is left to the other takers, frame by frame).
         """
         with self._cond:
             if not self._ready() and not self._closed:
@@ -90,6 +92,8 @@ class Slots:
                 self._cond.wait_for(lambda: all(self._order[i] for i in free) or
                                     self._closed or time.monotonic() >= end, wait_s)
             taken = sorted(self._ready())
+            if len(taken) < at_least:
+                taken = taken[:1]
             out = [(i, self._items[i]) for _, i in taken]
             for _, i in taken:
                 self._items[i], self._order[i], self._held[i] = None, 0, hold

@@ -33,6 +33,7 @@ def plan(node, values) -> None:
     with node.acting():
         batch = live.plan_batch(len(cams), values['batching'])
     node.frames.batch_wait_s = values['batch_timeout_ms'] / 1e3 if batch.size > 1 else None
+    node.frames.batch_min = batch.min_frames
     node.get_logger().info(f'{len(cams)} cameras, frames: {batch.why} '
                            f'(decided in {time.perf_counter() - t0:.1f} s)')
 

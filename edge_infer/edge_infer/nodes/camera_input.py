@@ -162,6 +162,7 @@ class FrameThread:
         # None: one frame at a time; else every waiting camera's frame at once,
         # waiting this long after the first for the cameras not yet in
         self.batch_wait_s: Optional[float] = None
+        self.batch_min = 2      # fewer frames waiting: one at a time (the plan's min_frames)
         self.cameras: List[CameraInput] = []
         self.workers: List[threading.Thread] = []
         self.running = False
@@ -212,7 +213,8 @@ class FrameThread:
                     got = slots.take(timeout=0.5, hold=True)
                     taken = [got] if got is not None else []
                 else:       # every free camera's waiting frame, the oldest first
-                    taken = slots.take_many(timeout=0.5, wait_s=self.batch_wait_s, hold=True)
+                    taken = slots.take_many(timeout=0.5, wait_s=self.batch_wait_s, hold=True,
+                                            at_least=self.batch_min)
                 try:
                     if len(taken) == 1:
                         if not self._one(self.cameras[taken[0][0]], taken[0][1]):

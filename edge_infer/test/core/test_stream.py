@@ -105,6 +105,11 @@ def test_a_batch_takes_every_waiting_camera_and_waits_only_up_to_its_timeout():
     late.join()
     assert sorted(got) == [(0, 'a2'), (1, 'b2'), (2, 'c2')] and got[0] == (0, 'a2')
     assert time.monotonic() - t0 < 30
+    # too few for a batch that pays: only the oldest, the rest left to the other takers
+    slots.put(2, 'c3')
+    slots.put(1, 'b3')
+    assert slots.take_many(timeout=0, at_least=3) == [(2, 'c3')]
+    assert slots.take_many(timeout=0, at_least=1) == [(1, 'b3')]
     # closing ends the wait at once
     slots.put(0, 'a3')
     slots.close()
