@@ -18,10 +18,11 @@ class Slots:
     """Several cameras' newest-frame slots, taken by one worker, the oldest arrival first.
 
     Each camera has one slot (:class:`LatestSlot`'s rule: a new frame replaces
-    one nobody took, a drop). :meth:`take` returns the frame that has waited
-    longest among the cameras': a camera that floods only ever replaces its
-    own frame, which then waits behind the others', so no camera starves
-    (round-robin by arrival).
+    one nobody took, a drop). :meth:`take` returns the frame of the camera
+    that has waited longest: a camera that floods only ever replaces its own
+    frame, which keeps its camera's place in the queue, so every camera with
+    a frame is served once before any is served twice (round robin by
+    arrival) and none starves.
     """
 
     def __init__(self, n: int):
@@ -37,11 +38,20 @@ class Slots:
         return [(o, i) for i, o in enumerate(self._order) if o and not self._held[i]]
 
     def put(self, i: int, item: Any) -> bool:
-        """Store camera ``i``'s ``item``; return True when it replaced one nobody took."""
+        """Store camera ``i``'s ``item``; return True when it replaced one nobody took.
+
+        A replaced frame's place in the queue is kept: the camera waits its
+        turn once, with its newest frame. (Were the place renewed, a camera
+        whose frames kept being replaced would keep falling behind the
+        others: under overload one camera of four then kept 0.35-0.8 of its
+        frames while another kept 0.92-1.0.)
+        """
         with self._cond:
             dropped = self._order[i] != 0
-            self._arrivals += 1
-            self._items[i], self._order[i] = item, self._arrivals
+            if not dropped:
+                self._arrivals += 1
+                self._order[i] = self._arrivals
+            self._items[i] = item
             self._cond.notify()
             return dropped
 

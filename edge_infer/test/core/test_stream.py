@@ -71,7 +71,8 @@ def test_slots_take_the_oldest_arrival_and_count_each_cameras_drops():
     assert not slots.put(0, 'a0') and not slots.put(1, 'b0')
     assert slots.put(0, 'a1')           # replaced a frame nobody took: a drop
     assert not slots.put(2, 'c0')
-    assert [slots.take(timeout=0) for _ in range(3)] == [(1, 'b0'), (0, 'a1'), (2, 'c0')]
+    # camera 0 keeps its place (it waited first), with its newest frame
+    assert [slots.take(timeout=0) for _ in range(3)] == [(0, 'a1'), (1, 'b0'), (2, 'c0')]
     assert slots.take(timeout=0) is None
     slots.put(2, 'c1')
     slots.put(1, 'b1')

@@ -37,6 +37,31 @@ class Ran(NamedTuple):
 RAN_KEPT = 64   # frames' runs kept for a selector that looks less often (the oldest go)
 
 
+class FrameLock:
+    """A lock taken in the order it was asked for (``threading.Lock`` is not).
+
+    A node's two frame threads share one session: with a plain lock the
+    thread that just ran a frame could take it again at once, while the
+    other waited, its camera's frames dropping.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._next = 0      # the ticket given to the next caller
+        self._serving = 0   # the ticket that holds the lock
+
+    def __enter__(self) -> 'FrameLock':
+        with self._cond:
+            ticket, self._next = self._next, self._next + 1
+            self._cond.wait_for(lambda: self._serving == ticket)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        with self._cond:
+            self._serving += 1
+            self._cond.notify_all()
+
+
 class Server:
     """One model's serving Model and run, swapped between frames; every switch kept."""
 
@@ -47,7 +72,7 @@ class Server:
             clock, report, log, warn, name)
         self.model: Optional[Model] = None
         self.run: Optional[ProfileRun] = None
-        self.frame = threading.Lock()       # held by a frame; a hand-over waits for it
+        self.frame = FrameLock()    # held by a frame, in turn; a hand-over waits for it
         self.switches: List[dict] = []      # every switch: time, from, to, trigger, evidence
         self._once: Optional[Tuple[str, Model]] = None   # the runner-up to run the next frame
         self._ran: Deque[Ran] = deque(maxlen=RAN_KEPT)
