@@ -35,8 +35,8 @@ Stamp = Tuple[int, int, str]    # header: sec, nanosec, frame_id
 # Frame threads of a node with several cameras: while one runs the model (the
 # session takes one frame or batch at a time), another reads, publishes and
 # tracks the frame of another camera (a camera's frames are never worked on
-# at once). Four one-camera nodes did that with four threads: MobileNetV2 at
-# 60 Hz a camera against 40 Hz for one thread (bench/product/multi_camera.py).
+# at once). MobileNetV2, 4 cameras, here: 60 Hz a camera sustained with two
+# threads, 40 Hz with one (bench/product/multi_camera.py --sustain).
 WORKERS = 2
 Taken = Tuple['CameraInput', float, bytes]     # a frame taken: its camera, arrival, bytes
 
