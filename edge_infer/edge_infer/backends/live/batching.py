@@ -25,7 +25,8 @@ frames first wait at once: a lightly loaded node holds no batch session
 ``on`` keeps it open from the start.
 
 The verdict is cached in the profile cache by board, backend, library
-versions, model and N, so the next start only opens the session. The batch
+versions, model and N, so the next start opens nothing (``auto``) or only
+the session (``on``). The batch
 is measured on the backend serving at configure; a later switch (online,
 drift, fallback, a provisional start settling) serves one frame at a time
 until the next configure (:meth:`BatchPlan.serves`).
@@ -152,17 +153,20 @@ def plan_batch(model: Model, n: int, mode: str, manager: Any = None,
     hit = cache.get(entry_key(parts)) if cache is not None and parts is not None else None
     if hit is not None and not hit.get('ok', True) and mode == 'auto':
         return BatchPlan(why=f"{hit['why']} (cached)", backend=model.backend_name)
-    try:
-        batch = model.batched(n)
-    except BackendError as exc:
-        if mode == 'on':
-            raise
-        return BatchPlan(why=f'one frame at a time: {first_line(exc)}',
-                         backend=model.backend_name)
+    batch: Optional[Model] = None   # auto with a cached verdict: opened when the load calls
+    if hit is None or mode == 'on':
+        try:
+            batch = model.batched(n)
+        except BackendError as exc:
+            if mode == 'on':
+                raise
+            return BatchPlan(why=f'one frame at a time: {first_line(exc)}',
+                             backend=model.backend_name)
     plan = BatchPlan(n, '', model.backend_name, batch)
     if hit is not None:
         plan.single_ms, plan.batch_ms = hit['single_ms'], hit['batch_ms']
     else:
+        assert batch is not None    # opened above: nothing cached
         frames, _ = calibration_frames(n)
         frames = (frames * n)[:n]
         differs = _differs(model, batch, frames)
