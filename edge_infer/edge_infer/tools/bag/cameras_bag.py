@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import heapq
 import pathlib
-import shutil
 import sys
 from typing import Iterator, Optional, Sequence, Tuple
 
@@ -29,7 +28,7 @@ from edge_infer.core.bag_read import _TYPESTORE, IMAGE_TYPE
 import numpy as np
 from rosbags.rosbag2 import StoragePlugin, Writer
 
-from .record import (_open_video, _prepare_output, _video_frames, BAG_VERSION,
+from .record import (_open_video, _prepare_output, _video_frames, abandon, BAG_VERSION,
                      DEFAULT_START_STAMP_NS, image_cdr, Log, OFFERED_QOS, RecordError)
 
 Crop = Optional[Tuple[int, int, int, int]]      # x, y, width, height in the video's pixels
@@ -101,9 +100,7 @@ def record_cameras(out_dir, video, seconds: float = 3.0,
             frame_ids[topic], sizes[topic] = frame_id, (bgr.shape[1], bgr.shape[0])
         writer.close()
     except BaseException:
-        if writer.storage is not None:
-            writer.abort()
-        shutil.rmtree(out, ignore_errors=True)
+        abandon(writer, out)
         raise
     finally:
         for capture in captures:

@@ -101,6 +101,13 @@ def _read_image(path: pathlib.Path) -> np.ndarray:
     return frame
 
 
+def abandon(writer: Writer, out: pathlib.Path) -> None:
+    """Abort a half-written bag and remove its folder (a recording that failed or was stopped)."""
+    if writer.storage is not None:
+        writer.abort()
+    shutil.rmtree(out, ignore_errors=True)
+
+
 # -------------------------------------------------------------------- messages
 def image_cdr(bgr: np.ndarray, stamp_ns: int, frame_id: str) -> bytes:
     """Serialize a BGR OpenCV frame as an rgb8 ``sensor_msgs/msg/Image`` (CDR)."""
@@ -305,9 +312,7 @@ def record_bag(out_dir: PathLike, video: PathLike | None = None,
             raise RecordError('nothing recorded: the inputs yielded no frames')
         writer.close()
     except BaseException:
-        if writer.storage is not None:
-            writer.abort()
-        shutil.rmtree(out, ignore_errors=True)
+        abandon(writer, out)
         raise
     finally:
         if capture is not None:
