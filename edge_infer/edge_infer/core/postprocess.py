@@ -6,6 +6,7 @@ outputs (NaN/Inf from a broken backend) raise :class:`OutputError` rather than
 publishing garbage.
 """
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence
 
@@ -34,6 +35,26 @@ class Detections:
 
     def __len__(self) -> int:
         return int(self.scores.shape[0])
+
+    def rows(self, keep: np.ndarray) -> 'Detections':
+        """Return a copy with the detections where ``keep`` (N bool) is true, of the same type.
+
+        Every per-detection array is cut (boxes, keypoints, rotated boxes,
+        track ids); an instance ``mask`` is renumbered (``i + 1`` per kept
+        detection, 0 where a dropped one was).
+        """
+        keep = np.asarray(keep, dtype=bool).reshape(-1)
+        n = len(self)
+        cut = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name == 'mask' and isinstance(value, np.ndarray):
+                renumber = np.zeros(n + 1, dtype=value.dtype)
+                renumber[1:][keep] = np.arange(1, int(keep.sum()) + 1)
+                cut[f.name] = renumber[value]
+            elif isinstance(value, np.ndarray) and value.ndim and value.shape[0] == n:
+                cut[f.name] = value[keep]
+        return dataclasses.replace(self, **cut)
 
 
 @dataclass

@@ -46,8 +46,11 @@ come from one counter over all classes: unique in the node's life, from 1.
 
 **Ids.** ``update`` returns one id per input box, in input order; ``-1``
 for a box not confirmed yet (a new track needs ``min_hits`` consecutive
-matches) or a low-score box that continues no track. A confirmed track
-keeps its id through misses and occlusions shorter than ``lost_track_s``.
+matches, except in the tracker's first frame) or a low-score box that
+continues no track. A confirmed track keeps its id through misses and
+occlusions shorter than ``lost_track_s``; an object that comes back later,
+or from out of view, gets its old id back when it looks like it
+(:mod:`.reid`, from the ``frame`` given to each update).
 """
 
 from collections import deque
@@ -56,6 +59,8 @@ from typing import Any, Deque, Dict, Optional, Tuple
 import numpy as np
 
 from . import tracking_import
+from .image import Frame
+from .reid import NEW, Reassociation, WAIT
 from .tracking_filter import make_estimator_class
 
 #: The ``tracker`` parameter's values: ``'none'`` or one of these.
@@ -68,9 +73,17 @@ FALLBACK_RATE = 30.0
 #: its 30 fps frame counts are seconds here. bench/product/tracking.py compared them.
 SETTINGS: Dict[str, Dict[str, Any]] = {
     'ocsort': {'high_score': 0.4, 'min_iou': 0.2, 'min_hits': 2},
-    'bytetrack': {'new_track_score': 0.5, 'high_score': 0.5, 'min_iou': 0.1, 'min_hits': 2},
+    'bytetrack': {'new_track_score': 0.4, 'high_score': 0.4, 'min_iou': 0.1, 'min_hits': 2},
     'sort': {'min_iou': 0.1, 'min_hits': 2},
 }
+#: A box this far over the model's own score threshold starts a track
+#: (:func:`score_settings`).
+OVER_MODEL_THRESHOLD = 0.05
+#: A stamp further back than this from the last is a new stream (a bag that
+#: looped, a camera that restarted): the tracks start afresh.
+BACKWARDS_S = 1.0
+#: Seconds an id lost is kept for re-association by appearance (0: none; reid.py).
+REID_WINDOW_S = 10.0
 #: Pixels between two classes' copies of the image plane (larger than any frame).
 CLASS_STRIDE = 100_000.0
 #: The algorithms whose box filter runs in closed form (tracking_filter.py).
@@ -128,7 +141,8 @@ class Tracker:
     def __init__(self, name: str, lost_track_s: float = 3.0, frame_rate: Optional[float] = None,
                  min_hits: Optional[int] = None, min_iou: Optional[float] = None,
                  new_track_score: Optional[float] = None, high_score: Optional[float] = None,
-                 closed_form: bool = True):
+                 closed_form: bool = True, reid_window_s: float = 0.0,
+                 reid_margin: Optional[float] = None, reid_max_distance: Optional[float] = None):
         if name not in ALGORITHMS:
             raise TrackerError(f"unknown tracker '{name}' (choose none, "
                                f"{', '.join(ALGORITHMS)})")
@@ -144,47 +158,120 @@ class Tracker:
         if closed_form and name in CLOSED_FORM:
             self._opts['state_estimator_class'] = make_estimator_class()
         self._fixed_rate = frame_rate
+        self._lost_s = float(lost_track_s)
+        self._size: Optional[Tuple[int, int]] = None     # the frames' (width, height)
         self._gaps: Deque[float] = deque(maxlen=30)     # the last gaps between stamps
         self._cls(**self._opts)         # a bad option fails here, not on the first frame
+        self.reid: Optional[Reassociation] = None
+        if reid_window_s:
+            given = {'margin': reid_margin, 'max_distance': reid_max_distance}
+            opts: Dict[str, Any] = {k: float(v) for k, v in given.items() if v is not None}
+            try:
+                self.reid = Reassociation(window_s=float(reid_window_s), **opts)
+            except ValueError as e:
+                raise TrackerError(f'tracker {name}: {e}') from e
         self._lib: Any = None                            # the library tracker, all classes
         self._ids: Dict[int, int] = {}                   # library id -> our id
         self._next_id = 1
         self._last_stamp: Optional[float] = None
 
     def update(self, boxes_xyxy: np.ndarray, scores: np.ndarray, class_ids: np.ndarray,
-               stamp_s: float) -> np.ndarray:
+               stamp_s: float, frame: Optional[Frame] = None) -> np.ndarray:
         """Match one frame's boxes to the tracks; return their ids (N int64, -1: none yet).
 
         ``stamp_s``: the frame's capture time in seconds. A stamp that is not
-        after the previous one (a frame out of order) leaves the tracks as
-        they are and returns -1 for every box.
+        after the previous one by up to ``BACKWARDS_S`` (a frame out of
+        order) leaves the tracks as they are and returns -1 for every box.
+        The tracks start afresh (:meth:`_restart`) after a stamp further back
+        (a bag that looped), a gap longer than ``lost_track_s`` (no track
+        outlives it) or a frame of another size (another image). ``frame``:
+        its pixels, for re-association by appearance (none without them).
         """
         # a copy in float64: each class's boxes are moved apart in it (below)
         boxes = np.array(boxes_xyxy, dtype=np.float64).reshape(-1, 4)
         n = len(boxes)
         out = np.full(n, -1, dtype=np.int64)
         stamp = float(stamp_s)
-        if self._last_stamp is not None and not stamp > self._last_stamp:
-            return out
-        if self._last_stamp is not None:
-            self._gaps.append(stamp - self._last_stamp)
-        self._last_stamp = stamp
+        last = self._last_stamp
+        if last is not None and last - BACKWARDS_S <= stamp <= last:
+            return out          # a frame out of order: the tracks stay as they are
+        size = (frame.width, frame.height) if frame is not None else self._size
+        other = None not in (size, self._size) and size != self._size      # another image
+        if last is not None and (stamp < last or stamp - last > self._lost_s or other):
+            self._restart(keep_looks=stamp > last and not other)
+        elif last is not None:
+            self._gaps.append(stamp - last)
+        self._last_stamp, self._size = stamp, size
         rate = self.frame_rate()
         scores = np.asarray(scores, dtype=np.float32).reshape(n)
         classes = np.asarray(class_ids, dtype=np.int64).reshape(n)
-        if self._lib is None:
+        first = self._lib is None
+        if first:
             self._lib = self._cls(**{**self._opts, 'frame_rate': rate})
         self._lib._frame_rate = rate    # what the library scales elapsed seconds by, each update
         boxes[:, 0::2] += (classes * CLASS_STRIDE)[:, None]     # each class apart
         dets = self._detections(xyxy=boxes, confidence=scores, class_id=classes,
                                 data={'row': np.arange(n)})
         res = self._lib.update(dets, timestamp=stamp)
-        lib_ids = np.asarray(res.tracker_id, dtype=np.int64)
-        if len(lib_ids):
-            out[np.asarray(res.data['row'], dtype=np.int64)] = [
-                self._our_id(int(i)) for i in lib_ids]
+        lib = np.full(n, -1, dtype=np.int64)
+        if len(res.tracker_id):
+            lib[np.asarray(res.data['row'], dtype=np.int64)] = res.tracker_id
+        if first:
+            self._confirm_first(boxes, lib)
+        new = {}
+        for row, key in enumerate(lib.tolist()):
+            if key >= 0 and key in self._ids:
+                out[row] = self._ids[key]
+            elif key >= 0:
+                new[row] = key
+        if new:
+            self._name_new(new, out, stamp, frame, boxes_xyxy, classes)
+        if self.reid is not None:
+            self.reid.observe(stamp, frame, np.asarray(boxes_xyxy).reshape(-1, 4), scores,
+                              classes, out)
         self._forget()
         return out
+
+    def _confirm_first(self, boxes: np.ndarray, lib: np.ndarray) -> None:
+        """Confirm the tracks of the tracker's first frame at once, as ByteTrack's paper does.
+
+        The library waits ``min_hits`` matches for every track; the first
+        frame after a start or a reset has nothing to confirm against, and
+        Ultralytics' track mode (and so yolo_ros) shows its boxes with ids.
+        Each new track gets the library's next id (its own allocator) and is
+        found by its box (its filter starts at it).
+        """
+        for t in self._lib.tracks:
+            if t.tracker_id != -1:
+                continue
+            free = np.flatnonzero(lib < 0)
+            if not len(free):
+                break
+            gap = np.abs(boxes[free] - np.asarray(t.get_state_bbox()).reshape(4)).sum(axis=1)
+            row = int(free[int(np.argmin(gap))])
+            if gap.min() <= 1.0:
+                t.tracker_id = self._lib._allocate_tracker_id()
+                lib[row] = t.tracker_id
+
+    def _name_new(self, new: Dict[int, int], out: np.ndarray, stamp: float,
+                  frame: Optional[Frame], boxes: np.ndarray, classes: np.ndarray) -> None:
+        """Give the tracks confirmed this frame (row -> library id) a new id or an old one."""
+        verdicts = {row: NEW for row in new}
+        if self.reid is not None:
+            verdicts = self.reid.decide(stamp, frame, np.asarray(boxes).reshape(-1, 4), classes,
+                                        {int(i) for i in out if i >= 0}, new)
+        for row, key in new.items():
+            verdict = verdicts[row]
+            if verdict == WAIT:
+                continue
+            if verdict == NEW:
+                verdict = self._next_id
+                self._next_id += 1
+            else:               # an old id back: its lost track, if the library keeps it, goes
+                for old in [k for k, v in self._ids.items() if v == verdict]:
+                    del self._ids[old]
+                    self._lib.tracks = [t for t in self._lib.tracks if t.tracker_id != old]
+            self._ids[key] = out[row] = verdict
 
     def frame_rate(self) -> float:
         """Return the camera's nominal rate: as set, or from the last 30 gaps between stamps.
@@ -198,21 +285,13 @@ class Tracker:
             return FALLBACK_RATE
         return 1.0 / sorted(self._gaps)[len(self._gaps) // 4]     # (np.percentile: 20 us)
 
-    def _our_id(self, lib_id: int) -> int:
-        """Return the node-wide id of the library's track ``lib_id``."""
-        if lib_id < 0:
-            return -1
-        our = self._ids.get(lib_id)
-        if our is None:
-            our = self._ids[lib_id] = self._next_id
-            self._next_id += 1
-        return our
-
     def _forget(self) -> None:
         """Drop the ids of tracks the library dropped."""
         alive = {int(t.tracker_id) for t in self._lib.tracks}
         for key in [k for k in self._ids if k not in alive]:
             del self._ids[key]
+        if self.reid is not None:
+            self.reid.forget_tracks(alive)
 
     def live_tracks(self) -> int:
         """Return the number of confirmed tracks alive (matched, or lost under lost_track_s)."""
@@ -220,10 +299,37 @@ class Tracker:
 
     def reset(self) -> None:
         """Forget every track (a new scene, a camera that restarted); ids keep counting up."""
-        self._lib = None
-        self._ids.clear()
+        self._restart(keep_looks=False)
         self._last_stamp = None
         self._gaps.clear()
+
+    def _restart(self, keep_looks: bool) -> None:
+        """Start the library afresh: after a gap no track outlives, or frames of another size.
+
+        Its next frame is a first frame: its boxes get ids at once. The looks
+        of the ids lost are kept after a gap (they may come back), not when
+        the image changed.
+        """
+        self._lib = None
+        self._ids.clear()
+        if self.reid is not None and not keep_looks:
+            self.reid.reset()
+
+
+def score_settings(name: str, model_threshold: float) -> Dict[str, float]:
+    """Return the score options for a model whose boxes start at ``model_threshold``.
+
+    Models score on their own scales (NanoDet's people from 0.35, MoveNet's
+    mean keypoint score from 0.25): a box ``OVER_MODEL_THRESHOLD`` over the
+    model's threshold starts a track and takes part in the first matching
+    stage; boxes under that only continue tracks. With a node that publishes
+    only tracked boxes, a box that never starts a track is never published.
+    SETTINGS' 0.4 is this rule for NanoDet (bench/product/tracking.py).
+    """
+    cut = round(float(model_threshold) + OVER_MODEL_THRESHOLD, 3)
+    keys = {'bytetrack': ('new_track_score', 'high_score'), 'ocsort': ('high_score',),
+            'sort': ('new_track_score',)}.get(str(name).strip().lower(), ())
+    return {key: cut for key in keys}
 
 
 def make_tracker(name: str, **options: Any) -> Optional[Tracker]:
@@ -232,12 +338,16 @@ def make_tracker(name: str, **options: Any) -> Optional[Tracker]:
     Options: ``lost_track_s`` (seconds a lost track is kept, default 3.0),
     ``frame_rate`` (the camera's nominal rate, default 30), ``min_hits``
     (matches before a track gets an id, default 2), ``min_iou`` (default
-    0.1), ``new_track_score`` (the score a box needs to start a track).
+    0.1), ``new_track_score`` (the score a box needs to start a track),
+    ``reid_window_s`` (re-association by appearance, :mod:`.reid`: default
+    10 s, 0 = off; it needs each update's ``frame``), ``reid_margin``,
+    ``reid_max_distance``.
     """
     key = str(name).strip().lower()
     if key in ('none', ''):
         return None
     try:
-        return Tracker(key, **{**SETTINGS.get(key, {}), **options})
+        return Tracker(key, **{'reid_window_s': REID_WINDOW_S, **SETTINGS.get(key, {}),
+                               **options})
     except TypeError as e:          # an option the tracker does not take
         raise TrackerError(f'tracker {key}: {e}') from e

@@ -236,3 +236,28 @@ def test_reset_forgets_the_tracks_and_ids_keep_counting():
     assert tracker.live_tracks() == 0
     second = _feed(tracker, 4)[0]
     assert first >= 1 and second > first
+
+
+@needs_library
+def test_a_first_frame_a_looped_bag_and_another_image_start_afresh_with_ids():
+    """The first frame's boxes have ids at once (as ByteTrack's paper and Ultralytics).
+
+    So do those after a bag loops (stamps 1 s+ back) or the image changes size.
+    """
+    from edge_infer.core.image import Frame
+    _library()
+    tracker = make_tracker(DEFAULT, frame_rate=15.0)
+    boxes = np.array([[10, 10, 50, 90], [100, 10, 140, 90], [200, 10, 240, 90]], np.float32)
+    scores = np.array([0.8, 0.3, 0.9], np.float32)      # 0.3: continues tracks, starts none
+    classes = np.array([0, 0, 2])
+    first = tracker.update(boxes, scores, classes, 5.0)
+    assert first[0] >= 1 and first[2] >= 1 and first[1] == -1
+    assert (tracker.update(boxes + 1, scores, classes, 5.1) == first).all()
+    looped = tracker.update(boxes, scores, classes, 0.0)    # the bag again: new tracks, ids
+    assert looped[0] > first.max() and looped[2] > first.max() and looped[1] == -1
+    img = Frame(np.zeros((480, 640, 3), np.uint8), 'bgr')
+    assert (tracker.update(boxes, scores, classes, 0.1, img) == looped).all()
+    photo = Frame(np.zeros((512, 512, 3), np.uint8), 'bgr')
+    other = tracker.update(boxes, scores, classes, 0.2, photo)
+    assert other[0] > looped.max() and other[2] > looped.max()      # another image
+    assert tracker.update(boxes, scores, classes, 0.25, photo).tolist() == other.tolist()
