@@ -106,7 +106,8 @@ def make_cameras(node, values, overrides: dict, parts) -> None:
         scope = CameraScope(node, name) if name else node
         cam.task = make_task(scope, spec, values['result_messages'], values['output_topic'],
                              threshold)
-        cam.tracks_and_depth = TracksAndDepth(scope, spec, {**values, 'depth_topic': depths[i]})
+        cam.tracks_and_depth = TracksAndDepth(scope, spec, {**values, 'depth_topic': depths[i],
+                                                            'model_threshold': threshold})
         if values['debug_image_rate_hz'] > 0:
             cam.debug = DebugImage(scope, values['debug_image_rate_hz'], stats)
         energy.mark_runs(meter, spec.name)

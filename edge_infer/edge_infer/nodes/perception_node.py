@@ -218,7 +218,7 @@ class PerceptionNode(ManagedNode):
             result = live.infer(frame, around_run=marks)    # falls back if the backend raises
             pending = marks.take() if marks is not None else None
         if tracks is not None:      # track ids from the frame's stamp
-            tracks.track(result, stamp[0] + stamp[1] * 1e-9)
+            tracks.track(result, stamp[0] + stamp[1] * 1e-9, frame)
         t2 = time.perf_counter()
         out = task.result_msg(frame, result, (t[2] - t[1]) * 1e3,
                               result.backend or live.backend_name)

@@ -17,7 +17,7 @@ from ..backends.live.rule import LiveSettings
 from ..backends.remote_config import check_remote
 from ..core.model import model_file
 from ..core.registry import load_models, ModelSpec, user_registry_path
-from ..core.tracking import ALGORITHMS, DEFAULT as DEFAULT_TRACKER
+from ..core.tracking import ALGORITHMS, DEFAULT as DEFAULT_TRACKER, REID_WINDOW_S
 from ..executor.core import POLICIES
 
 TRANSPORTS = ('raw', 'compressed')
@@ -88,6 +88,12 @@ PARAMETERS = {
     'tracker': (DEFAULT_TRACKER, 'detection / pose / instance nodes: track ids on every box '
                                  "(results, ~/vision/detections' id, the debug image): "
                                  + ' | '.join(ALGORITHMS) + "; 'none' = off"),
+    'reid_window_s': (REID_WINDOW_S, 'tracking: an id lost this many seconds ago is given back '
+                                     'to a new track that looks like it (colours of the '
+                                     'clothes, a clear margin over anyone else); 0 = off'),
+    'publish_untracked': (False, 'tracking: also publish boxes no track holds (id -1: a new '
+                                 'object before its 2nd match, a low-score box); false = only '
+                                 'boxes with an id, as Ultralytics track mode'),
     'depth_topic': ('', 'aligned depth image (16UC1 mm or 32FC1 m): 3D per detection on '
                         "~/vision/detections_3d; '' = off"),
     'camera_info_topic': ('', "the depth camera's CameraInfo; '' = camera_info beside "
@@ -159,6 +165,8 @@ def check(p: Mapping[str, Any]) -> LiveSettings:
         raise bad('stale_after_s', '0 (off) or more seconds')
     if p['tracker'] not in ('none',) + ALGORITHMS:
         raise bad('tracker', 'one of ' + ', '.join(repr(t) for t in ('none',) + ALGORITHMS))
+    if p['reid_window_s'] < 0:
+        raise bad('reid_window_s', '0 (off) or more seconds')
     if not p['depth_tolerance_s'] > 0:
         raise bad('depth_tolerance_s', 'a positive number of seconds')
     check_remote(p)

@@ -131,7 +131,8 @@ def test_3d_within_2_percent_with_the_2d_ids_and_bad_depth_counted(ros, containe
                                          lambda m: d3.__setitem__(_stamp(m.header), m), 50),
             _diagnostics(ros, '/detector', diag)]
     with _node_with_depth(ros, container, footage, 'detector',
-                          {'depth_tolerance_s': 0.02, 'diagnostics_period': 0.2}) as (pubs, rgb):
+                          {'depth_tolerance_s': 0.02, 'diagnostics_period': 0.2,
+                           'publish_untracked': True}) as (pubs, rgb):     # boxes of frame 1
         try:
             h, w = rgb.shape[:2]
             t = 1_800_000_000 * 10**9
@@ -181,6 +182,9 @@ def test_3d_within_2_percent_with_the_2d_ids_and_bad_depth_counted(ros, containe
                                   int(diag.get('camera_info_rejected', 0)) >= 1 and
                                   int(diag.get('depth_unmatched', 0)) >= 2, 10), diag
             assert len(d2) == 8 and int(diag.get('depth_matched', 0)) >= 3, (len(d2), diag)
+            # publish_untracked true: boxes without an id go out too, none withheld
+            assert diag['tracker'] == 'bytetrack' and int(diag['untracked_withheld']) == 0
+            assert int(diag['ids_given_back']) >= 0
         finally:
             for s in subs:
                 ros.node.destroy_subscription(s)

@@ -219,12 +219,18 @@ def test_bag_replay_finds_people_with_source_stamps(ros, container, results, sma
         for d in m.detections:
             assert -5 <= d.center_x - d.size_x / 2 and d.center_x + d.size_x / 2 <= 773
             assert 0 < d.score <= 1
-    # The astronaut photo (512x512): a person, with high confidence.
+    # Tracking is on by default and only tracked boxes go out (publish_untracked
+    # false): every box has its track's id, and the tracks last (ids repeat).
+    boxes = [d for m in video for d in m.detections]
+    assert all(d.track_id >= 0 for d in boxes)
+    assert len({d.track_id for d in boxes}) * 3 < len(boxes), len({d.track_id for d in boxes})
+    # The astronaut photo (512x512): a person, with high confidence, and an id at
+    # once (another image: the tracks start afresh, a first frame's boxes have ids).
     photo = [m for m in results.det if (m.image_width, m.image_height) == (512, 512)]
     assert photo, 'the still photo at the end of the bag got no result'
     best = max((d for d in photo[-1].detections if d.label == 'person'),
                key=lambda d: d.score)
-    assert best.score > 0.6 and best.size_y > 200
+    assert best.score > 0.6 and best.size_y > 200 and best.track_id >= 0
     # Energy per inference: no sensor on this machine, so the estimator, said so.
     # The result never waits for its record: it says 'pending' and the record
     # follows, unless the sampler delivered it while the message was built.
