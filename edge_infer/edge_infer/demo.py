@@ -234,6 +234,8 @@ def _summarize(collector: Collector, info: dict, player_line: str) -> dict:
         }
     for m in collector.results['detector']:
         s['classes'].update(d.label for d in m.detections)
+    s['tracks'] = _track_summary(collector.results['detector'],
+                                 collector.diag.get('detector', {}))
     people = [len(m.poses) for m in collector.results['pose']]
     s['people'] = collections.Counter(people)
     shares = [m.class_fractions[1] for m in collector.results['segmenter']
@@ -246,6 +248,29 @@ def _summarize(collector: Collector, info: dict, player_line: str) -> dict:
     s['memory'] = dict(collector.memory)
     s['settled_s'] = collector.settled_s
     return s
+
+
+def _track_summary(msgs, diag: dict) -> dict:
+    """Return the detector's tracks: ids, their lengths (first to last stamp), boxes with ids."""
+    first: Dict[int, float] = {}
+    last: Dict[int, float] = {}
+    boxes = with_id = people = people_with_id = 0
+    for m in msgs:
+        t = _stamp_ns(m.header) * 1e-9
+        for d in m.detections:
+            boxes += 1
+            people += d.label == 'person'
+            if d.track_id >= 0:
+                with_id += 1
+                people_with_id += d.label == 'person'
+                first.setdefault(d.track_id, t)
+                last[d.track_id] = t
+    spans = [last[i] - first[i] for i in first]
+    return {'tracks': len(first), 'median_s': _percentile(spans, 50), 'boxes': boxes,
+            'with_id': with_id / boxes if boxes else float('nan'),
+            'people_with_id': people_with_id / people if people else float('nan'),
+            'withheld': int(diag.get('untracked_withheld', 0) or 0),
+            'given_back': diag.get('ids_given_back', '')}
 
 
 def _energy_summary(records) -> dict:
@@ -356,6 +381,11 @@ def _print_summary(s: dict, log) -> None:
     log('')
     log('detections per class (detector, all frames): ' + ', '.join(
         f'{c} {k}' for c, k in s['classes'].most_common()))
+    tr = s['tracks']
+    log(f"tracks (detector): {tr['tracks']} ids, median length {tr['median_s']:.1f} s; "
+        f"{tr['boxes']} boxes published, {tr['with_id']:.0%} with an id (people "
+        f"{tr['people_with_id']:.0%}); {tr['withheld']} boxes without one withheld "
+        f"(publish_untracked false); ids given back by appearance: {tr['given_back']}")
     log('people per frame (pose, frames): ' + ', '.join(
         f'{k}: {v}' for k, v in sorted(s['people'].items())))
     p10, p50, p90 = s['mask_share']
@@ -396,7 +426,8 @@ def _annotate(img, results: dict, mask_msg):
             draw.draw_keypoints(img, np.array([[(k.x, k.y, k.score) for k in p.keypoints]],
                                               np.float32), skeleton, 0.3)
     det, cls = results.get('detector'), results.get('classifier')
-    boxes = [(d.label, d.score, d.center_x - d.size_x / 2, d.center_y - d.size_y / 2,
+    boxes = [(d.label if d.track_id < 0 else f'#{d.track_id} {d.label}', d.score,
+              d.center_x - d.size_x / 2, d.center_y - d.size_y / 2,
               d.center_x + d.size_x / 2, d.center_y + d.size_y / 2)
              for d in (det.detections if det else [])]
     classes = [(f'{cls.model}: {r.label}', r.score) for r in cls.results] if cls else []
