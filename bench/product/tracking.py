@@ -1,7 +1,8 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
 """Tracking libraries compared: ids on exact truth, on the real video with drops, cost.
 
-    ./run.sh exec python bench/product/tracking.py [--skip-video] [--skip-cost] [--cost-frames 300]
+    ./run.sh exec python bench/product/tracking.py [--skip-video] [--skip-cost] [--skip-people]
+                                                   [--cost-frames 300]
     ./run.sh exec python bench/product/tracking.py --import-only
 
 Candidates: Roboflow's ``trackers`` (OC-SORT, ByteTrack, SORT) through
@@ -22,16 +23,25 @@ norfair is not in the pinned set (its metadata asks numpy < 2):
    ids shared by two objects (counted exactly: each box knows its object).
 2. **The real video**: NanoDet (onnxruntime, CPU, one thread) on every frame
    of vtest.avi (10 fps), person boxes cached; tracked at full rate and with
-   30 % of frames dropped at random (seeded). IDF1 and id switches of the
-   dropped run against the full-rate run's ids (same boxes, so matched
-   exactly), ids per 100 person-boxes, track lengths (s) median / p90.
+   30 % of frames dropped at random (four drop seeds). IDF1 and id switches
+   of the dropped run against the full-rate run's ids (same boxes, so
+   matched exactly), ids per 100 person-boxes, track lengths (s) median /
+   p90. ``[pixels]``: the candidates that re-associate by appearance, given
+   the decoded frames (tracking_people.py).
 3. **Cost**: one update with 20 objects in view, candidates interleaved
    frame by frame, p50 / p90 (ms).
+5. **Real people** (tracking_people.py, ``--skip-people`` leaves it out):
+   crossings, occlusions of 0.5-3 s, exits and re-entries of 1-5 s and two
+   men dressed alike, made of people cut out of vtest.avi with exact truth;
+   ByteTrack with and without re-association, norfair with and without its
+   histogram ReID; and the cost of an update with 20 people in view, looks
+   included.
 4. ``--import-only``: what making the first tracker adds to a process that
    has already imported what the container imports (rclpy, cv2, openvino,
    the node modules): RSS, USS (psutil) and seconds, 3 fresh processes.
 
-The table is printed and written to bench/results/<machine>/tracking_<date>.md.
+The table is printed and written to bench/results/<machine>/tracking_<date>.md
+(``tracking_<date>_partial.md`` when a part is skipped or the seeds differ).
 """
 
 import argparse
@@ -41,7 +51,7 @@ import pathlib
 import sys
 import tempfile
 import time
-from typing import Callable, Dict, List, Tuple
+from typing import Callable, Dict, List, Sequence, Tuple
 import warnings
 
 import benchlib
@@ -50,41 +60,13 @@ from edge_infer.core.tracking import CLOSED_FORM, make_tracker, SETTINGS
 from edge_infer.testing import track_scenes as ts
 import numpy as np
 from packaging.requirements import Requirement
+import tracking_people
 
 Update = Callable[[np.ndarray, np.ndarray, np.ndarray, float], np.ndarray]
 LOST_S = 3.0
 #: Settings tried beside the node's (OC-SORT gives -1 to a confirmed track's box
 #: until it has min_hits matches in a row again after a miss).
 VARIANTS = {'ocsort': {'min_hits': 1}}
-
-
-class NorfairTracker:
-    """norfair's Tracker behind the node's interface: one step per nominal frame period."""
-
-    def __init__(self, fps: float, lost_track_s: float = LOST_S):
-        import norfair
-        self.nf, self.period = norfair, 1.0 / fps
-        self.tracker = norfair.Tracker(distance_function='iou', distance_threshold=0.9,
-                                       hit_counter_max=max(2, round(lost_track_s * fps)),
-                                       initialization_delay=1)
-        self.last = None
-
-    def update(self, boxes, scores, classes, stamp):
-        """Step over the frames that elapsed, then match this one's boxes."""
-        steps = 1 if self.last is None else max(1, round((stamp - self.last) / self.period))
-        self.last = stamp
-        for _ in range(steps - 1):
-            self.tracker.update([])
-        dets = [self.nf.Detection(points=b.reshape(2, 2).astype(float),
-                                  scores=np.array([s, s]), label=int(c))
-                for b, s, c in zip(boxes, scores, classes)]
-        out = np.full(len(dets), -1, dtype=np.int64)
-        index = {id(d): i for i, d in enumerate(dets)}
-        for obj in self.tracker.update(dets):
-            i = index.get(id(obj.last_detection))
-            if i is not None and obj.id is not None:
-                out[i] = obj.id
-        return out
 
 
 def candidates(fps: float) -> Dict[str, Callable[[], Update]]:
@@ -111,7 +93,7 @@ def candidates(fps: float) -> Dict[str, Callable[[], Update]]:
                 lambda n=name, r=rate: make_tracker(n, frame_rate=r, lost_track_s=LOST_S).update)
     try:
         import norfair  # noqa: F401
-        out['norfair iou'] = lambda: NorfairTracker(fps).update
+        out['norfair iou'] = lambda: tracking_people.Norfair(fps, reid=False).update
     except ImportError:
         print('norfair not installed: left out')
     return out
@@ -202,40 +184,82 @@ def lengths(stamps: List[float], ids: List[np.ndarray]) -> np.ndarray:
     return np.array([last[i] - first[i] for i in first]) if first else np.zeros(1)
 
 
-def video(cache: pathlib.Path, drop: float = 0.3, seed: int = 7) -> List[str]:
-    """Return the table rows of every candidate on the video: full rate vs 30 % dropped."""
+def _frames(path: pathlib.Path, wanted) -> Dict[int, object]:
+    """Return the video's frames ``wanted`` (indices) as Frames, decoded in one pass."""
+    import cv2
+    from edge_infer.core.image import Frame
+    cap, out, k = cv2.VideoCapture(str(path)), {}, 0
+    wanted = {int(i) for i in wanted}
+    while True:
+        ok, img = cap.read()
+        if not ok:
+            break
+        if k in wanted:
+            out[k] = Frame(img, 'bgr')
+        k += 1
+    return out
+
+
+def video(cache: pathlib.Path, drop: float = 0.3, seeds: Sequence[int] = (7, 8, 9, 10)
+          ) -> List[str]:
+    """Return the table rows of every candidate on the video: full rate vs 30 % dropped.
+
+    Each drop seed removes other frames; IDF1 and switches are given per seed
+    (mean, min) and the per-run figures for the first seed. The candidates
+    that look at pixels (re-association) get the decoded frames.
+    """
     import motmetrics as mm
     stamps, boxes, scores = video_detections(cache)
-    keep = np.random.default_rng(seed).random(len(stamps)) >= drop
-    keep[0] = True
-    kept = np.flatnonzero(keep)
+    fps = 1.0 / (stamps[1] - stamps[0])
     n_boxes = sum(len(b) for b in boxes)
-    rows = [f'{len(stamps)} frames, {n_boxes} person boxes; {len(kept)} frames kept.', '']
-    for name, make in candidates(1.0 / (stamps[1] - stamps[0])).items():
-        up = make()
-        full = [up(b, s, np.zeros(len(b), np.int64), t) for t, b, s in zip(stamps, boxes, scores)]
-        up = make()
-        part = {int(k): up(boxes[k], scores[k], np.zeros(len(boxes[k]), np.int64), stamps[k])
-                for k in kept}
-        acc = mm.MOTAccumulator(auto_id=True)
-        for k in kept:
-            a, b = full[k], part[int(k)]
-            ra, rb = np.flatnonzero(a >= 0), np.flatnonzero(b >= 0)
-            dist = np.where(ra[:, None] == rb[None, :], 0.0, np.nan)
-            acc.update(a[ra].tolist(), b[rb].tolist(), dist)
-        s = mm.metrics.create().compute(acc, metrics=['idf1', 'num_switches'], name='v')
-        cells = []
-        for run_ids, run_stamps in ((full, stamps), ([part[int(k)] for k in kept],
-                                                     [stamps[k] for k in kept])):
-            boxes_n = sum(len(r) for r in run_ids)
-            distinct = len({i for r in run_ids for i in r.tolist() if i >= 0})
-            with_id = sum(int((r >= 0).sum()) for r in run_ids)
-            span = lengths(run_stamps, run_ids)
-            cells.append(f'{100.0 * distinct / max(1, boxes_n):.2f} / '
-                         f'{100.0 * with_id / max(1, boxes_n):.0f} % / '
-                         f'{np.median(span):.1f} / {np.percentile(span, 90):.1f}')
-        rows.append(f"| {name} | {float(s['idf1'].iloc[0]):.3f} | "
-                    f"{int(s['num_switches'].iloc[0])} | {cells[0]} | {cells[1]} |")
+    rows = [f'{len(stamps)} frames, {n_boxes} person boxes; drop seeds {list(seeds)}.', '']
+    cands = {**candidates(fps), **{f'{k} [pixels]': v for k, v in
+                                   tracking_people.candidates(fps).items() if 'reid' in k}}
+    images: Dict[int, object] = {}
+    for name, make in cands.items():
+        looks = name.endswith('[pixels]')
+        if looks and not images:
+            images = _frames(paths.cache_dir() / 'vtest.avi', range(len(stamps)))
+
+        def run(kept, up=None):
+            up = make()
+            return {int(k): (up(boxes[k], scores[k], np.zeros(len(boxes[k]), np.int64), stamps[k],
+                                images[int(k)]) if looks else
+                             up(boxes[k], scores[k], np.zeros(len(boxes[k]), np.int64), stamps[k]))
+                    for k in kept}
+
+        full = run(range(len(stamps)))
+        idf1, switches, cells = [], [], []
+        for seed in seeds:
+            keep = np.random.default_rng(seed).random(len(stamps)) >= drop
+            keep[0] = True
+            kept = np.flatnonzero(keep)
+            part = run(kept)
+            acc = mm.MOTAccumulator(auto_id=True)
+            for k in kept:
+                a, b = full[int(k)], part[int(k)]
+                ra, rb = np.flatnonzero(a >= 0), np.flatnonzero(b >= 0)
+                acc.update(a[ra].tolist(), b[rb].tolist(),
+                           np.where(ra[:, None] == rb[None, :], 0.0, np.nan))
+            sc = mm.metrics.create().compute(acc, metrics=['idf1', 'num_switches'], name='v')
+            idf1.append(float(sc['idf1'].iloc[0]))
+            switches.append(int(sc['num_switches'].iloc[0]))
+            if cells:
+                continue
+            for run_ids, run_stamps in (([full[k] for k in range(len(stamps))], stamps),
+                                        ([part[int(k)] for k in kept],
+                                         [stamps[k] for k in kept])):
+                boxes_n = sum(len(r) for r in run_ids)
+                distinct = len({i for r in run_ids for i in r.tolist() if i >= 0})
+                with_id = sum(int((r >= 0).sum()) for r in run_ids)
+                span = lengths(run_stamps, run_ids)
+                cells.append(f'{100.0 * distinct / max(1, boxes_n):.2f} / '
+                             f'{100.0 * with_id / max(1, boxes_n):.0f} % / '
+                             f'{np.median(span):.1f} / {np.percentile(span, 90):.1f}')
+        per_seed = ' '.join(f'{v:.3f}' for v in idf1)
+        rows.append(f'| {name} | {np.mean(idf1):.3f} (min {min(idf1):.3f}) | '
+                    f'{per_seed} | {np.mean(switches):.1f} | '
+                    f'{cells[0]} | {cells[1]} |')
     return rows
 
 
@@ -295,6 +319,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--skip-video', action='store_true')
     ap.add_argument('--skip-cost', action='store_true')
+    ap.add_argument('--skip-people', action='store_true')
     ap.add_argument('--cost-frames', type=int, default=300)
     ap.add_argument('--import-only', action='store_true',
                     help='only what the first tracker adds to a process (RSS, USS, seconds)')
@@ -316,18 +341,28 @@ def main() -> None:
     if not args.skip_video:
         rows = video(args.cache)
         lines += ['', '## vtest.avi: 30 % dropped vs full rate (NanoDet person boxes)', '',
-                  'Per run: ids per 100 person-boxes / boxes with an id / track length (s) '
-                  'median / p90. ' + rows[0], '',
-                  '| candidate | IDF1 vs full rate | id switches | full rate | 30 % dropped |',
-                  '|---|---|---|---|---|', *rows[2:]]
+                  'Per run (first drop seed): ids per 100 person-boxes / boxes with an id / '
+                  'track length (s) median / p90. ' + rows[0], '',
+                  '| candidate | IDF1 vs full rate, mean (min) | per seed | id switches, mean '
+                  '| full rate | 30 % dropped |', '|---|---|---|---|---|---|', *rows[2:]]
+    if not args.skip_people:
+        video_file = str(paths.cache_dir() / 'vtest.avi')
+        lines += ['', '## Real people: crossings, occlusions, exits (tracking_people.py, '
+                  f'{min(args.seeds, 3)} seeds each)', '', *tracking_people.SCENES_HEAD,
+                  *tracking_people.scenes(video_file, min(args.seeds, 3))]
+        if not args.skip_cost:
+            lines += ['', '## Cost of one update with 20 people in view, looks included '
+                      '(ms, interleaved)', '', *tracking_people.COST_HEAD,
+                      *tracking_people.cost(video_file, args.cost_frames)]
     if not args.skip_cost:
         lines += ['', '## Cost of one update (ms, interleaved)', '',
                   '| candidate | objects | p50 | p90 |', '|---|---|---|---|',
                   *cost(args.cost_frames), *cost(args.cost_frames, classes=4)]
     text = '\n'.join(lines) + '\n'
     print(text)
+    partial = args.skip_video or args.skip_cost or args.skip_people or args.seeds != 6
     out = (benchlib.BENCH_DIR / 'results' / benchlib.machine_slug()
-           / f'tracking_{datetime.date.today():%Y%m%d}.md')
+           / f"tracking_{datetime.date.today():%Y%m%d}{'_partial' if partial else ''}.md")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
     print(f'written: {benchlib.shown_path(str(out))}')
