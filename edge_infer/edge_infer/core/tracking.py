@@ -50,7 +50,9 @@ matches, except in the tracker's first frame) or a low-score box that
 continues no track. A confirmed track keeps its id through misses and
 occlusions shorter than ``lost_track_s``; an object that comes back later,
 or from out of view, gets its old id back when it looks like it
-(:mod:`.reid`, from the ``frame`` given to each update).
+(:mod:`.reid`, from the ``frame`` given to each update). Where boxes compete
+for a track (people side by side), looking alike weighs in the library's
+matching too (:meth:`Tracker.looks_bonus`).
 """
 
 from collections import deque
@@ -79,6 +81,11 @@ SETTINGS: Dict[str, Dict[str, Any]] = {
 #: A box this far over the model's own score threshold starts a track
 #: (:func:`score_settings`).
 OVER_MODEL_THRESHOLD = 0.05
+#: The algorithms whose matching also weighs looks where boxes compete
+#: (:meth:`Tracker.looks_bonus`, through the library's ``iou`` option).
+CONTESTED = ('bytetrack', 'sort')
+#: What looking alike (distance 0) adds to a contested pair's IoU.
+LOOKS_BONUS = 1.0
 #: A stamp further back than this from the last is a new stream (a bag that
 #: looped, a camera that restarted): the tracks start afresh.
 BACKWARDS_S = 1.0
@@ -170,6 +177,10 @@ class Tracker:
                 self.reid = Reassociation(window_s=float(reid_window_s), **opts)
             except ValueError as e:
                 raise TrackerError(f'tracker {name}: {e}') from e
+            if name in CONTESTED:       # the library's IoU, with looks where boxes compete
+                self._opts['iou'] = _Contested(self, self._cls(**self._opts).iou)
+        self._seen: Tuple[Optional[Frame], np.ndarray, np.ndarray] = (
+            None, np.zeros((0, 4)), np.zeros((0, 4)))       # this frame: pixels, boxes moved, not
         self._lib: Any = None                            # the library tracker, all classes
         self._ids: Dict[int, int] = {}                   # library id -> our id
         self._next_id = 1
@@ -212,6 +223,7 @@ class Tracker:
         boxes[:, 0::2] += (classes * CLASS_STRIDE)[:, None]     # each class apart
         dets = self._detections(xyxy=boxes, confidence=scores, class_id=classes,
                                 data={'row': np.arange(n)})
+        self._seen = (frame, boxes, np.asarray(boxes_xyxy, np.float64).reshape(-1, 4))
         res = self._lib.update(dets, timestamp=stamp)
         lib = np.full(n, -1, dtype=np.int64)
         if len(res.tracker_id):
@@ -230,6 +242,46 @@ class Tracker:
             self.reid.observe(stamp, frame, np.asarray(boxes_xyxy).reshape(-1, 4), scores,
                               classes, out)
         self._forget()
+        return out
+
+    def looks_bonus(self, predicted: np.ndarray, boxes: np.ndarray, sim: np.ndarray
+                    ) -> np.ndarray:
+        """Return the library's IoU ``sim`` with a bonus for looking alike where boxes compete.
+
+        Where a track's predicted box overlaps two boxes or more (over the
+        library's IoU threshold), or a box two tracks or more, each such pair
+        gains ``LOOKS_BONUS x (1 - distance)`` of its track's look and its
+        box's: two people side by side keep their own tracks. A bonus only
+        (a match is never lost for it); pairs without a look gain nothing.
+        """
+        frame, moved, pixel = self._seen
+        reid = self.reid
+        if frame is None or reid is None or sim.size == 0:
+            return sim
+        near = sim >= float(getattr(self._lib, 'minimum_iou_threshold', 0.1))
+        contested = near & ((near.sum(axis=1) >= 2)[:, None] | (near.sum(axis=0) >= 2)[None, :])
+        if not contested.any():
+            return sim
+        tracks = self._lib.tracks
+        states = np.array([np.asarray(t.get_state_bbox(), np.float64).reshape(4) for t in tracks])
+        rows, cols = np.flatnonzero(contested.any(axis=1)), np.flatnonzero(contested.any(axis=0))
+        descs = {}
+        for r in rows:
+            k = int(np.argmin(np.abs(states - predicted[r]).sum(axis=1)))
+            seen = reid.ids.get(self._ids.get(int(tracks[k].tracker_id), -1))
+            if seen is not None and seen.desc is not None:
+                descs[r] = seen.desc
+        if not descs:
+            return sim
+        dets = [int(np.argmin(np.abs(moved - boxes[c]).sum(axis=1))) for c in cols]
+        looks = reid.embedder.describe(frame, pixel[dets])
+        out = sim.copy()
+        keys = sorted(descs)
+        dist = reid.embedder.distance(np.stack([descs[r] for r in keys]), looks)
+        for i, r in enumerate(keys):
+            for j, c in enumerate(cols):
+                if contested[r, c]:
+                    out[r, c] += LOOKS_BONUS * (1.0 - dist[i, j])
         return out
 
     def _confirm_first(self, boxes: np.ndarray, lib: np.ndarray) -> None:
@@ -351,3 +403,14 @@ def make_tracker(name: str, **options: Any) -> Optional[Tracker]:
                                **options})
     except TypeError as e:          # an option the tracker does not take
         raise TrackerError(f'tracker {key}: {e}') from e
+
+
+class _Contested:
+    """The library's IoU (its ``iou`` option's ``compute``) with :meth:`Tracker.looks_bonus`."""
+
+    def __init__(self, tracker: Tracker, base: Any):
+        self.tracker, self.base = tracker, base
+
+    def compute(self, boxes_1: np.ndarray, boxes_2: np.ndarray) -> np.ndarray:
+        """Return the tracks' (``boxes_1``) and boxes' similarity."""
+        return self.tracker.looks_bonus(boxes_1, boxes_2, self.base.compute(boxes_1, boxes_2))

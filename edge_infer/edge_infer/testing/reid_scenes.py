@@ -12,7 +12,8 @@ visible (their silhouette pixels counted after pasting), with 1.5 px of noise an
 (the truth: those visible, missed or not), so the truth is exact, and the
 pixels a tracker's appearance sees are real.
 
-Scenes (:data:`SCENES`): crossings (one passes behind the other), occlusions
+Scenes (:data:`SCENES`): crossings (one passes behind the other; side by
+side, meeting face to face, an overtaking at the same depth), occlusions
 of 0.5-3 s behind the pillar, exits and re-entries of 1-5 s, the held-out
 kind (a crossing with a 1 s occlusion, then an exit of 4 s), and
 ``alike_*``: two different people in the same dark jacket and jeans, where a
@@ -245,11 +246,35 @@ def alike_return(stays_in_view: bool) -> Scene:
                   Actor(2, 'dark_jeans_2', other)], 10.0 if not stays_in_view else 10.0)
 
 
+def side_by_side() -> Scene:
+    """Return two people walking side by side, their boxes overlapping, until one stops."""
+    return Scene([Actor(1, 'red_jacket', [(0.0, 100, 420), (4.0, 400, 420), (8.0, 700, 420)]),
+                  Actor(2, 'black_white', [(0.0, 150, 428), (4.0, 420, 428), (8.0, 420, 428)])],
+                 8.0)
+
+
+def meet() -> Scene:
+    """Return two people who walk up to each other, stand 2 s face to face, and go back."""
+    return Scene([Actor(1, 'red_jacket', [(0.0, 100, 420), (3.0, 360, 420), (5.0, 360, 420),
+                                          (8.0, 100, 420)]),
+                  Actor(2, 'black_white', [(0.0, 650, 424), (3.0, 390, 424), (5.0, 390, 424),
+                                           (8.0, 650, 424)])], 8.0)
+
+
+def overtake() -> Scene:
+    """Return one person overtaking another at the same depth, hidden behind them ~1 s."""
+    return Scene([_walk(1, 'red_jacket', 420, 80, 700, 0.0, 8.0),
+                  _walk(2, 'black_white', 424, 300, 500, 0.0, 8.0)], 8.0)
+
+
 SCENES: Dict[str, Callable[[], Scene]] = {
     'crossing': crossing,
     'crossing_swapped': lambda: crossing('dark_jeans', 'red_jacket'),
     'crossing_slow': lambda: crossing('black_white', 'red_blue', seconds=16.0),
     'crossing_alike': lambda: crossing('dark_jeans', 'dark_jeans_2', seconds=12.0),
+    'side_by_side': side_by_side,
+    'meet': meet,
+    'overtake': overtake,
     **{f'occlusion_{s}s': functools.partial(occlusion, s) for s in (0.5, 1.0, 2.0, 3.0)},
     **{f'reentry_{s}s': functools.partial(reentry, s) for s in (1.0, 2.0, 3.5, 5.0)},
     'held_out_kind': held_out_kind,

@@ -92,6 +92,19 @@ def test_crossings_switch_no_id(video):
         assert ts.exact_counts(ts.drop(frames, 0.3, seed=102), ids)['switches'] == 0, name
 
 
+def test_looks_keep_two_people_side_by_side_on_their_own_tracks(video):
+    """Where boxes compete for tracks, looking alike weighs (the library's iou option)."""
+    frames = ts.drop(rs.SCENES['side_by_side']().frames(video, seed=2), 0.3, seed=102)
+    alone = ts.exact_counts(frames, _track(frames, reid=False)[0])
+    assert alone['switches'] > 0 and alone['shared'] > 0, alone     # IoU alone swapped them
+    assert ts.exact_counts(frames, _track(frames)[0])['switches'] == 0
+    for seed in range(2):
+        frames = rs.SCENES['meet']().frames(video, seed=seed)
+        for run in (frames, ts.drop(frames, 0.3, seed=100 + seed)):
+            counts = ts.exact_counts(run, _track(run)[0])
+            assert counts['switches'] == 0 and counts['shared'] == 0, (seed, counts)
+
+
 def test_two_men_dressed_alike_are_never_given_each_others_id(video):
     """Both leave by the same side; the one who returns looks like both: refused."""
     for seed in range(2):
