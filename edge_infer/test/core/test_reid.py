@@ -43,6 +43,7 @@ def _track(frames, reid=True, **options):
     return ids, tracker
 
 
+@pytest.mark.slow     # cuts the people out of vtest.avi first: ~3 s
 def test_a_person_looks_like_themself_on_other_ground_not_like_another(video):
     _, sprites, _ = rs.material(video)
     scene = rs.Scene([rs.Actor(1, 'red_jacket', [(0, 120, 520), (1, 121, 520)]),   # on grass
@@ -66,6 +67,7 @@ def test_a_person_looks_like_themself_on_other_ground_not_like_another(video):
     assert np.isfinite(emb.describe(mono, boxes)).all()
 
 
+@pytest.mark.slow     # scenes composed frame by frame: ~1-2 s each
 @pytest.mark.parametrize('scene', ['reentry_3.5s', 'occlusion_3.0s', 'held_out_kind'])
 def test_a_returning_person_gets_their_id_back(video, scene):
     frames = rs.SCENES[scene]().frames(video, seed=1)
@@ -83,6 +85,7 @@ def test_a_returning_person_gets_their_id_back(video, scene):
     assert kept < returns
 
 
+@pytest.mark.slow     # scenes composed frame by frame: ~1-2 s each
 def test_crossings_switch_no_id(video):
     for name in ('crossing', 'crossing_slow', 'crossing_alike'):
         frames = rs.SCENES[name]().frames(video, seed=2)
@@ -92,6 +95,7 @@ def test_crossings_switch_no_id(video):
         assert ts.exact_counts(ts.drop(frames, 0.3, seed=102), ids)['switches'] == 0, name
 
 
+@pytest.mark.slow     # scenes composed frame by frame: ~1-2 s each
 def test_looks_keep_two_people_side_by_side_on_their_own_tracks(video):
     """Where boxes compete for tracks, looking alike weighs (the library's iou option)."""
     frames = ts.drop(rs.SCENES['side_by_side']().frames(video, seed=2), 0.3, seed=102)
@@ -105,6 +109,7 @@ def test_looks_keep_two_people_side_by_side_on_their_own_tracks(video):
             assert counts['switches'] == 0 and counts['shared'] == 0, (seed, counts)
 
 
+@pytest.mark.slow     # scenes composed frame by frame: ~1-2 s each
 def test_two_men_dressed_alike_are_never_given_each_others_id(video):
     """Both leave by the same side; the one who returns looks like both: refused."""
     for seed in range(2):
