@@ -24,7 +24,7 @@ Verbs::
   edge_infer model add FILE.onnx [--name N] [--labels FILE] [--family F]
   edge_infer model list | check NAME IMAGE
                                         your own model: recognised, registered, checked
-  edge_infer shm-clean [--min-age S]    remove Fast DDS files dead processes left in /dev/shm
+  edge_infer shm-clean [--min-age S]    remove what dead processes left in /dev/shm (DDS, Triton)
   edge_infer serve [--models a,b] [--max-batch N] [--queue-delay-us U] [--grpc-port P]
                                         a Triton server serving the models (docs/triton.md)
   edge_infer serve --write-repo DIR     a model repository for a stock tritonserver

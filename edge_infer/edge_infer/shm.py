@@ -1,5 +1,7 @@
 # Copyright 2026 edge_infer contributors. Apache-2.0.
-"""Fast DDS shared memory that dead processes left in /dev/shm: find it, remove it.
+"""Shared memory that dead processes left in /dev/shm: find it, remove it.
+
+Fast DDS's files (below) and Triton's Python backend regions (at the end).
 
 A Fast DDS participant unlinks its files when it is destroyed; one killed
 with SIGKILL (the OOM killer, ``kill -9``, a launch's last resort) cannot, and
@@ -33,6 +35,17 @@ never touched:
 graph, so a restart after a crash removes what the crash left;
 ``edge_infer shm-clean`` runs it by hand or from the systemd unit's
 ``ExecStartPre`` (config/edge_infer.service).
+
+**Triton's Python backend** (``edge_infer serve``'s server) keeps a 16 MB
+region ``triton_python_backend_shm_region_<uuid>`` per model instance,
+mapped by the server and its stub processes; a server that dies without its
+own shutdown (``kill -9``, the OOM killer) leaves it, and nothing else
+removes it (18 regions, 288 MB, after one test run and three Triton test
+runs). A region is stale when it is older than ``min_age_s``, belongs to
+this user, and no live process maps or holds it open. :func:`clean_triton`
+removes those: ``edge_infer serve`` before it starts a server, and
+``edge_infer shm-clean``; a stopped server's own regions go when it stops
+(tools/triton/serve.py).
 """
 
 import errno
@@ -46,6 +59,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Set
 SHM_DIR = pathlib.Path('/dev/shm')
 MIN_AGE_S = 2.0
 _LOCK = re.compile(r'^(fastrtps_(?:[0-9a-f]{16}|port\d{1,5}))_(el|sl)$')
+TRITON_PREFIX = 'triton_python_backend_shm_region_'
 
 
 def file_sets(shm_dir: pathlib.Path = SHM_DIR) -> Dict[pathlib.Path, List[pathlib.Path]]:
@@ -201,8 +215,63 @@ def clean(shm_dir: pathlib.Path = SHM_DIR, min_age_s: float = MIN_AGE_S,
     return counts
 
 
+def triton_regions(shm_dir: pathlib.Path = SHM_DIR) -> Set[pathlib.Path]:
+    """Return the Triton Python backend regions in ``shm_dir`` (this user's or not)."""
+    try:
+        return {shm_dir / n for n in os.listdir(shm_dir) if n.startswith(TRITON_PREFIX)}
+    except OSError:
+        return set()
+
+
+def stale_triton(shm_dir: pathlib.Path = SHM_DIR, min_age_s: float = MIN_AGE_S,
+                 used: Optional[Iterable[str]] = None,
+                 among: Optional[Iterable[pathlib.Path]] = None,
+                 now: Optional[float] = None) -> List[pathlib.Path]:
+    """Return this user's Triton regions that no live process maps or holds open.
+
+    ``used``: the paths live processes hold (read from /proc when not given);
+    ``among``: only these regions (a server's own); older than ``min_age_s``.
+    """
+    now = time.time() if now is None else now
+    regions = triton_regions(shm_dir) if among is None else set(among)
+    out = []
+    for region in sorted(regions):
+        try:
+            st = region.stat()
+        except OSError:
+            continue
+        if st.st_uid == os.getuid() and now - st.st_mtime >= min_age_s:
+            out.append(region)
+    if out:
+        used = set(open_by_live_processes() if used is None else used)
+        out = [r for r in out if str(r) not in used]
+    return out
+
+
+def clean_triton(shm_dir: pathlib.Path = SHM_DIR, min_age_s: float = MIN_AGE_S,
+                 among: Optional[Iterable[pathlib.Path]] = None,
+                 log: Optional[Callable[[str], None]] = None) -> Dict[str, int]:
+    """Remove stale Triton regions (:func:`stale_triton`); return counts; log one line if any."""
+    counts = {'regions': 0, 'bytes': 0}
+    for region in stale_triton(shm_dir, min_age_s, among=among):
+        try:
+            size = region.stat().st_size
+            region.unlink()
+        except OSError:
+            continue
+        counts['regions'] += 1
+        counts['bytes'] += size
+    if log is not None and counts['regions']:
+        log(f"shared memory: removed {counts['regions']} Triton Python backend region(s) "
+            f"that dead servers left in {shm_dir}, {counts['bytes'] / 1e6:.1f} MB")
+    return counts
+
+
 def main(argv=None) -> int:
-    """``edge_infer shm-clean [--min-age S] [--dir D]``: remove stale Fast DDS files; exit 0."""
+    """``edge_infer shm-clean [--min-age S] [--dir D]``: remove stale shared memory; exit 0.
+
+    Stale Fast DDS files, and Triton Python backend regions.
+    """
     import argparse
     ap = argparse.ArgumentParser(prog='edge_infer shm-clean', description=main.__doc__)
     ap.add_argument('--min-age', type=float, default=MIN_AGE_S,
@@ -210,6 +279,7 @@ def main(argv=None) -> int:
     ap.add_argument('--dir', type=pathlib.Path, default=SHM_DIR)
     args = ap.parse_args(argv)
     counts = clean(args.dir, args.min_age, log=print)
-    if not (counts['segments'] or counts['ports']):
+    triton = clean_triton(args.dir, args.min_age, log=print)
+    if not (counts['segments'] or counts['ports'] or triton['regions']):
         print(f'shared memory: nothing stale in {args.dir}')
     return 0

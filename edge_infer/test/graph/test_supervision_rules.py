@@ -213,6 +213,37 @@ def test_only_files_no_live_process_owns_are_removed(tmp_path):
                      '2 segment(s), 2 port(s), 0.0 MB']
 
 
+def test_triton_regions_no_live_process_maps_are_removed(tmp_path):
+    """A dead server's Python backend regions go; a live one's, a young one, others stay."""
+    import mmap
+
+    def region(name, age_s):
+        path = tmp_path / f'{shm.TRITON_PREFIX}{name}'
+        path.write_bytes(b'\0' * mmap.PAGESIZE)
+        old = time.time() - age_s
+        os.utime(path, (old, old))
+        return path
+    dead, fresh, live = region('dead', 60), region('fresh', 0), region('live', 60)
+    other = tmp_path / 'not_triton'
+    other.write_text('x')
+    with open(live, 'r+b') as f:
+        mapped = mmap.mmap(f.fileno(), 0)      # as the server and its stubs map theirs
+    try:
+        assert shm.stale_triton(tmp_path, min_age_s=2.0) == [dead]
+        lines = []
+        assert shm.clean_triton(tmp_path, min_age_s=2.0, log=lines.append) == {
+            'regions': 1, 'bytes': mmap.PAGESIZE}
+        assert lines == [f'shared memory: removed 1 Triton Python backend region(s) that dead '
+                         f'servers left in {tmp_path}, 0.0 MB']
+        assert not dead.exists() and fresh.exists() and live.exists() and other.exists()
+        # a server's own, once it stopped: young ones too, only those given
+        assert shm.clean_triton(tmp_path, min_age_s=0.0, among=[fresh])['regions'] == 1
+        assert not fresh.exists() and live.exists()
+    finally:
+        mapped.close()
+    assert shm.stale_triton(tmp_path, min_age_s=2.0) == [live]     # nobody maps it now
+
+
 def test_a_dead_writers_segment_goes_while_a_live_process_maps_it(tmp_path):
     import mmap
     seg = _segment(tmp_path, 'fastrtps_00000000000000ce', 60, size=mmap.PAGESIZE)

@@ -22,7 +22,7 @@ import signal
 import threading
 import time
 
-from edge_infer import paths
+from edge_infer import paths, shm
 from edge_infer.backends.measure.profiling import calibration_frames
 from edge_infer.core.registry import load_models
 from edge_infer.testing import triton_server
@@ -52,7 +52,9 @@ def frames():
 def test_a_server_killed_mid_stream_hands_the_frames_to_the_open_local_one(
         tmp_path, nanodet, frames):
     warns, served = [], []
+    regions = shm.triton_regions()
     with triton_server.served(tmp_path, {'nanodet': SERVED}) as server:
+        assert shm.triton_regions() - regions, 'the server maps no Python backend region'
         manager = WeakRobot(tmp_path / 'cache', server.url)
         live = start(manager, *nanodet, warns.append)
         try:
@@ -74,6 +76,8 @@ def test_a_server_killed_mid_stream_hands_the_frames_to_the_open_local_one(
             thread.join(10.0)
         finally:
             live.close()
+    # killed with -9, the server could not remove its regions; stopping it did
+    assert not shm.triton_regions() - regions, 'the killed server left /dev/shm regions'
     after = [s for s in served if s[1] > killed[0]]
     assert after and all(b == LOCAL for _, _, b in after), after[:3]
     assert len(served) == fed + 11      # one result per frame fed: none lost, none doubled

@@ -24,10 +24,11 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, Set, Tuple
 
 from . import batch_dim, repository, server_env
 from .served_model import servable
+from ... import shm
 from ...backends.libs.triton_rows import DEFAULT_FLOOR
 
 Log = Callable[[str], None]
@@ -89,6 +90,7 @@ class Server:
         self.token = token
         self.log_path = log_path or repo.parent / f'tritonserver_{grpc_port}.log'
         self.proc: Optional[subprocess.Popen] = None
+        self.regions_before: Set[pathlib.Path] = set()     # /dev/shm's regions at start
 
     def command(self) -> List[str]:
         """Return the server's command line."""
@@ -113,8 +115,14 @@ class Server:
                        f'{self.token}')
         return out
 
-    def start(self) -> 'Server':
-        """Start the server process (its output goes to ``log_path``)."""
+    def start(self, log: Optional[Callable[[str], None]] = None) -> 'Server':
+        """Start the server process (its output goes to ``log_path``).
+
+        First, the Python backend regions dead servers of this user left in
+        /dev/shm go (``log``: one line if any did).
+        """
+        shm.clean_triton(log=log)
+        self.regions_before = shm.triton_regions()
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, 'wb') as out:
             self.proc = subprocess.Popen(self.command(), env=self.env.env(), stdout=out,
@@ -145,15 +153,46 @@ class Server:
                            f'{failure(self.log_text())}')
 
     def stop(self, timeout_s: float = 10.0) -> None:
-        """Stop the server (SIGTERM, then SIGKILL to its group after ``timeout_s``)."""
-        if self.proc is None or self.proc.poll() is not None:
+        """Stop the server (SIGTERM, then SIGKILL to its group after ``timeout_s``).
+
+        Also once it died by itself or was killed: its stub processes are
+        awaited (killed after ``timeout_s``) and the Python backend regions it
+        made and nobody maps any more are removed from /dev/shm.
+        """
+        if self.proc is None:
             return
-        self.proc.send_signal(signal.SIGTERM)
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        _await_group(self.proc.pid, timeout_s)
+        shm.clean_triton(min_age_s=0.0, among=shm.triton_regions() - self.regions_before)
+
+
+def _await_group(pgid: int, timeout_s: float) -> None:
+    """Wait until no process of group ``pgid`` is left (SIGKILL to it after ``timeout_s``).
+
+    Bounded: a member killed but not yet reaped (a zombie maps nothing) is
+    waited for 2 s more at most.
+    """
+    deadline, killed = time.monotonic() + timeout_s, False
+    while True:
         try:
-            self.proc.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return
+        if time.monotonic() > deadline:
+            if killed:
+                return
+            try:
+                os.killpg(pgid, signal.SIGKILL)
+            except ProcessLookupError:
+                return
+            deadline, killed = time.monotonic() + 2.0, True
+        time.sleep(0.05)
 
 
 def exposure(address: str, tls: bool, token: bool) -> str:
@@ -313,7 +352,7 @@ def main(argv=None) -> int:
               '(docs/triton.md, security)')
     server = Server(env, repo, args.grpc_port, args.address, tls_cert=args.tls_cert,
                     tls_key=args.tls_key, tls_client_ca=args.tls_client_ca,
-                    token=token).start()
+                    token=token).start(log=lambda line: print(f'[serve] {line}'))
     try:
         took = server.wait_ready()
         print(f'[serve] ready in {took:.1f} s: grpc://{args.address}:{args.grpc_port}, '
