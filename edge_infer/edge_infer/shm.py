@@ -13,6 +13,10 @@ its files stay until reboot (a 67 MB segment survived ten later launches):
   ``sem.fastrtps_port<N>_mutex``; every participant listening on the port
   holds the lock file locked.
 
+A set whose lock file is gone (an *orphan* segment or port) is stale when
+it is older than ``min_age_s`` and no live process has any of its files open
+or mapped (test 3).
+
 A file set is *stale* only when all of these hold, so that another live
 process's memory (another launch, a camera driver, ``ros2 topic echo``) is
 never touched:
@@ -59,16 +63,22 @@ from typing import Callable, Dict, Iterable, List, Optional, Set
 SHM_DIR = pathlib.Path('/dev/shm')
 MIN_AGE_S = 2.0
 _LOCK = re.compile(r'^(fastrtps_(?:[0-9a-f]{16}|port\d{1,5}))_(el|sl)$')
+_BASE = re.compile(r'^fastrtps_(?:[0-9a-f]{16}|port\d{1,5})$')
 TRITON_PREFIX = 'triton_python_backend_shm_region_'
 
 
 def file_sets(shm_dir: pathlib.Path = SHM_DIR) -> Dict[pathlib.Path, List[pathlib.Path]]:
-    """Return each Fast DDS lock file in ``shm_dir`` with every file of its set (lock first)."""
+    """Return each Fast DDS lock file in ``shm_dir`` with every file of its set (lock first).
+
+    A segment or port whose lock file is gone (an *orphan*: 65 ports, 5.5 MB,
+    had piled up here) is its own key: ``[segment]`` or ``[port, mutex]``.
+    """
     try:
         names = os.listdir(shm_dir)
     except OSError:
         return {}
     out = {}
+    covered = set()
     for name in sorted(names):
         m = _LOCK.match(name)
         if m:
@@ -77,6 +87,11 @@ def file_sets(shm_dir: pathlib.Path = SHM_DIR) -> Dict[pathlib.Path, List[pathli
             if 'port' in base:
                 files.append(shm_dir / f'sem.{base}_mutex')
             out[shm_dir / name] = files
+            covered.add(base)
+    for name in sorted(names):
+        if _BASE.match(name) and name not in covered:
+            out[shm_dir / name] = [shm_dir / name] + (
+                [shm_dir / f'sem.{name}_mutex'] if 'port' in name else [])
     return out
 
 
@@ -155,10 +170,13 @@ def stale(shm_dir: pathlib.Path = SHM_DIR, min_age_s: float = MIN_AGE_S,
             continue
         if age >= min_age_s and lock_is_free(lock):
             out.append(files)
-    if any('port' in files[0].name for files in out):  # /proc is read only for a port
+
+    def shared(files: List[pathlib.Path]) -> bool:     # a port, or an orphan: no lock to test
+        return 'port' in files[0].name or not _LOCK.match(files[0].name)
+    if any(shared(files) for files in out):     # /proc is read only for those
         used = set(open_by_live_processes() if used is None else used)
         out = [files for files in out
-               if 'port' not in files[0].name or not any(str(f) in used for f in files)]
+               if not shared(files) or not any(str(f) in used for f in files)]
     return out
 
 
@@ -180,6 +198,8 @@ def remove_own(shm_dir: pathlib.Path = SHM_DIR, pid: Optional[int] = None) -> in
     others = open_by_live_processes(skip=[me])
     removed = 0
     for lock, files in sets.items():
+        if not _LOCK.match(lock.name):      # an orphan: not this process's (its owner is gone)
+            continue
         names = [str(f) for f in files]
         owned = 'port' not in lock.name and str(lock) in mine
         if owned or any(n in mine for n in names) and not any(n in others for n in names):

@@ -41,6 +41,21 @@ def pytest_configure(config):
         os.environ['EDGE_INFER_CORE_LEASE_DIR'] = tempfile.mkdtemp(prefix='edge_infer-cores-')
 
 
+def pytest_sessionfinish(session, exitstatus):
+    """Remove what the suite's killed processes left in /dev/shm, and say what went.
+
+    Tests kill containers and servers with -9 on purpose; their Fast DDS files
+    and Triton regions would stay until reboot (the next container or server
+    start removes them too). One line per kind, so a leak stays visible.
+    """
+    from edge_infer import shm
+    said = []
+    shm.clean(min_age_s=1.0, log=said.append)
+    shm.clean_triton(min_age_s=1.0, log=said.append)
+    for line in said:
+        print(f'\n[suite] {line}')
+
+
 def _data_or_fail() -> pathlib.Path:
     home = paths.data_home()
     missing = [f for f in ('nanodet.onnx', 'mobilenet_v2.onnx')

@@ -213,6 +213,25 @@ def test_only_files_no_live_process_owns_are_removed(tmp_path):
                      '2 segment(s), 2 port(s), 0.0 MB']
 
 
+def test_segments_and_ports_whose_lock_file_is_gone_are_removed_unless_used(tmp_path):
+    """Orphans (no _el / _sl): old and unused, they go with their mutex; used or young, stay."""
+    def orphan(name, age_s):
+        files = [tmp_path / name] + ([tmp_path / f'sem.{name}_mutex'] if 'port' in name else [])
+        for f in files:
+            f.write_bytes(b'\0' * 64)
+            old = time.time() - age_s
+            os.utime(f, (old, old))
+        return files
+    port, seg = orphan('fastrtps_port7417', 60), orphan('fastrtps_00000000000000dd', 60)
+    used, young = orphan('fastrtps_port7419', 60), orphan('fastrtps_port7421', 0)
+    assert sorted(f[0].name for f in shm.stale(tmp_path, 2.0, used={str(used[0])})) == [
+        seg[0].name, port[0].name]
+    assert shm.remove_own(tmp_path) == 0            # an orphan is nobody's own
+    counts = shm.clean(tmp_path, min_age_s=2.0)     # nothing maps 'used' here: it goes too
+    assert counts == {'segments': 1, 'ports': 2, 'bytes': 5 * 64}
+    assert not any(f.exists() for f in port + seg + used) and all(f.exists() for f in young)
+
+
 def test_triton_regions_no_live_process_maps_are_removed(tmp_path):
     """A dead server's Python backend regions go; a live one's, a young one, others stay."""
     import mmap
