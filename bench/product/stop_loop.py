@@ -1,0 +1,155 @@
+# Copyright 2026 edge_infer contributors. Apache-2.0.
+"""Stops of the perception container at any moment, in a loop: outcomes counted (issue 56).
+
+    ./run.sh exec python bench/product/stop_loop.py [--stops 500] [--seed 1]
+                                                    [--max-delay-s 8] [--nodes detector]
+
+Each round starts the perception container on config/perception.yaml with
+``autostart`` on (``--nodes``: the graph's nodes it hosts; default all),
+waits a random 0.2 s to ``--max-delay-s`` (seeded: while it imports, during
+autostart's configure and activate, or while it serves), then sends SIGINT
+(odd rounds, a terminal's Ctrl-C) or SIGTERM (even rounds, systemd's stop
+without ``KillSignal``) to its process group, and waits for its exit (30 s,
+then SIGKILL: *hung*). Per round:
+
+- the exit code (docs/robot.md: 0 for a requested stop);
+- an abort: exit -6 / 134, or ``Aborted`` / ``terminate called`` / ``Fatal
+  Python error`` in its output; a traceback;
+- what it left in /dev/shm that no live process owns (Fast DDS file sets,
+  edge_infer.shm.stale; Triton regions), read after it exited; and what is
+  still there 3 s or more after the next round's container started (it
+  cleans at start, and again 2.5 s later).
+
+The output of every round that did not end with 0 is kept in full beside the
+table (``stop_loop_rounds/``). Through benchlib: ``stop_loop.csv`` / ``.md``.
+No camera frames are sent: the rounds are about stopping, not serving.
+"""
+
+import argparse
+import collections
+import os
+import pathlib
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from edge_infer import paths, procs, shm
+import yaml
+
+try:
+    import benchlib
+except ImportError:     # run as a file: bench/ is not on the path
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+    import benchlib
+
+ABORT = ('Aborted', 'terminate called', 'Fatal Python error', 'core dumped')
+EXIT_TIMEOUT_S = 30.0
+
+
+def params_file(folder: pathlib.Path, nodes) -> pathlib.Path:
+    """Write perception.yaml with autostart on (and only ``nodes``, if given) into ``folder``."""
+    params = yaml.safe_load((paths.config_dir() / 'perception.yaml').read_text())
+    container = params['perception_container']['ros__parameters']
+    container['autostart'] = True
+    if nodes:
+        container['nodes'] = list(nodes)
+    out = folder / 'perception.yaml'
+    out.write_text(yaml.safe_dump(params))
+    return out
+
+
+def left_in_shm() -> int:
+    """Return the Fast DDS file sets and Triton regions in /dev/shm no live process owns."""
+    return len(shm.stale(min_age_s=0.0)) + len(shm.stale_triton(min_age_s=0.0))
+
+
+def one_round(k: int, env: dict, params: pathlib.Path, delay_s: float, folder: pathlib.Path):
+    """Start, wait ``delay_s``, stop (SIGINT odd, SIGTERM even); return the round's row."""
+    sig = signal.SIGINT if k % 2 else signal.SIGTERM
+    log = folder / f'round_{k:04d}.log'
+    t0 = time.monotonic()
+    proc = procs.start_container(env, params, log_path=log)
+    time.sleep(delay_s)
+    # what the previous round left, once this one cleaned (it cleans at start, and
+    # once more 2.5 s later for sets too young to judge at first)
+    after_start = left_in_shm() if delay_s >= 3.0 else None
+    state = 'running' if proc.poll() is None else f'exited early ({proc.returncode})'
+    try:
+        os.killpg(proc.pid, sig)
+    except ProcessLookupError:
+        pass
+    t_sig = time.monotonic()
+    hung = False
+    try:
+        proc.wait(EXIT_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        hung = True
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    stop_s = time.monotonic() - t_sig
+    text = log.read_text(errors='replace')
+    rc = proc.returncode
+    aborted = rc in (-6, 134) or any(w in text for w in ABORT)
+    row = {'round': k, 'signal': sig.name, 'delay_s': round(delay_s, 2), 'state': state,
+           'rc': rc, 'stop_s': round(stop_s, 2), 'hung': hung, 'aborted': aborted,
+           'traceback': 'Traceback' in text, 'left_in_shm': left_in_shm(),
+           'left_after_next_start': None, 'wall_s': round(time.monotonic() - t0, 1),
+           'prev_left_after_start': after_start}
+    if rc == 0 and not aborted and not row['traceback']:
+        log.unlink()            # kept only where something went wrong
+    return row
+
+
+def main() -> None:
+    """Run the rounds, print and write the outcome counts."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--stops', type=int, default=500)
+    ap.add_argument('--seed', type=int, default=1)
+    ap.add_argument('--max-delay-s', type=float, default=8.0)
+    ap.add_argument('--nodes', default='', help='comma-separated nodes (default: all)')
+    args = ap.parse_args()
+    res = benchlib.Results('stop_loop', 'The perception container stopped at any moment',
+                           f'--stops {args.stops} --seed {args.seed}')
+    rng = random.Random(args.seed)
+    nodes = [n for n in args.nodes.split(',') if n]
+    keep = res.dir / 'stop_loop_rounds'
+    keep.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        env = procs.ros_env(procs.free_domain_id())
+        params = params_file(pathlib.Path(tmp), nodes)
+        rows = []
+        for k in range(1, args.stops + 1):
+            row = one_round(k, env, params, rng.uniform(0.2, args.max_delay_s), keep)
+            if rows:
+                rows[-1]['left_after_next_start'] = row.pop('prev_left_after_start')
+            else:
+                row.pop('prev_left_after_start')
+            rows.append(res.add(**row))
+            print(f"[{k}/{args.stops}] {row['signal']} after {row['delay_s']} s "
+                  f"({row['state']}): rc {row['rc']} in {row['stop_s']} s"
+                  f"{' ABORT' if row['aborted'] else ''}{' HUNG' if row['hung'] else ''}"
+                  f"{' traceback' if row['traceback'] else ''}; /dev/shm left "
+                  f"{row['left_in_shm']}", flush=True)
+    outcomes = collections.Counter(
+        (r['signal'], r['rc'], 'abort' if r['aborted'] else 'hung' if r['hung'] else
+         'traceback' if r['traceback'] else 'clean') for r in rows)
+    summary = [{'signal': s, 'rc': rc, 'outcome': o, 'rounds': n}
+               for (s, rc, o), n in sorted(outcomes.items(), key=str)]
+    left = [r['left_in_shm'] for r in rows]
+    after = [r['left_after_next_start'] for r in rows if r['left_after_next_start'] is not None]
+    res.note(f'{len(rows)} stops; outcomes: ' + '; '.join(
+        f"{d['signal']} rc {d['rc']} {d['outcome']}: {d['rounds']}" for d in summary))
+    res.note(f'/dev/shm sets no live process owns right after a stop: {sum(left)} in '
+             f'{sum(1 for v in left if v)} round(s); still there after the next start: '
+             f'{sum(after)} in {sum(1 for v in after if v)} round(s)')
+    stops = [r['stop_s'] for r in rows if not r['hung']]
+    res.note('stop time (signal to exit), s: median {median:.2f}, max {max:.2f}'.format(
+        **benchlib.summary(stops)))
+    res.write(['signal', 'rc', 'outcome', 'rounds'], md_rows=summary)
+
+
+if __name__ == '__main__':
+    main()
