@@ -13,9 +13,11 @@ its files stay until reboot (a 67 MB segment survived ten later launches):
   ``sem.fastrtps_port<N>_mutex``; every participant listening on the port
   holds the lock file locked.
 
-A set whose lock file is gone (an *orphan* segment or port) is stale when
-it is older than ``min_age_s`` and no live process has any of its files open
-or mapped (test 3).
+A set whose lock file is gone (an *orphan* segment or port: after a kill -9
+and a restart, some ports stay without their lock file; how is not known) is
+stale when it is older than ``min_age_s`` and no live process has any of its
+files open or mapped (test 3); :func:`clean` removes those too, :func:`stale`
+lists them when asked.
 
 A file set is *stale* only when all of these hold, so that another live
 process's memory (another launch, a camera driver, ``ros2 topic echo``) is
@@ -67,11 +69,12 @@ _BASE = re.compile(r'^fastrtps_(?:[0-9a-f]{16}|port\d{1,5})$')
 TRITON_PREFIX = 'triton_python_backend_shm_region_'
 
 
-def file_sets(shm_dir: pathlib.Path = SHM_DIR) -> Dict[pathlib.Path, List[pathlib.Path]]:
+def file_sets(shm_dir: pathlib.Path = SHM_DIR, orphans: bool = False
+              ) -> Dict[pathlib.Path, List[pathlib.Path]]:
     """Return each Fast DDS lock file in ``shm_dir`` with every file of its set (lock first).
 
-    A segment or port whose lock file is gone (an *orphan*: 65 ports, 5.5 MB,
-    had piled up here) is its own key: ``[segment]`` or ``[port, mutex]``.
+    ``orphans``: also each segment or port whose lock file is gone (67 ports,
+    5.5 MB, had piled up here), its own key: ``[segment]`` or ``[port, mutex]``.
     """
     try:
         names = os.listdir(shm_dir)
@@ -88,7 +91,7 @@ def file_sets(shm_dir: pathlib.Path = SHM_DIR) -> Dict[pathlib.Path, List[pathli
                 files.append(shm_dir / f'sem.{base}_mutex')
             out[shm_dir / name] = files
             covered.add(base)
-    for name in sorted(names):
+    for name in sorted(names) if orphans else ():
         if _BASE.match(name) and name not in covered:
             out[shm_dir / name] = [shm_dir / name] + (
                 [shm_dir / f'sem.{name}_mutex'] if 'port' in name else [])
@@ -155,15 +158,16 @@ def lock_is_free(path: pathlib.Path) -> bool:
 
 
 def stale(shm_dir: pathlib.Path = SHM_DIR, min_age_s: float = MIN_AGE_S,
-          used: Optional[Iterable[str]] = None, now: Optional[float] = None
-          ) -> List[List[pathlib.Path]]:
+          used: Optional[Iterable[str]] = None, now: Optional[float] = None,
+          orphans: bool = False) -> List[List[pathlib.Path]]:
     """Return the file sets no live process owns (see the module's three tests).
 
-    ``used``: the paths live processes hold (read from /proc when not given).
+    ``used``: the paths live processes hold (read from /proc when not given);
+    ``orphans``: sets whose lock file is gone too (:func:`clean` removes them).
     """
     now = time.time() if now is None else now
     out = []
-    for lock, files in file_sets(shm_dir).items():
+    for lock, files in file_sets(shm_dir, orphans).items():
         try:
             age = now - lock.stat().st_mtime
         except OSError:
@@ -219,7 +223,7 @@ def clean(shm_dir: pathlib.Path = SHM_DIR, min_age_s: float = MIN_AGE_S,
     Returns ``{'segments': n, 'ports': n, 'bytes': n}`` of what was removed.
     """
     counts = {'segments': 0, 'ports': 0, 'bytes': 0}
-    for files in stale(shm_dir, min_age_s):
+    for files in stale(shm_dir, min_age_s, orphans=True):
         for f in files:
             try:
                 size = f.stat().st_size

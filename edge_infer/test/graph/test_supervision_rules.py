@@ -224,8 +224,9 @@ def test_segments_and_ports_whose_lock_file_is_gone_are_removed_unless_used(tmp_
         return files
     port, seg = orphan('fastrtps_port7417', 60), orphan('fastrtps_00000000000000dd', 60)
     used, young = orphan('fastrtps_port7419', 60), orphan('fastrtps_port7421', 0)
-    assert sorted(f[0].name for f in shm.stale(tmp_path, 2.0, used={str(used[0])})) == [
-        seg[0].name, port[0].name]
+    assert shm.stale(tmp_path, 2.0, used=set()) == []        # not unless asked
+    found = shm.stale(tmp_path, 2.0, used={str(used[0])}, orphans=True)
+    assert sorted(f[0].name for f in found) == [seg[0].name, port[0].name]
     assert shm.remove_own(tmp_path) == 0            # an orphan is nobody's own
     counts = shm.clean(tmp_path, min_age_s=2.0)     # nothing maps 'used' here: it goes too
     assert counts == {'segments': 1, 'ports': 2, 'bytes': 5 * 64}
