@@ -155,9 +155,9 @@ class Server:
     def stop(self, timeout_s: float = 10.0) -> None:
         """Stop the server (SIGTERM, then SIGKILL to its group after ``timeout_s``).
 
-        Also once it died by itself or was killed: its stub processes are
-        awaited (killed after ``timeout_s``) and the Python backend regions it
-        made and nobody maps any more are removed from /dev/shm.
+        Also once it died by itself or was killed: what is left of its
+        process group (the Python backend's stubs) is killed, and the regions
+        it made that nobody maps any more are removed from /dev/shm.
         """
         if self.proc is None:
             return
@@ -168,31 +168,29 @@ class Server:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
-        _await_group(self.proc.pid, timeout_s)
+        _end_group(self.proc.pid)
         shm.clean_triton(min_age_s=0.0, among=shm.triton_regions() - self.regions_before)
 
 
-def _await_group(pgid: int, timeout_s: float) -> None:
-    """Wait until no process of group ``pgid`` is left (SIGKILL to it after ``timeout_s``).
+def _end_group(pgid: int, timeout_s: float = 2.0) -> None:
+    """Kill what is left of group ``pgid`` once the server itself exited; wait ``timeout_s``.
 
-    Bounded: a member killed but not yet reaped (a zombie maps nothing) is
-    waited for 2 s more at most.
+    What is left are the Python backend's stub processes, which would exit
+    on their own a second or two later (they poll for their parent) and map
+    the regions until then. A member killed but not yet reaped (a zombie maps
+    nothing) is not waited for longer.
     """
-    deadline, killed = time.monotonic() + timeout_s, False
-    while True:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        return
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
         try:
             os.killpg(pgid, 0)
         except (ProcessLookupError, PermissionError):
             return
-        if time.monotonic() > deadline:
-            if killed:
-                return
-            try:
-                os.killpg(pgid, signal.SIGKILL)
-            except ProcessLookupError:
-                return
-            deadline, killed = time.monotonic() + 2.0, True
-        time.sleep(0.05)
+        time.sleep(0.02)
 
 
 def exposure(address: str, tls: bool, token: bool) -> str:
