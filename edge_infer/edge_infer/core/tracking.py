@@ -224,7 +224,10 @@ class Tracker:
         dets = self._detections(xyxy=boxes, confidence=scores, class_id=classes,
                                 data={'row': np.arange(n)})
         self._seen = (frame, boxes, np.asarray(boxes_xyxy, np.float64).reshape(-1, 4))
-        res = self._lib.update(dets, timestamp=stamp)
+        try:
+            res = self._lib.update(dets, timestamp=stamp)
+        finally:    # the frame's pixels (a view on its message) are not kept past the update
+            self._seen = (None, boxes[:0], boxes[:0])
         lib = np.full(n, -1, dtype=np.int64)
         if len(res.tracker_id):
             lib[np.asarray(res.data['row'], dtype=np.int64)] = res.tracker_id
