@@ -5,9 +5,12 @@ Probes with the real libraries, the traps, selection, the accuracy guard, the
 profile cache and drift detection.
 """
 
+import contextlib
 import json
 import math
+import os
 import pathlib
+import subprocess
 import time
 
 from candidate_profile import profile_candidate
@@ -254,6 +257,61 @@ def test_corrupt_cache_is_set_aside_and_rebuilt(tmp_path, mobilenet):
     assert (tmp_path / 'backend_profiles.corrupt').is_file()
     assert any('unreadable' in line for line in lines)
     assert json.loads((tmp_path / 'backend_profiles.json').read_text())['entries']
+
+
+def test_a_full_disk_writes_no_half_cache_says_so_once_and_keeps_the_entries(tmp_path):
+    lines = []
+    path = tmp_path / 'backend_profiles.json'
+    cache = ProfileCache(path, log=lines.append)
+    cache.put('a', {'p50': 1.0})
+    before = path.read_text()
+    tmp = tmp_path / f'backend_profiles.json.{os.getpid()}.tmp'
+    for key in ('b', 'c'):      # the temporary file's writes get ENOSPC from the kernel
+        tmp.symlink_to('/dev/full')
+        cache.put(key, {'p50': 2.0})
+    assert path.read_text() == before and not tmp.exists()
+    assert cache.get('b') == cache.get('c') == {'p50': 2.0}
+    refused = [line for line in lines if 'not written' in line]
+    assert len(refused) == 1 and 'No space left on device' in refused[0], lines
+    cache.put('d', {'p50': 3.0})        # space again: everything reaches the disk
+    assert 'written again' in lines[-1]
+    assert set(json.loads(path.read_text())['entries']) == {'a', 'b', 'c', 'd'}
+
+
+@contextlib.contextmanager
+def _read_only(folder: pathlib.Path):
+    """Make ``folder`` refuse writes: a read-only tmpfs as root, mode 555 otherwise."""
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+        yield
+        folder.chmod(0o755)
+        return
+    files = {p.name: p.read_bytes() for p in folder.iterdir()}
+    if subprocess.run(['mount', '-t', 'tmpfs', 'tmpfs', str(folder)]).returncode:
+        pytest.skip('root without the right to mount a tmpfs')
+    try:
+        for name, data in files.items():
+            (folder / name).write_bytes(data)
+        subprocess.run(['mount', '-o', 'remount,ro', str(folder)], check=True)
+        yield
+    finally:
+        subprocess.run(['umount', '-l', str(folder)], check=False)
+
+
+def test_a_read_only_corrupt_cache_is_not_trusted_and_the_node_goes_on(tmp_path):
+    folder = tmp_path / 'cache'
+    folder.mkdir()
+    (folder / 'backend_profiles.json').write_text('{"format": 1, "entries": ')
+    lines = []
+    with _read_only(folder):
+        cache = ProfileCache(folder / 'backend_profiles.json', log=lines.append)
+        assert cache.get('a') is None       # unreadable, and it cannot be set aside
+        cache.put('a', {'p50': 1.0})
+        cache.put('b', {'p50': 2.0})
+        assert cache.get('a') == {'p50': 1.0} and len(cache) == 2
+        assert (folder / 'backend_profiles.json').read_text() == '{"format": 1, "entries": '
+    assert any('unreadable' in line and 'cannot be set aside' in line for line in lines)
+    assert len([line for line in lines if 'not written' in line]) == 1, lines
 
 
 def test_forced_backend_is_measured_alone_and_unknown_names_fail(tmp_path, mobilenet):

@@ -9,7 +9,10 @@ a new onnxruntime re-profiles the ORT candidates, a new model file only that
 model. Probe entries use the same key without the model.
 
 One JSON file, written atomically; a corrupt file is set aside (renamed
-``.corrupt``) and rebuilt, never trusted. Several processes may write it (a
+``.corrupt``) and rebuilt, never trusted. A cache that cannot be written (a
+read-only or full filesystem) is said in one line per cause and kept in
+memory: the node serves on, a half-written file never replaces the cache,
+and the next write tries again. Several processes may write it (a
 measuring child, :mod:`.apart`, beside its serving process; two containers
 on one board): a write takes a lock file and merges into what is on disk,
 and :meth:`ProfileCache.refresh` reads it again once another process wrote.
@@ -77,6 +80,7 @@ class ProfileCache:
         self._log = log
         self._data: Optional[Dict[str, dict]] = None
         self._seen: Optional[tuple] = None      # the file's stat when last read or written
+        self._unwritable = ''                   # why the last write failed ('' = it did not)
 
     def _stat(self) -> Optional[tuple]:
         try:
@@ -119,9 +123,13 @@ class ProfileCache:
                     self._data = dict(data.get('entries', {}))
                 except (ValueError, OSError) as exc:
                     bad = self.path.with_suffix('.corrupt')
-                    self.path.replace(bad)
-                    self._log(f'profile cache {self.path} unreadable ({exc}); moved to '
-                              f'{bad.name}, profiling again')
+                    try:
+                        self.path.replace(bad)
+                        where = f'moved to {bad.name}'
+                    except OSError as why:
+                        where = f'cannot be set aside ({why.strerror}): not read again'
+                    self._log(f'profile cache {self.path} unreadable ({exc}); {where}, '
+                              f'profiling again')
         return self._data
 
     def get(self, key: str) -> Optional[dict]:
@@ -132,17 +140,39 @@ class ProfileCache:
 
     def put(self, key: str, value: dict, parts: Optional[dict] = None) -> None:
         """Store ``value`` under ``key`` (with the key's parts, for people reading the file)."""
-        with self._lock, self._file_lock():
-            if self._data is not None and self._stat() != self._seen:
-                self._data = None       # another process wrote: merge into its entries
-            data = self._load()
-            data[key] = {'value': value, 'parts': parts or {}, 'stored': time.time()}
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+        entry = {'value': value, 'parts': parts or {}, 'stored': time.time()}
+        with self._lock:
+            self._load()[key] = entry       # in memory, whatever the disk says
             tmp = self.path.with_name(f'{self.path.name}.{os.getpid()}.tmp')
-            tmp.write_text(json.dumps({'format': FORMAT, 'entries': data}, indent=1,
-                                      default=str))
-            tmp.replace(self.path)
-            self._seen = self._stat()
+            try:
+                with self._file_lock():
+                    if self._stat() != self._seen:     # another process wrote: merge
+                        mine, self._data = self._data or {}, None
+                        for k, v in mine.items():       # (with what never reached the disk)
+                            self._load().setdefault(k, v)
+                    data = self._load()
+                    data[key] = entry
+                    tmp.write_text(json.dumps({'format': FORMAT, 'entries': data}, indent=1,
+                                              default=str))
+                    tmp.replace(self.path)
+                    self._seen = self._stat()
+            except OSError as exc:
+                self._write_failed(exc, tmp)
+                return
+            if self._unwritable:
+                self._log(f'profile cache {self.path} written again')
+                self._unwritable = ''
+
+    def _write_failed(self, exc: OSError, tmp: pathlib.Path) -> None:
+        """Leave no part-written file; say why once per cause (the entries stay in memory)."""
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        why = exc.strerror or str(exc)
+        if why != self._unwritable:
+            self._log(f'profile cache {self.path} not written: {why}; the node serves on, '
+                      f'its measurements are kept in memory until the cache can be '
+                      f'written (each later measurement tries again)')
+        self._unwritable = why
 
     def entries(self) -> List[Tuple[dict, dict]]:
         """Return every entry as (its key's parts, its value)."""
