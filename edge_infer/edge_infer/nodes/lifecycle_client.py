@@ -25,6 +25,13 @@ TRANSITIONS = {
 # The state each transition ends in when it succeeds.
 GOAL_STATES = {'configure': 'inactive', 'activate': 'active', 'deactivate': 'inactive',
                'cleanup': 'unconfigured', 'shutdown': 'finalized'}
+# A query (get_state, get_available_transitions) is sent again after this long
+# without an answer. A node restarted after a crash is the reason: the dead
+# process's services stay in the graph until its participant's lease ends, so
+# the service looks available, and a request sent before the new process's
+# server matched is never answered (a restart under `edge_infer bringup` waited
+# 4.4 s for it with a 5 s attempt). A query answers in milliseconds otherwise.
+QUERY_ATTEMPT_S = 1.0
 
 
 class LifecycleError(RuntimeError):
@@ -75,7 +82,8 @@ class LifecycleClient:
 
     def get_state(self, target: str, timeout: float = 10.0) -> str:
         """Return the label of ``target``'s current state (e.g. 'active')."""
-        res = self._call(GetState, f'{target}/get_state', GetState.Request(), timeout)
+        res = self._call(GetState, f'{target}/get_state', GetState.Request(), timeout,
+                         QUERY_ATTEMPT_S)
         if res is None:
             raise LifecycleError(f'service {target}/get_state did not answer in {timeout:.0f} s')
         return res.current_state.label
@@ -83,7 +91,7 @@ class LifecycleClient:
     def available_transitions(self, target: str, timeout: float = 10.0) -> dict:
         """Return ``target``'s transitions from its current state: label -> id."""
         res = self._call(GetAvailableTransitions, f'{target}/get_available_transitions',
-                         GetAvailableTransitions.Request(), timeout)
+                         GetAvailableTransitions.Request(), timeout, QUERY_ATTEMPT_S)
         if res is None:
             raise LifecycleError(f'service {target}/get_available_transitions did not answer '
                                  f'in {timeout:.0f} s')
