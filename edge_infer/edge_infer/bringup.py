@@ -4,13 +4,17 @@
     edge_infer bringup [--camera-topic T] [--objective latency|energy|edp]
                        [--executor-policy P] [--nodes detector,classifier]
                        [--namespace NS] [--no-activate] [--bag DIR [--rate R]]
+                       [--respawn true|false] [--respawn-delay S] [--respawn-max N]
 
 What ``ros2 launch edge_infer perception.launch.py`` does on a robot, for a
 machine without the launch packages: the same plan (edge_infer.graph), each
 process started with its params file and remappings, then every lifecycle
 node configured and activated through lifecycle_msgs services in the
-graph's order. Ctrl-C or SIGTERM shuts everything down cleanly; if the
-bring-up itself is killed, its processes get SIGTERM from the kernel.
+graph's order. A process that crashes is started again and its nodes
+driven to active again, by the launch's rule (edge_infer.supervise: the
+same ``respawn*`` settings). Ctrl-C or SIGTERM shuts everything down
+cleanly; if the bring-up itself is killed, its processes get SIGTERM from
+the kernel.
 """
 
 import argparse
@@ -25,6 +29,7 @@ from typing import Dict, List, Optional, Tuple
 
 from . import graph as graph_mod
 from . import procs
+from .supervise import RespawnPolicy, Supervisor
 
 MODULES = {'perception_container': 'edge_infer.nodes.container_entry'}
 
@@ -37,39 +42,80 @@ class Running:
         self.plans, self.env, self.log_dir, self.log = plans, env, log_dir, log
         self.shm_cleaned: Optional[Dict[str, int]] = None
         self.procs: List[Tuple[graph_mod.ProcessPlan, subprocess.Popen]] = []
+        self.watch: Dict[str, Supervisor] = {}     # each process's crash count (supervise)
 
     def start(self) -> 'Running':
         """Start every process of the plan (after removing what killed ones left in /dev/shm)."""
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.shm_cleaned = procs.clean_stale_shm(self.env, log=self.log)
         for p in self.plans:
-            pfile = p.write_params(self.log_dir / f'{p.name}.params.yaml')
-            ros_args = ['--ros-args', '--params-file', str(pfile)]
-            for src, dst in p.remappings.items():
-                ros_args += ['-r', f'{src}:={dst}']
-            if p.namespace:
-                ros_args += ['-r', f'__ns:=/{p.namespace.strip("/")}']
-            module = MODULES.get(p.executable)
-            if module is None:
-                raise graph_mod.GraphError(f'no module known for executable {p.executable}')
-            self.procs.append((p, procs.spawn(module, ros_args[0:], self.env,
-                                              self.log_dir / f'{p.name}.log')))
+            self.procs.append((p, self._spawn(p)))
         return self
 
-    def node_names(self) -> List[str]:
-        """Return the fully qualified lifecycle nodes in bring-up order."""
+    def _spawn(self, p: graph_mod.ProcessPlan) -> subprocess.Popen:
+        pfile = p.write_params(self.log_dir / f'{p.name}.params.yaml')
+        ros_args = ['--ros-args', '--params-file', str(pfile)]
+        for src, dst in p.remappings.items():
+            ros_args += ['-r', f'{src}:={dst}']
+        if p.namespace:
+            ros_args += ['-r', f'__ns:=/{p.namespace.strip("/")}']
+        module = MODULES.get(p.executable)
+        if module is None:
+            raise graph_mod.GraphError(f'no module known for executable {p.executable}')
+        log = self.log_dir / f'{p.name}.log'
+        if log.exists():    # a restart: the crashed run's output stays beside it
+            log.replace(log.with_suffix(f'.{int(time.time())}.log'))
+        self.watch.setdefault(p.name, Supervisor(p.name, RespawnPolicy())).started()
+        return procs.spawn(module, ros_args, self.env, log)
+
+    def restart(self, index: int) -> None:
+        """Start process ``index`` again (it exited)."""
+        p, _ = self.procs[index]
+        self.procs[index] = (p, self._spawn(p))
+
+    def node_names(self, only: Optional[graph_mod.ProcessPlan] = None) -> List[str]:
+        """Return the fully qualified lifecycle nodes in bring-up order (of ``only``)."""
         out = []
-        for p in self.plans:
+        for p in self.plans if only is None else [only]:
             ns = f'/{p.namespace.strip("/")}' if p.namespace else ''
             out += [f'{ns}/{n}' for n in p.lifecycle_nodes]
         return out
 
-    def activate(self, ros_node, executor=None, timeout: float = 60.0) -> None:
-        """Configure and activate every lifecycle node, in order."""
+    def activate(self, ros_node, executor=None, timeout: float = 60.0,
+                 only: Optional[graph_mod.ProcessPlan] = None) -> None:
+        """Configure and activate every lifecycle node (of ``only``), in order."""
         from .nodes.lifecycle_client import LifecycleClient
         lc = LifecycleClient(ros_node, executor)
-        for name in self.node_names():
+        for name in self.node_names(only):
             lc.bring_up(name, timeout=timeout)
+
+    def supervise(self, ros_node, policy: RespawnPolicy, activate: bool,
+                  log=print) -> int:
+        """Wait while the processes run; restart a crashed one; return the exit code.
+
+        Each exit is decided by :class:`~edge_infer.supervise.Supervisor`, as
+        the launch file does: a crash restarts the process (and drives its
+        nodes to active again), a clean exit ends with 0, anything final or a
+        crash loop with 1.
+        """
+        watch = self.watch
+        for s in watch.values():
+            s.policy = policy
+        while True:
+            time.sleep(0.5)
+            for i, (p, proc) in enumerate(self.procs):
+                code = proc.poll()
+                if code is None:
+                    continue
+                decision = watch[p.name].exited(code, requested=False)
+                log(decision.line)
+                if decision.action != 'restart':
+                    return 0 if decision.action == 'stop' else 1
+                time.sleep(decision.delay_s)
+                self.restart(i)
+                if activate:
+                    self.activate(ros_node, only=p)
+                    log('active again: ' + ', '.join(self.node_names(p)))
 
     def stop(self, timeout: float = 10.0) -> Dict[str, int]:
         """Stop every process (SIGINT, then SIGKILL after ``timeout`` s); return exit codes."""
@@ -91,7 +137,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument('--bag', type=pathlib.Path, default=None, help='play this bag once active')
     ap.add_argument('--rate', type=float, default=1.0)
     ap.add_argument('--log-dir', type=pathlib.Path, default=None)
+    ap.add_argument('--respawn', choices=('true', 'false'), default='true',
+                    help='start a crashed process again (as the launch argument)')
+    ap.add_argument('--respawn-delay', type=float, default=RespawnPolicy.delay_s)
+    ap.add_argument('--respawn-max', type=int, default=RespawnPolicy.max_crashes)
     args = ap.parse_args(argv)
+    policy = RespawnPolicy(enabled=args.respawn == 'true', delay_s=args.respawn_delay,
+                           max_crashes=args.respawn_max)
     try:
         cams = [t for t in args.cameras.split(',') if t]
         plans = graph_mod.plan(args.camera_topic, args.objective, args.executor_policy,
@@ -122,12 +174,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         if args.bag:
             player = procs.start_player(args.bag, env, ['--rate', str(args.rate)])
         print('running: Ctrl-C or SIGTERM stops every process', flush=True)
-        while all(proc.poll() is None for _, proc in running.procs):
-            time.sleep(0.5)
-        print('a process exited: ' + ', '.join(f'{p.name}={proc.returncode}'
-                                               for p, proc in running.procs
-                                               if proc.poll() is not None), file=sys.stderr)
-        return 1
+        return running.supervise(node, policy, not args.no_activate,
+                                 log=lambda line: print(line, file=sys.stderr, flush=True))
     except KeyboardInterrupt:
         return 0
     except Exception as exc:  # LifecycleError and the like: one line

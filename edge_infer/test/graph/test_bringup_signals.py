@@ -39,9 +39,10 @@ def _alive(pid):
         return False
 
 
-def _bringup(env, tmp_path):
+def _bringup(env, tmp_path, activate=False):
     proc = subprocess.Popen([sys.executable, '-m', 'edge_infer.cli', 'bringup',
-                             '--nodes', 'detector', '--no-activate', '--log-dir', str(tmp_path)],
+                             '--nodes', 'detector', '--log-dir', str(tmp_path)] +
+                            ([] if activate else ['--no-activate']),
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)
     lines = queue.Queue()
@@ -61,6 +62,19 @@ def _bringup(env, tmp_path):
     while 'hosting' not in log.read_text() and time.monotonic() < deadline:
         time.sleep(0.1)     # the container is up (its signal handlers too)
     return proc, container, lines, seen
+
+
+def _until(lines, seen, prefix, timeout):
+    """Wait for an output line starting with ``prefix``; return whether it came."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            seen.append(lines.get(timeout=1))
+        except queue.Empty:
+            continue
+        if seen[-1].startswith(prefix):
+            return True
+    return False
 
 
 def _sigterm(proc, container, lines, seen) -> None:
@@ -116,3 +130,22 @@ def test_a_stopped_container_leaves_the_ros_graph_at_once(ros, tmp_path):
     gone = ros.spin_until(lambda: 'detector' not in ros.node.get_node_names(), 2.0)
     assert gone, (f'the stopped container is still in the graph 2 s after its exit: '
                   f'{ros.node.get_node_names()}')
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith('linux'), reason='reads /proc')
+def test_a_container_killed_under_bringup_is_started_again_and_made_active(ros, tmp_path):
+    # as the launch file's supervision (edge_infer.supervise), for a machine without it
+    proc, container, lines, seen = _bringup(ros.env, tmp_path, activate=True)
+    try:
+        os.kill(container, signal.SIGKILL)
+        again = _until(lines, seen, 'active again: ', 90)
+        now = _children(proc.pid)
+    finally:
+        _sigterm(proc, _children(proc.pid)[0] if _children(proc.pid) else container,
+                 lines, seen)
+    assert again, ''.join(seen)
+    assert any('crashed (exit code -9 (SIGKILL))' in line and 'restarting in' in line
+               for line in seen), ''.join(seen)
+    assert len(now) == 1 and now[0] != container
+    assert list(tmp_path.glob('perception_container.*.log')), "the crashed run's log is kept"
