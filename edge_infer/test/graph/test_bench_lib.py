@@ -92,3 +92,41 @@ def test_gpu_check_lists_every_accelerator_candidate_with_a_reason(tmp_path):
         assert ' unavailable ' in line or ' available ' in line, line
         assert len(line.split(None, 4)) == 5, line       # name, verdict, device, precision, why
     assert '- pinned host memory read in place by the GPU: ' in md and 'shared executor:' in md
+
+
+def _day(loss_at=(), stop=None, drop_every=0):
+    """Return a node's day as robot_day.py records it: 10 Hz for 20 s, diagnostics each 1 s."""
+    c = dict.fromkeys(('received', 'processed', 'dropped', 'rejected', 'lost'), 0)
+    sends, results, snaps = [], {}, [(99.95, dict(c))]
+    for k in range(200):
+        t = 100.0 + k / 10
+        while snaps[-1][0] + 1.0 <= t:
+            snaps.append((snaps[-1][0] + 1.0, dict(c)))
+        stopped = stop is not None and stop[0] <= t <= stop[1]
+        sends.append((t, k, not stopped, False))
+        if stopped or k in loss_at:
+            continue            # never received (a dead or inactive node; a silent loss)
+        c['received'] += 1
+        if drop_every and k % drop_every == 0:
+            c['dropped'] += 1
+        else:
+            c['processed'] += 1
+            results[k] = t + 0.03
+    snaps.append((121.0, dict(c)))
+    return sends, results, snaps
+
+
+def test_the_robot_day_ledger_finds_a_silent_loss_and_not_a_counted_drop():
+    import robot_day_ledger as ledger
+    led = ledger.account(*_day(drop_every=4), [])
+    assert led['unaccounted'] == 0 and led['dropped'] == 50 and led['results'] == 150
+    assert led['in_windows'] == 200
+    led = ledger.account(*_day(loss_at=(57, 58, 120)), [])
+    assert led['unaccounted_transport'] == 3 and led['unaccounted'] == 3
+    # a node stopped by a fault: its frames go with the fault, not unaccounted
+    sends, results, snaps = _day(stop=(105.0, 108.0))
+    led = ledger.account(sends, results, snaps, [(104.9, 109.0, 'deactivate_activate')])
+    assert led['unaccounted'] == 0 and led['windows'] == 2
+    assert led['not_delivered'] == 31 and led['outside_windows'] > 0
+    led = ledger.account(sends, results, snaps, [])     # the same, with no fault noted
+    assert led['unaccounted'] == 0 and led['not_delivered'] == 31   # sent with none matched
