@@ -87,15 +87,19 @@ class Graph:
         """Return where ``node`` was stopped or restarted by a fault."""
         return self._suspended[node]
 
-    def lines(self) -> List[str]:
-        """Return, per pattern of LOGGED, how many log lines had it and the first."""
+    def found(self) -> Dict[str, List[str]]:
+        """Return, per pattern of LOGGED, the log lines that have it."""
         found: Dict[str, List[str]] = {}
         for path in sorted(glob.glob(str(self.log_dir / '**' / '*.log'), recursive=True)):
             for line in pathlib.Path(path).read_text(errors='replace').splitlines():
                 for pat in LOGGED:
                     if pat in line:
                         found.setdefault(pat, []).append(line.strip()[:300])
-        return [f"'{p}' x{len(v)}, first: {v[0]}" for p, v in found.items()]
+        return found
+
+    def lines(self) -> List[str]:
+        """Return, per pattern of LOGGED, how many log lines had it and the first."""
+        return [f"'{p}' x{len(v)}, first: {v[0]}" for p, v in self.found().items()]
 
 
 def timetable(total_s: float, seed: int, mounted: bool) -> List[Tuple[float, str]]:

@@ -3,6 +3,7 @@
 
     ./run.sh exec python bench/product/stop_loop.py [--stops 500] [--seed 1]
                                                     [--max-delay-s 8] [--nodes detector]
+    python3 bench/product/stop_loop.py --launch ...   # on a robot (ros2 launch)
 
 Each round starts the perception container on config/perception.yaml with
 ``autostart`` on (``--nodes``: the graph's nodes it hosts; default all),
@@ -20,9 +21,20 @@ then SIGKILL: *hung*). Per round:
   still there 3 s or more after the next round's container started (it
   cleans at start, and again 2.5 s later).
 
-The output of every round that did not end with 0 is kept in full beside the
-table (``stop_loop_rounds/``). Through benchlib: ``stop_loop.csv`` / ``.md``.
-No camera frames are sent: the rounds are about stopping, not serving.
+With ``--launch`` each round is ``ros2 launch edge_infer perception.launch.py
+autostart:=true`` instead (a robot, or the stand-in of ../shared/robot),
+stopped as docs/robot.md says a person or a supervisor stops it: odd rounds
+a terminal's Ctrl-C (SIGINT to the process group: exit 0, the container
+"finished cleanly"), even rounds SIGTERM to the launch alone (systemd
+without ``KillSignal=SIGINT``: the launch dies of it, -15, and the
+container, told by the kernel, stops by itself). Each round also counts what
+it left (edge_infer.testing.launching.leftovers: processes still running
+30 s later, /dev/shm files no live process owns, its temporary directory).
+
+The output of every round that did not end as expected is kept in full
+beside the table (``stop_loop_rounds/``). Through benchlib: ``stop_loop.csv``
+/ ``.md`` (``stop_loop_launch`` with ``--launch``). No camera frames are
+sent: the rounds are about stopping, not serving.
 """
 
 import argparse
@@ -103,6 +115,75 @@ def one_round(k: int, env: dict, params: pathlib.Path, delay_s: float, folder: p
     return row
 
 
+def launch_round(k: int, domain: int, nodes, delay_s: float, folder: pathlib.Path):
+    """Start ``ros2 launch``, wait ``delay_s``, stop it (Ctrl-C odd, SIGTERM even); a row."""
+    from edge_infer.testing import launching
+    sig = signal.SIGINT if k % 2 else signal.SIGTERM
+    before = launching.snapshot()
+    t0 = time.monotonic()
+    run = launching.LaunchRun(domain, ['autostart:=true'] +
+                              ([f"nodes:={','.join(nodes)}"] if nodes else []))
+    time.sleep(delay_s)
+    state = ('active' if run.count('nodes active') else 'starting') \
+        if run.proc.poll() is None else f'exited early ({run.proc.returncode})'
+    if sig == signal.SIGINT:
+        run.interrupt(times=1)          # the terminal's; the launch then sends its own
+    else:
+        run.proc.send_signal(sig)
+    t_sig = time.monotonic()
+    hung = False
+    try:
+        rc = run.wait_exit(EXIT_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        hung = True
+        run.kill()
+        rc = run.proc.returncode
+    stop_s = time.monotonic() - t_sig
+    left = launching.leftovers(run, before)
+    text = run.text
+    expected = 0 if sig == signal.SIGINT else -signal.SIGTERM
+    aborted = any(w in text for w in ABORT)
+    died = 'process has died' in text
+    row = {'round': k, 'signal': sig.name, 'delay_s': round(delay_s, 2), 'state': state,
+           'rc': rc, 'rc_expected': rc == expected, 'stop_s': round(stop_s, 2), 'hung': hung,
+           'aborted': aborted, 'traceback': 'Traceback' in text, 'died': died,
+           'left': len(left), 'wall_s': round(time.monotonic() - t0, 1)}
+    if not row['rc_expected'] or aborted or died or row['traceback'] or left or hung:
+        (folder / f'launch_round_{k:04d}.log').write_text(text + '\nleft: ' + repr(left))
+    return row
+
+
+def main_launch(args, res, rng, nodes, keep) -> None:
+    """Run the rounds under ``ros2 launch``; print and write the outcome counts."""
+    from edge_infer.testing.launching import ros2_launch_missing
+    if ros2_launch_missing():
+        raise SystemExit(f'--launch: {ros2_launch_missing()}')
+    domain = procs.free_domain_id()
+    rows = []
+    for k in range(1, args.stops + 1):
+        row = launch_round(k, domain, nodes, rng.uniform(0.2, args.max_delay_s), keep)
+        rows.append(res.add(**row))
+        print(f"[{k}/{args.stops}] {row['signal']} after {row['delay_s']} s ({row['state']}): "
+              f"rc {row['rc']}{'' if row['rc_expected'] else ' (NOT AS DOCUMENTED)'} in "
+              f"{row['stop_s']} s{' ABORT' if row['aborted'] else ''}"
+              f"{' DIED' if row['died'] else ''}{' HUNG' if row['hung'] else ''}"
+              f"{' traceback' if row['traceback'] else ''}; left {row['left']}", flush=True)
+    outcomes = collections.Counter(
+        (r['signal'], r['rc'], 'abort' if r['aborted'] else 'hung' if r['hung'] else
+         'died' if r['died'] else 'traceback' if r['traceback'] else
+         'left something' if r['left'] else 'clean') for r in rows)
+    summary = [{'signal': s, 'rc': rc, 'outcome': o, 'rounds': n}
+               for (s, rc, o), n in sorted(outcomes.items(), key=str)]
+    res.note(f'{len(rows)} stops of ros2 launch; outcomes: ' + '; '.join(
+        f"{d['signal']} rc {d['rc']} {d['outcome']}: {d['rounds']}" for d in summary))
+    res.note('exit code as docs/robot.md says (Ctrl-C 0, SIGTERM -15): '
+             f"{sum(r['rc_expected'] for r in rows)} of {len(rows)}")
+    stops = [r['stop_s'] for r in rows if not r['hung']]
+    res.note('stop time (signal to exit), s: median {median:.2f}, max {max:.2f}'.format(
+        **benchlib.summary(stops)))
+    res.write(['signal', 'rc', 'outcome', 'rounds'], md_rows=summary)
+
+
 def main() -> None:
     """Run the rounds, print and write the outcome counts."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -110,13 +191,20 @@ def main() -> None:
     ap.add_argument('--seed', type=int, default=1)
     ap.add_argument('--max-delay-s', type=float, default=8.0)
     ap.add_argument('--nodes', default='', help='comma-separated nodes (default: all)')
+    ap.add_argument('--launch', action='store_true', help='stop ros2 launch (on a robot)')
+    benchlib.common_args(ap)
     args = ap.parse_args()
-    res = benchlib.Results('stop_loop', 'The perception container stopped at any moment',
-                           f'--stops {args.stops} --seed {args.seed}')
+    name = 'stop_loop_launch' if args.launch else 'stop_loop'
+    res = benchlib.Results(name, 'The perception container stopped at any moment' +
+                           (' (ros2 launch)' if args.launch else ''),
+                           f'--stops {args.stops} --seed {args.seed}', args.machine, args.out)
     rng = random.Random(args.seed)
     nodes = [n for n in args.nodes.split(',') if n]
     keep = res.dir / 'stop_loop_rounds'
     keep.mkdir(parents=True, exist_ok=True)
+    if args.launch:
+        main_launch(args, res, rng, nodes, keep)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         env = procs.ros_env(procs.free_domain_id())
         params = params_file(pathlib.Path(tmp), nodes)
