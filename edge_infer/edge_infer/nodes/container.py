@@ -372,7 +372,13 @@ def main(args=None, stop=None) -> int:
         if threads and container is not None:
             join_spinners(threads, WAIT_S, container.node.get_logger().warning)
         for ex in (container.executors if container is not None else []):
-            ex.shutdown()
+            try:
+                ex.shutdown()
+            except Exception as exc:    # its callbacks stay registered: see leave()
+                stop.unfreeable.append(ex)
+                print(f'perception_container: an executor did not shut down '
+                      f'({type(exc).__name__}: {exc}); leaving without freeing it',
+                      file=sys.stderr)
         if container is not None:   # waits for a callback still running (a long transition)
             container.shutdown()
         # What a crash just before this start left, too young for the passes

@@ -15,7 +15,7 @@ def container_main(args=None) -> int:
     """Run the ``perception_container`` executable, its signals handled before any import."""
     stop = StopSignals().install()
     from .container import main
-    return leave(main(args, stop=stop))
+    return leave(main(args, stop=stop), stop)
 
 
 if __name__ == '__main__':

@@ -19,7 +19,7 @@ import os
 import signal
 import sys
 import threading
-from typing import NoReturn
+from typing import NoReturn, Optional
 
 # How long a short command waits for the ROS middleware to tear down once its
 # answer is out (a teardown takes ~0.1 s here; see :func:`shut_down_within`).
@@ -57,6 +57,10 @@ class StopSignals:
         self.count = 0
         self.log = log or _to_stderr
         self._previous = {}
+        # executors whose shutdown failed: freeing one aborts the process (rclpy's
+        # EventsExecutor: "Destroying callback manager with callbacks remaining"),
+        # so they are kept to the exit, and :func:`leave` leaves at once
+        self.unfreeable: list = []
 
     def install(self) -> 'StopSignals':
         """Handle SIGINT and SIGTERM in this (main) thread; return self."""
@@ -89,8 +93,12 @@ class StopSignals:
                      f'goes on (nodes released, then exit)')
 
 
-def leave(code: int) -> int:
+def leave(code: int, stop: Optional['StopSignals'] = None) -> int:
     """Return ``code``, or exit with it at once while a background measurement still runs.
+
+    Also at once when an executor could not be shut down (``stop.unfreeable``):
+    Python's exit would free it and abort (exit -6; the robot stage,
+    2026-11-29, a container stopped right after its activation).
 
     A stop waits for background work only briefly (container.STOP_WAIT_S): a
     profile inside one candidate's measurement ends by itself, but finalizing
@@ -106,7 +114,7 @@ def leave(code: int) -> int:
     robot stage's next containers then went unanswered for 60 s in 5 tests.
     """
     from ..backends.live.background import still_running
-    if still_running():
+    if still_running() or (stop is not None and stop.unfreeable):
         _exit_now(code)
     return code
 

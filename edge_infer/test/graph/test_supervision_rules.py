@@ -411,6 +411,26 @@ def test_a_short_command_leaves_with_its_answer_when_the_ros_teardown_hangs():
     assert time.monotonic() - t0 < 30
 
 
+def test_an_executor_that_did_not_shut_down_is_never_freed_the_process_leaves_at_once():
+    """stopping.leave: freeing rclpy's EventsExecutor with callbacks registered aborts (-6)."""
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, '-c', '\n'.join([
+        'import atexit',
+        'from edge_infer.nodes.stopping import leave, StopSignals',
+        'class Executor:                   # frees like an executor with callbacks left',
+        '    def __del__(self):',
+        "        print('freed', flush=True)",
+        "atexit.register(lambda: print('finalized', flush=True))",
+        'stop = StopSignals()',
+        'print(leave(0, stop), flush=True)  # nothing kept: returns the code',
+        'stop.unfreeable.append(Executor())',
+        'leave(4, stop)',
+        "print('not reached')"])], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 4, out.stderr
+    assert out.stdout.split() == ['0'], out.stdout     # neither freed nor finalized
+
+
 def test_a_short_command_tears_ros_down_and_returns_its_code():
     import subprocess
     import sys
