@@ -115,6 +115,26 @@ def one_round(k: int, env: dict, params: pathlib.Path, delay_s: float, folder: p
     return row
 
 
+def outcome(r: dict) -> str:
+    """Return one round's outcome: abort, hung, died, traceback, left something or clean."""
+    return ('abort' if r['aborted'] else 'hung' if r['hung'] else
+            'died' if r.get('died') else 'traceback' if r['traceback'] else
+            'left something' if r.get('left') else 'clean')
+
+
+def summarise(res, rows: list, what: str) -> list:
+    """Note the outcome counts and the stop times; return the summary rows."""
+    counts = collections.Counter((r['signal'], r['rc'], outcome(r)) for r in rows)
+    summary = [{'signal': s, 'rc': rc, 'outcome': o, 'rounds': n}
+               for (s, rc, o), n in sorted(counts.items(), key=str)]
+    res.note(f'{len(rows)} stops{what}; outcomes: ' + '; '.join(
+        f"{d['signal']} rc {d['rc']} {d['outcome']}: {d['rounds']}" for d in summary))
+    stops = [r['stop_s'] for r in rows if not r['hung']]
+    res.note('stop time (signal to exit), s: median {median:.2f}, max {max:.2f}'.format(
+        **benchlib.summary(stops)))
+    return summary
+
+
 def launch_round(k: int, domain: int, nodes, delay_s: float, folder: pathlib.Path):
     """Start ``ros2 launch``, wait ``delay_s``, stop it (Ctrl-C odd, SIGTERM even); a row."""
     from edge_infer.testing import launching
@@ -168,19 +188,9 @@ def main_launch(args, res, rng, nodes, keep) -> None:
               f"{row['stop_s']} s{' ABORT' if row['aborted'] else ''}"
               f"{' DIED' if row['died'] else ''}{' HUNG' if row['hung'] else ''}"
               f"{' traceback' if row['traceback'] else ''}; left {row['left']}", flush=True)
-    outcomes = collections.Counter(
-        (r['signal'], r['rc'], 'abort' if r['aborted'] else 'hung' if r['hung'] else
-         'died' if r['died'] else 'traceback' if r['traceback'] else
-         'left something' if r['left'] else 'clean') for r in rows)
-    summary = [{'signal': s, 'rc': rc, 'outcome': o, 'rounds': n}
-               for (s, rc, o), n in sorted(outcomes.items(), key=str)]
-    res.note(f'{len(rows)} stops of ros2 launch; outcomes: ' + '; '.join(
-        f"{d['signal']} rc {d['rc']} {d['outcome']}: {d['rounds']}" for d in summary))
+    summary = summarise(res, rows, ' of ros2 launch')
     res.note('exit code as docs/robot.md says (Ctrl-C 0, SIGTERM -15): '
              f"{sum(r['rc_expected'] for r in rows)} of {len(rows)}")
-    stops = [r['stop_s'] for r in rows if not r['hung']]
-    res.note('stop time (signal to exit), s: median {median:.2f}, max {max:.2f}'.format(
-        **benchlib.summary(stops)))
     res.write(['signal', 'rc', 'outcome', 'rounds'], md_rows=summary)
 
 
@@ -221,21 +231,12 @@ def main() -> None:
                   f"{' ABORT' if row['aborted'] else ''}{' HUNG' if row['hung'] else ''}"
                   f"{' traceback' if row['traceback'] else ''}; /dev/shm left "
                   f"{row['left_in_shm']}", flush=True)
-    outcomes = collections.Counter(
-        (r['signal'], r['rc'], 'abort' if r['aborted'] else 'hung' if r['hung'] else
-         'traceback' if r['traceback'] else 'clean') for r in rows)
-    summary = [{'signal': s, 'rc': rc, 'outcome': o, 'rounds': n}
-               for (s, rc, o), n in sorted(outcomes.items(), key=str)]
+    summary = summarise(res, rows, '')
     left = [r['left_in_shm'] for r in rows]
     after = [r['left_after_next_start'] for r in rows if r['left_after_next_start'] is not None]
-    res.note(f'{len(rows)} stops; outcomes: ' + '; '.join(
-        f"{d['signal']} rc {d['rc']} {d['outcome']}: {d['rounds']}" for d in summary))
     res.note(f'/dev/shm sets no live process owns right after a stop: {sum(left)} in '
              f'{sum(1 for v in left if v)} round(s); still there after the next start: '
              f'{sum(after)} in {sum(1 for v in after if v)} round(s)')
-    stops = [r['stop_s'] for r in rows if not r['hung']]
-    res.note('stop time (signal to exit), s: median {median:.2f}, max {max:.2f}'.format(
-        **benchlib.summary(stops)))
     res.write(['signal', 'rc', 'outcome', 'rounds'], md_rows=summary)
 
 
