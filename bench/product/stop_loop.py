@@ -180,7 +180,11 @@ def main_launch(args, res, rng, nodes, keep) -> None:
         raise SystemExit(f'--launch: {ros2_launch_missing()}')
     domain = procs.free_domain_id()
     rows = []
+    end = time.monotonic() + args.max_minutes * 60 if args.max_minutes else float('inf')
     for k in range(1, args.stops + 1):
+        if time.monotonic() > end:
+            res.note(f'--max-minutes {args.max_minutes:g}: ended after {k - 1} rounds')
+            break
         row = launch_round(k, domain, nodes, rng.uniform(0.2, args.max_delay_s), keep)
         rows.append(res.add(**row))
         print(f"[{k}/{args.stops}] {row['signal']} after {row['delay_s']} s ({row['state']}): "
@@ -202,6 +206,8 @@ def main() -> None:
     ap.add_argument('--max-delay-s', type=float, default=8.0)
     ap.add_argument('--nodes', default='', help='comma-separated nodes (default: all)')
     ap.add_argument('--launch', action='store_true', help='stop ros2 launch (on a robot)')
+    ap.add_argument('--max-minutes', type=float, default=0.0,
+                    help='end after the round under way at this time (0: all --stops)')
     benchlib.common_args(ap)
     args = ap.parse_args()
     name = 'stop_loop_launch' if args.launch else 'stop_loop'
