@@ -85,9 +85,13 @@ class StopSignals:
             # rclpy's handler shut the context down already when it is installed
             # (rclpy.init's default); without it, do it here. Before rclpy is
             # imported there is nothing to shut down (and no import from here).
-            rclpy = sys.modules.get('rclpy')
-            if rclpy is not None:
-                rclpy.try_shutdown()
+            # A signal during `import rclpy` finds the module half made, without
+            # try_shutdown (AttributeError, exit 1: 1 stop in about 100 under ros2
+            # launch, 2026-11-29): rclpy.init has not run, so there is nothing to
+            # shut down; main() sees the count after rclpy.init and stops then.
+            shut = getattr(sys.modules.get('rclpy'), 'try_shutdown', None)
+            if shut is not None:
+                shut()
         elif self.count == 2:
             self.log(f'{signal.Signals(signum).name} again: the shutdown already under way '
                      f'goes on (nodes released, then exit)')
