@@ -411,26 +411,30 @@ def test_a_short_command_leaves_with_its_answer_when_the_ros_teardown_hangs():
     assert time.monotonic() - t0 < 30
 
 
-def test_a_stop_during_the_import_of_rclpy_is_kept_for_after_rclpy_init():
-    """A SIGINT while ``import rclpy`` runs found the module half made (AttributeError, exit 1)."""
+def _python(*lines: str):
+    """Run ``lines`` as a Python program in a process of its own; return its outcome."""
     import subprocess
     import sys
-    out = subprocess.run([sys.executable, '-c', '\n'.join([
+    return subprocess.run([sys.executable, '-c', '\n'.join(lines)], capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_a_stop_during_the_import_of_rclpy_is_kept_for_after_rclpy_init():
+    """A SIGINT while ``import rclpy`` runs found the module half made (AttributeError, exit 1)."""
+    out = _python(
         'import os, signal, sys, types',
         'from edge_infer.nodes.stopping import StopSignals',
         'stop = StopSignals().install()',
         "sys.modules['rclpy'] = types.ModuleType('rclpy')   # as during its import",
         'os.kill(os.getpid(), signal.SIGINT)',
-        "print('kept', stop.count, flush=True)"])], capture_output=True, text=True, timeout=60)
+        "print('kept', stop.count, flush=True)")
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ['kept', '1'] and 'Traceback' not in out.stderr
 
 
 def test_an_executor_that_did_not_shut_down_is_never_freed_the_process_leaves_at_once():
     """stopping.leave: freeing rclpy's EventsExecutor with callbacks registered aborts (-6)."""
-    import subprocess
-    import sys
-    out = subprocess.run([sys.executable, '-c', '\n'.join([
+    out = _python(
         'import atexit',
         'from edge_infer.nodes.stopping import leave, StopSignals',
         'class Executor:                   # frees like an executor with callbacks left',
@@ -441,7 +445,7 @@ def test_an_executor_that_did_not_shut_down_is_never_freed_the_process_leaves_at
         'print(leave(0, stop), flush=True)  # nothing kept: returns the code',
         'stop.unfreeable.append(Executor())',
         'leave(4, stop)',
-        "print('not reached')"])], capture_output=True, text=True, timeout=60)
+        "print('not reached')")
     assert out.returncode == 4, out.stderr
     assert out.stdout.split() == ['0'], out.stdout     # neither freed nor finalized
 
