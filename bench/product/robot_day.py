@@ -187,6 +187,8 @@ class Monitor:
         jpeg = self.frames[k % len(self.frames)]
         bgr = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR)
         stamp = Time(sec=stamp_ns // 10**9, nanosec=stamp_ns % 10**9)
+        h, w = bgr.shape[:2]
+        raw = bgr.tobytes()     # once per frame, for every raw topic
         bad = bool(self.malformed_every) and k % self.malformed_every == 0
         now = time.time()
         self.sent_at[stamp_ns] = now
@@ -194,13 +196,12 @@ class Monitor:
             msg = kind()
             msg.header.stamp, msg.header.frame_id = stamp, 'camera'
             if kind.__name__ == 'Image':
-                h, w = bgr.shape[:2]
                 msg.height, msg.width, msg.encoding, msg.step = h, w, 'bgr8', w * 3
-                msg.data = bgr.tobytes()
+                msg.data = raw
                 if bad and (k // self.malformed_every) % 2:
                     msg.encoding = 'yuv422_yuy2'        # a camera encoding no model takes
                 elif bad:
-                    msg.data = bgr[: h // 2].tobytes()  # the header says more rows than sent
+                    msg.data = raw[: len(raw) // 2]     # the header says more rows than sent
             else:
                 msg.format, msg.data = 'jpeg', jpeg[: len(jpeg) // 2] if bad else jpeg
             matched = pub.get_subscription_count() > 0
@@ -226,22 +227,20 @@ class Monitor:
                 t_next = time.monotonic()       # behind: no burst to catch up
 
 
-def sample(bringup: subprocess.Popen, started: float) -> dict:
+def sample(graph: faults.Graph, started: float) -> dict:
     """Return the container's RSS, threads and open files, and /dev/shm, now."""
     import psutil
     row = {'t_s': round(time.time() - started, 1), 'container_pid': None,
            'rss_mb': None, 'threads': None, 'fds': None}
+    pid = graph.container_pid()     # 0: none running (a restart under way)
     try:
-        kids = psutil.Process(bringup.pid).children()
-    except psutil.Error:
-        kids = []
-    for kid in kids:
-        try:
+        if pid:
+            kid = psutil.Process(pid)
             with kid.oneshot():
-                row.update(container_pid=kid.pid, rss_mb=round(kid.memory_info().rss / 2**20, 1),
+                row.update(container_pid=pid, rss_mb=round(kid.memory_info().rss / 2**20, 1),
                            threads=kid.num_threads(), fds=kid.num_fds())
-        except psutil.Error:
-            pass
+    except psutil.Error:        # it just went
+        pass
     files = [p for p in pathlib.Path('/dev/shm').iterdir() if p.is_file()]
     row.update(shm_files=len(files), shm_mb=round(sum(p.stat().st_size for p in files
                                                       if p.exists()) / 2**20, 1),
@@ -297,7 +296,7 @@ def main() -> int:
         runner.start()
         end = started + args.minutes * 60
         while time.time() < end:
-            samples.append(res_sample := sample(graph.proc, started))
+            samples.append(res_sample := sample(graph, started))
             print(f"[day] {res_sample['t_s']:.0f} s: RSS {res_sample['rss_mb']} MB, threads "
                   f"{res_sample['threads']}, fds {res_sample['fds']}, /dev/shm "
                   f"{res_sample['shm_files']} files {res_sample['shm_mb']} MB; results "
@@ -314,7 +313,7 @@ def main() -> int:
             time.sleep(0.2)
             if time.time() > t_quiet + 30:
                 break
-        samples.append(sample(graph.proc, started))
+        samples.append(sample(graph, started))
     finally:
         mon.stop = True
         codes = graph.stop()
@@ -358,11 +357,12 @@ def report(res, args, mon: Monitor, events: list, samples: list, started: float,
         if led['unaccounted'] or led['restarts_unasked']:
             wrong.append(f"{n}: {led['unaccounted']} unaccounted, "
                          f"{led['restarts_unasked']} restarts not induced")
-    crashes = len(graph.found().get('crashed', []))
+    logged = graph.found()
+    crashes, tracebacks = len(logged.get('crashed', [])), len(logged.get('Traceback', []))
     kills = sum(1 for ev in events if ev['fault'] == 'kill9')
-    if crashes != kills or graph.found().get('Traceback'):
+    if crashes != kills or tracebacks:
         wrong.append(f'{crashes} crash(es) logged by the bring-up for {kills} kill -9; '
-                     f"{len(graph.found().get('Traceback', []))} traceback(s)")
+                     f'{tracebacks} traceback(s)')
     nodes_res = benchlib.Results(res.name + '_nodes', "A robot's day: each node's frames",
                                  res.seed, args.machine, args.out)
     for r in rows:
@@ -393,8 +393,8 @@ def report(res, args, mon: Monitor, events: list, samples: list, started: float,
     res.note(f'/dev/shm at the start {samples[0]["shm_files"]} files, at the end '
              f'{samples[-1]["shm_files"]}; sets no live process owns, most seen: '
              f'{max(s["shm_unowned"] for s in samples)}')
-    res.note('faults logged by the graph: ' + '; '.join(graph.lines()) if graph.lines() else
-             'faults logged by the graph: none found')
+    lines = [f"'{p}' x{len(v)}, first: {v[0]}" for p, v in logged.items()]
+    res.note('faults logged by the graph: ' + ('; '.join(lines) or 'none found'))
     res.note(f'exit codes at the end: {codes}; tmpfs home: {mounted}; camera {args.rate:g} Hz '
              f'between faults; load average 1 min median '
              f'{np.median([s["load_1m"] for s in samples]):.2f}')

@@ -32,6 +32,7 @@ DURATION_S = {   # fault -> (seconds it takes in a long day, in a short one)
     'home_full': (60, 25), 'camera_silent': (10, 10), 'rate_jump': (40, 20),
     'cpu_hog': (60, 25), 'deactivate_activate': (10, 8), 'cleanup_configure': (20, 15),
     'depth_pause': (10, 10), 'malformed': (10, 8)}
+CACHE = 'cache/backend_profiles.json'      # the profile cache, under the home
 KEEP_SERVING = ('rate_jump', 'cpu_hog', 'depth_pause', 'malformed')    # no gap allowed
 LOGGED = ('No space left on device', 'Read-only file system', 'profile cache',
           'crashed', 'active again', 'Traceback', 'rejected')
@@ -97,10 +98,6 @@ class Graph:
                         found.setdefault(pat, []).append(line.strip()[:300])
         return found
 
-    def lines(self) -> List[str]:
-        """Return, per pattern of LOGGED, how many log lines had it and the first."""
-        return [f"'{p}' x{len(v)}, first: {v[0]}" for p, v in self.found().items()]
-
 
 def timetable(total_s: float, seed: int, mounted: bool) -> List[Tuple[float, str]]:
     """Return [(planned start s, fault)]: restarts first, then the others, seeded."""
@@ -132,16 +129,12 @@ def _wait_active(mon, after: float, nodes, timeout: float = 120.0) -> float:
     return time.time()
 
 
-def _cache() -> str:
-    return 'cache/backend_profiles.json'
-
-
 def _truncate(home: pathlib.Path) -> str:
-    path = home / _cache()
+    path = home / CACHE
     size = path.stat().st_size if path.exists() else 0
     with open(path, 'r+b') as f:
         f.truncate(size // 2)
-    return f'{_cache()} cut from {size} to {size // 2} bytes'
+    return f'{CACHE} cut from {size} to {size // 2} bytes'
 
 
 def _remount(home: pathlib.Path, mode: str) -> None:

@@ -122,6 +122,16 @@ def outcome(r: dict) -> str:
             'left something' if r.get('left') else 'clean')
 
 
+def say(k: int, stops: int, row: dict, left: str) -> None:
+    """Print one round's line: signal, when, exit code, what went wrong, what it left."""
+    flags = ''.join(f' {word}' for key, word in (
+        ('aborted', 'ABORT'), ('died', 'DIED'), ('hung', 'HUNG'), ('traceback', 'traceback'))
+        if row.get(key))
+    odd = '' if row.get('rc_expected', True) else ' (NOT AS DOCUMENTED)'
+    print(f"[{k}/{stops}] {row['signal']} after {row['delay_s']} s ({row['state']}): rc "
+          f"{row['rc']}{odd} in {row['stop_s']} s{flags}; {left}", flush=True)
+
+
 def summarise(res, rows: list, what: str) -> list:
     """Note the outcome counts and the stop times; return the summary rows."""
     counts = collections.Counter((r['signal'], r['rc'], outcome(r)) for r in rows)
@@ -187,11 +197,7 @@ def main_launch(args, res, rng, nodes, keep) -> None:
             break
         row = launch_round(k, domain, nodes, rng.uniform(0.2, args.max_delay_s), keep)
         rows.append(res.add(**row))
-        print(f"[{k}/{args.stops}] {row['signal']} after {row['delay_s']} s ({row['state']}): "
-              f"rc {row['rc']}{'' if row['rc_expected'] else ' (NOT AS DOCUMENTED)'} in "
-              f"{row['stop_s']} s{' ABORT' if row['aborted'] else ''}"
-              f"{' DIED' if row['died'] else ''}{' HUNG' if row['hung'] else ''}"
-              f"{' traceback' if row['traceback'] else ''}; left {row['left']}", flush=True)
+        say(k, args.stops, row, f"left {row['left']}")
     summary = summarise(res, rows, ' of ros2 launch')
     res.note('exit code as docs/robot.md says (Ctrl-C 0, SIGTERM -15): '
              f"{sum(r['rc_expected'] for r in rows)} of {len(rows)}")
@@ -232,11 +238,7 @@ def main() -> None:
             else:
                 row.pop('prev_left_after_start')
             rows.append(res.add(**row))
-            print(f"[{k}/{args.stops}] {row['signal']} after {row['delay_s']} s "
-                  f"({row['state']}): rc {row['rc']} in {row['stop_s']} s"
-                  f"{' ABORT' if row['aborted'] else ''}{' HUNG' if row['hung'] else ''}"
-                  f"{' traceback' if row['traceback'] else ''}; /dev/shm left "
-                  f"{row['left_in_shm']}", flush=True)
+            say(k, args.stops, row, f"/dev/shm left {row['left_in_shm']}")
     summary = summarise(res, rows, '')
     left = [r['left_in_shm'] for r in rows]
     after = [r['left_after_next_start'] for r in rows if r['left_after_next_start'] is not None]

@@ -38,8 +38,9 @@ class Running:
     """The started processes of a plan."""
 
     def __init__(self, plans: List[graph_mod.ProcessPlan], env: Dict[str, str],
-                 log_dir: pathlib.Path, log=print):
+                 log_dir: pathlib.Path, log=print, policy: Optional[RespawnPolicy] = None):
         self.plans, self.env, self.log_dir, self.log = plans, env, log_dir, log
+        self.policy = policy or RespawnPolicy()     # what supervise() does about an exit
         self.shm_cleaned: Optional[Dict[str, int]] = None
         self.procs: List[Tuple[graph_mod.ProcessPlan, subprocess.Popen]] = []
         self.watch: Dict[str, Supervisor] = {}     # each process's crash count (supervise)
@@ -65,7 +66,7 @@ class Running:
         log = self.log_dir / f'{p.name}.log'
         if log.exists():    # a restart: the crashed run's output stays beside it
             log.replace(log.with_suffix(f'.{int(time.time())}.log'))
-        self.watch.setdefault(p.name, Supervisor(p.name, RespawnPolicy())).started()
+        self.watch.setdefault(p.name, Supervisor(p.name, self.policy)).started()
         return procs.spawn(module, ros_args, self.env, log)
 
     def restart(self, index: int) -> None:
@@ -89,8 +90,7 @@ class Running:
         for name in self.node_names(only):
             lc.bring_up(name, timeout=timeout)
 
-    def supervise(self, ros_node, policy: RespawnPolicy, activate: bool,
-                  log=print) -> int:
+    def supervise(self, ros_node, activate: bool, log=print) -> int:
         """Wait while the processes run; restart a crashed one; return the exit code.
 
         Each exit is decided by :class:`~edge_infer.supervise.Supervisor`, as
@@ -99,8 +99,6 @@ class Running:
         crash loop with 1.
         """
         watch = self.watch
-        for s in watch.values():
-            s.policy = policy
         while True:
             time.sleep(0.5)
             for i, (p, proc) in enumerate(self.procs):
@@ -159,7 +157,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     env = procs.ros_env()
     log_dir = args.log_dir or pathlib.Path(tempfile.mkdtemp(prefix='edge_infer_bringup_'))
     stopping = _stop_on_signals()
-    running = Running(plans, env, log_dir)
+    running = Running(plans, env, log_dir, policy=policy)
     player = None
     try:
         running.start()
@@ -174,7 +172,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         if args.bag:
             player = procs.start_player(args.bag, env, ['--rate', str(args.rate)])
         print('running: Ctrl-C or SIGTERM stops every process', flush=True)
-        return running.supervise(node, policy, not args.no_activate,
+        return running.supervise(node, not args.no_activate,
                                  log=lambda line: print(line, file=sys.stderr, flush=True))
     except KeyboardInterrupt:
         return 0
