@@ -227,11 +227,22 @@ class Monitor:
                 t_next = time.monotonic()       # behind: no burst to catch up
 
 
+def anon_mb(pid: int):
+    """Return the anonymous part of a process's RSS (heap, arenas), MB; None: gone."""
+    try:
+        for line in pathlib.Path(f'/proc/{pid}/status').read_text().splitlines():
+            if line.startswith('RssAnon:'):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return None
+
+
 def sample(graph: faults.Graph, started: float) -> dict:
     """Return the container's RSS, threads and open files, and /dev/shm, now."""
     import psutil
     row = {'t_s': round(time.time() - started, 1), 'container_pid': None,
-           'rss_mb': None, 'threads': None, 'fds': None}
+           'rss_mb': None, 'rss_anon_mb': None, 'threads': None, 'fds': None}
     pid = graph.container_pid()     # 0: none running (a restart under way)
     try:
         if pid:
@@ -239,6 +250,7 @@ def sample(graph: faults.Graph, started: float) -> dict:
             with kid.oneshot():
                 row.update(container_pid=pid, rss_mb=round(kid.memory_info().rss / 2**20, 1),
                            threads=kid.num_threads(), fds=kid.num_fds())
+            row['rss_anon_mb'] = anon_mb(pid)
     except psutil.Error:        # it just went
         pass
     files = [p for p in pathlib.Path('/dev/shm').iterdir() if p.is_file()]
@@ -380,14 +392,20 @@ def report(res, args, mon: Monitor, events: list, samples: list, started: float,
     last_restart = max([ev['t1'] - started for ev in events if ev['restart']] or [0.0])
     since = max(600.0, last_restart + 600.0) if args.minutes >= 30 else last_restart + 60
     tail = [(t, r) for t, r in rss if t >= since]
-    slope = float(np.polyfit([t for t, _ in tail], [r for _, r in tail], 1)[0] * 3600) \
-        if len(tail) >= 3 else float('nan')
+    way = ledger.trend(tail)
+    slope = way['ols']
+    anon = ledger.trend([(s['t_s'], s['rss_anon_mb']) for s in samples
+                         if s['t_s'] >= since and s.get('rss_anon_mb')])
     thr = [s['threads'] for s in samples if s['t_s'] >= since and s['threads']]
     fds = [s['fds'] for s in samples if s['t_s'] >= since and s['fds']]
     res.note(f'RSS from {since:.0f} s (10 min after the last restart) to the end: '
              f'{tail[0][1] if tail else "-"} -> {tail[-1][1] if tail else "-"} MB, slope '
-             f'{slope:+.1f} MB/h (goal <= 10); threads {min(thr or [0])}-{max(thr or [0])}, '
-             f'open files {min(fds or [0])}-{max(fds or [0])}')
+             f'{slope:+.1f} ± {way["ols_se"]:.1f} MB/h (least squares; goal <= 10), '
+             f'{way["theil_sen"]:+.1f} MB/h (Theil-Sen); 10-min medians '
+             f'{", ".join(f"{b:.0f}" for b in way["blocks"]) or "-"} MB; anonymous part '
+             f'{anon["ols"]:+.1f} ± {anon["ols_se"]:.1f} MB/h; threads '
+             f'{min(thr or [0])}-{max(thr or [0])}, open files '
+             f'{min(fds or [0])}-{max(fds or [0])}')
     if args.minutes >= 30 and not slope <= 10.0:
         fails.append(f'RSS slope {slope:+.1f} MB/h')
     res.note(f'/dev/shm at the start {samples[0]["shm_files"]} files, at the end '
@@ -408,8 +426,8 @@ def report(res, args, mon: Monitor, events: list, samples: list, started: float,
                             args.machine, args.out)
     for s in samples:
         samp.add(**s)
-    samp.write(['t_s', 'container_pid', 'rss_mb', 'threads', 'fds', 'shm_files', 'shm_mb',
-                'shm_unowned', 'load_1m'])
+    samp.write(['t_s', 'container_pid', 'rss_mb', 'rss_anon_mb', 'threads', 'fds', 'shm_files',
+                'shm_mb', 'shm_unowned', 'load_1m'])
     return 1 if args.check and wrong else 0
 
 

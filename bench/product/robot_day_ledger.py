@@ -31,6 +31,7 @@ window ends exactly.
 """
 
 import bisect
+import statistics
 from typing import Dict, List, Sequence, Tuple
 
 SLOP_S = 0.25       # a frame sent this close before a snapshot may or may not be in it
@@ -142,3 +143,39 @@ def longest_gap(results: Dict[int, float], t0: float, t1: float) -> float:
     times = sorted(t for t in results.values() if t0 <= t <= t1)
     edges = [t0] + times + [t1]
     return max(b - a for a, b in zip(edges, edges[1:]))
+
+
+def trend(points: Sequence[Tuple[float, float]], block_s: float = 600.0) -> dict:
+    """Return how a sampled quantity (RSS) moves, per hour, three ways.
+
+    ``points``: (seconds, value). ``ols``: the least-squares slope and
+    ``ols_se`` its standard error (samples taken as independent, so it is
+    the smaller end); ``theil_sen``: the median of the pairwise slopes, which
+    swings of a few samples do not move; ``blocks``: the median value of each
+    whole ``block_s`` from the first sample (a part block at the end is left
+    out). Slopes are NaN with fewer than 3 points.
+    """
+    nan = float('nan')
+    out = {'ols': nan, 'ols_se': nan, 'theil_sen': nan, 'blocks': []}
+    if len(points) < 3:
+        return out
+    ts = [t for t, _ in points]
+    vs = [v for _, v in points]
+    t_mean, v_mean = statistics.fmean(ts), statistics.fmean(vs)
+    sxx = sum((t - t_mean) ** 2 for t in ts)
+    b = sum((t - t_mean) * (v - v_mean) for t, v in points) / sxx
+    resid = [v - v_mean - b * (t - t_mean) for t, v in points]
+    se = (sum(r * r for r in resid) / (len(points) - 2) / sxx) ** 0.5
+    step = max(1, len(points) // 400)      # pairs: at most ~80,000
+    thin = points[::step]
+    pairs = [(v2 - v1) / (t2 - t1) for i, (t1, v1) in enumerate(thin)
+             for t2, v2 in thin[i + 1:] if t2 > t1]
+    t0 = ts[0]
+    blocks = []
+    for k in range(int((ts[-1] - t0) // block_s)):
+        inside = [v for t, v in points if t0 + k * block_s <= t < t0 + (k + 1) * block_s]
+        if inside:
+            blocks.append(statistics.median(inside))
+    out.update(ols=b * 3600, ols_se=se * 3600, theil_sen=statistics.median(pairs) * 3600,
+               blocks=blocks)
+    return out

@@ -130,3 +130,15 @@ def test_the_robot_day_ledger_finds_a_silent_loss_and_not_a_counted_drop():
     assert led['not_delivered'] == 31 and led['outside_windows'] > 0
     led = ledger.account(sends, results, snaps, [])     # the same, with no fault noted
     assert led['unaccounted'] == 0 and led['not_delivered'] == 31   # sent with none matched
+
+
+def test_the_robot_day_trend_sees_a_creep_through_swings_and_none_in_a_sawtooth():
+    import robot_day_ledger as ledger
+    swings = [0, 30, -10, 25, -20, 5, 35, -15]      # MB, as sessions come and go
+    creep = [(t * 10.0, 480 + 20 * t * 10.0 / 3600 + swings[t % 8]) for t in range(720)]
+    got = ledger.trend(creep)
+    assert abs(got['theil_sen'] - 20) < 3 and abs(got['ols'] - 20) < 3 * got['ols_se'] + 1
+    assert len(got['blocks']) == 11 and got['blocks'][-1] > got['blocks'][0]
+    flat = [(t * 10.0, 480 + swings[t % 8]) for t in range(720)]
+    assert abs(ledger.trend(flat)['theil_sen']) < 3
+    assert ledger.trend(flat[:2])['blocks'] == []
