@@ -153,7 +153,10 @@ def _processes(context):
         def make(p=p, params=params, extra=extra):
             return Node(package=p.package, executable=p.executable, namespace=p.namespace,
                         output='screen', emulate_tty=True, parameters=[str(params)],
-                        remappings=list(p.remappings.items()), **extra)
+                        remappings=list(p.remappings.items()),
+                        # the container stops when this launch is gone, also when it
+                        # went before the container could look (procs.stop_with_parent)
+                        additional_env={procs.LAUNCH_PID_ENV: str(os.getpid())}, **extra)
         actions += _supervised(make, Supervisor(p.executable, respawn))
     return actions
 

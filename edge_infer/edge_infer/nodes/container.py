@@ -318,10 +318,11 @@ def main(args=None, stop=None) -> int:
     (nodes/stopping.py). Exit codes: 0 a requested stop, EXIT_BAD_PARAMETER,
     EXIT_PARTIAL; anything else is a crash.
     """
-    stop = stop or StopSignals().install()  # before rclpy.init: rclpy's handler chains to it
+    if stop is None:        # not through the executable, which did both first
+        stop = StopSignals().install()  # before rclpy.init: rclpy's handler chains to it
+        procs.stop_with_parent()        # a killed `ros2 launch` leaves no orphan behind
     cap_malloc_arenas()     # before the nodes' threads start (each kept what it freed)
     fix_mmap_threshold()    # large blocks handed back when freed, not kept in the heap
-    procs.stop_with_parent()            # a killed `ros2 launch` leaves no orphan behind
     dds = procs.use_container_profile()     # also when started by hand
     said = [dds]
     shm.clean(log=said.append)          # what a crash of an earlier run left in /dev/shm

@@ -17,6 +17,7 @@ bench/product/launch_supervision.py (the issue's goals, measured).
 
 import os
 import pathlib
+import re
 import shutil
 import signal
 import subprocess
@@ -28,6 +29,7 @@ from typing import Callable, List, Optional, Sequence
 from .. import procs, shm
 
 CONTAINER = 'perception_container'
+STARTED = re.compile(r'process started with pid \[(\d+)\]')     # the launch's line
 LIBRARY_FILES = {'.ses'}       # onnxruntime's session marker in $TMPDIR: not ours
 
 
@@ -242,18 +244,30 @@ def leftovers(run: LaunchRun, before: set, wait_s: float = 30.0) -> List[str]:
     program's Fast DDS files come and go beside the run), or when its name
     says edge_infer; anything in the run's $TMPDIR counts but ONNX Runtime's
     one 51-byte ``.ses`` file (its telemetry session marker, rewritten at each
-    start, the same in /tmp). The run's $TMPDIR is removed.
+    start, the same in /tmp). The run's $TMPDIR is removed, and a process
+    still running after ``wait_s`` is killed once counted.
     """
     import psutil
     run.container()     # note the last pids
+    # and every process the launch said it started: a launch that died of SIGTERM
+    # at once has no children left to list, while its container may run on
+    started = {int(pid) for pid in STARTED.findall(run.text)}
     running = []
-    for pid in run.seen_pids | {run.proc.pid}:
+    for pid in run.seen_pids | started | {run.proc.pid}:
         try:
-            running.append(psutil.Process(pid))
-        except psutil.NoSuchProcess:
+            proc = psutil.Process(pid)
+            if pid in run.seen_pids or pid == run.proc.pid or \
+                    any(CONTAINER in part for part in proc.cmdline()):     # not a pid reused
+                running.append(proc)
+        except psutil.Error:
             pass
-    out = [f'process {p.pid} still running'
-           for p in psutil.wait_procs(running, timeout=wait_s)[1]]
+    alive = psutil.wait_procs(running, timeout=wait_s)[1]
+    out = [f'process {p.pid} still running' for p in alive]
+    for proc in alive:      # said, then ended: one run's orphan does not burden the next
+        try:
+            proc.kill()
+        except psutil.Error:
+            pass
     stale = {str(f) for files in shm.stale(min_age_s=0.0) for f in files}
     out += [n for n in sorted(snapshot() - before) if n in stale or 'edge_infer' in n]
     out += [str(p) for p in sorted(run.tmp.rglob('*')) if p.name not in LIBRARY_FILES]

@@ -15,6 +15,7 @@ The same behaviour under the real ``ros2 launch`` is test_launch_supervision.py.
 import fcntl
 import os
 import pathlib
+import signal
 import time
 
 from edge_infer import graph, shm, supervise, validate
@@ -473,3 +474,34 @@ def test_a_short_command_tears_ros_down_and_returns_its_code():
     if not held:
         pytest.skip('no Fast DDS shared memory segment here (SHM transport off)')
     assert left == 0, out.stdout      # the participant and its files went with the context
+
+
+def test_a_launch_gone_before_the_container_looked_stops_it_and_a_live_one_does_not():
+    """procs.stop_with_parent: the launch file names its pid; init as parent is not enough.
+
+    ``ros2 launch`` stopped with SIGTERM in the container's first second died
+    before the container set its parent's death signal; the container then saw
+    init as its parent, took itself for a systemd service and ran on (11
+    orphans in 500 stops of bench/product/stop_loop.py --launch).
+    """
+    import subprocess
+    import sys
+    gone = subprocess.Popen([sys.executable, '-c', 'pass'])
+    gone.wait()             # a pid that was a launch and is no more
+    child = [
+        'import os, time',
+        'from edge_infer import procs',
+        "print('set', procs.stop_with_parent(), flush=True)",
+        "print('passed on', procs.LAUNCH_PID_ENV in os.environ, flush=True)",
+        'time.sleep(1.0)',
+        "print('ran on', flush=True)"]
+    env = {**os.environ, 'EDGE_INFER_LAUNCH_PID': str(gone.pid)}
+    out = subprocess.run([sys.executable, '-c', '\n'.join(child)], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == -signal.SIGTERM, (out.returncode, out.stdout, out.stderr)
+    assert 'ran on' not in out.stdout
+    env['EDGE_INFER_LAUNCH_PID'] = str(os.getpid())        # the launch is this test: alive
+    out = subprocess.run([sys.executable, '-c', '\n'.join(child)], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split('\n')[:3] == ['set True', 'passed on False', 'ran on']
