@@ -34,13 +34,12 @@ import threading
 import time
 
 from edge_infer import procs, shm
-from edge_infer.testing.launching import ros2_launch_missing
+from edge_infer.testing.launching import ros2_launch_missing, STARTED
 import psutil
 import pytest
 
 LAUNCH = pathlib.Path(__file__).resolve().parents[2] / 'launch' / 'perception.launch.py'
 ACTIVE = re.compile(r'autostart: all \d+ nodes active')
-STARTED = re.compile(r'process started with pid \[(\d+)\]')
 SHM = pathlib.Path('/dev/shm')
 
 
