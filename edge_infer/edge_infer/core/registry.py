@@ -61,6 +61,13 @@ class RegistryError(ValueError):
     """The registry file or one of its entries is invalid; the message says where."""
 
 
+class Labels(dict):
+    """Class id -> label, read per detection; an id out of range reads as its number."""
+
+    def __missing__(self, class_id) -> str:
+        return str(class_id)
+
+
 @dataclass
 class ModelSpec:
     """One validated registry entry."""
@@ -85,6 +92,10 @@ class ModelSpec:
         if 0 <= class_id < len(self.labels):
             return self.labels[class_id]
         return str(class_id)
+
+    def label_map(self) -> 'Labels':
+        """Return class id -> label, for a frame's many lookups (:meth:`label`'s rule)."""
+        return Labels(enumerate(self.labels))
 
     def make_decoder(self, **overrides):
         """Build the output decoder; ``overrides`` replace registry values (e.g. thresholds)."""

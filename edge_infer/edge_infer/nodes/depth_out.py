@@ -47,7 +47,7 @@ class DepthOutputs:
         """
         from vision_msgs import msg
         self.msg = msg
-        self.node, self.label = node, spec.label
+        self.node, self.labels = node, spec.label_map()
         self.depth_topic = depth_topic
         self.info_topic = info_topic or _info_topic(depth_topic)
         self.buffer = DepthBuffer(capacity=30, tolerance_s=tolerance_s)
@@ -56,7 +56,7 @@ class DepthOutputs:
         self._lock = threading.Lock()
         self._subs: list = []
         # Detection3D messages reused from frame to frame (publish() serialises at once):
-        # each carries a pose with a 36-value covariance, slow to build (vision_out.py)
+        # each carries a pose with a 36-value covariance, slow to build (tasks.py)
         self._pool: list = []
         self.pub = node.create_lifecycle_publisher(msg.Detection3DArray,
                                                    '~/vision/detections_3d', 10)
@@ -150,7 +150,7 @@ class DepthOutputs:
         for d, k in zip(self._pool, keep):
             d.header, d.id = msg.header, str(ids[k]) if ids[k] >= 0 else ''
             hyp = d.results[0]
-            hyp.hypothesis.class_id, hyp.hypothesis.score = self.label(cids[k]), float(scores[k])
+            hyp.hypothesis.class_id, hyp.hypothesis.score = self.labels[cids[k]], float(scores[k])
             p, c = hyp.pose.pose, d.bbox.center
             p.position.x, p.position.y, p.position.z = centres[k]
             c.position.x, c.position.y, c.position.z = centres[k]

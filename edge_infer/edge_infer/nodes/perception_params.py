@@ -21,7 +21,7 @@ from ..core.tracking import ALGORITHMS, DEFAULT as DEFAULT_TRACKER, REID_WINDOW_
 from ..executor.core import POLICIES
 
 TRANSPORTS = ('raw', 'compressed')
-RESULT_MESSAGES = ('both', 'standard', 'edge_infer')    # see nodes/vision_out.py
+RESULT_MESSAGES = ('both', 'standard', 'edge_infer')    # see nodes/tasks.py
 
 PARAMETERS = {
     'model': ('', 'registry name of the model to run (config/models.yaml)'),

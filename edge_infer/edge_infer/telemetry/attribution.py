@@ -8,7 +8,7 @@ made here too (see :mod:`.meter` for the rules and why).
 """
 
 import bisect
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 import functools
 import math
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
@@ -37,16 +37,14 @@ class RunEnergy:
     n_samples: int
     error_j: float
     method: str
+    # set from the above (plain fields: the frame thread reads them without a call)
+    duration_s: float = field(init=False)   # the window length, seconds
+    average_w: float = field(init=False)    # the mean attributed power over the window, watts
 
-    @property
-    def duration_s(self) -> float:
-        """Return the window length, seconds."""
-        return self.t1 - self.t0
-
-    @property
-    def average_w(self) -> float:
-        """Return the mean attributed power over the window, watts."""
-        return self.joules / self.duration_s if self.duration_s > 0 else float('nan')
+    def __post_init__(self) -> None:
+        self.duration_s = self.t1 - self.t0
+        self.average_w = (self.joules / self.duration_s if self.duration_s > 0
+                          else float('nan'))
 
 
 @dataclass

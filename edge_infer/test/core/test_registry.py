@@ -39,6 +39,8 @@ def test_shipped_registry_describes_both_bundled_models():
 def test_a_valid_entry_is_parsed_with_its_values(tmp_path):
     spec = load_registry(_write(tmp_path, {'m': GOOD}))['m']
     assert spec.labels == ['person', 'car'] and spec.label(1) == 'car' and spec.label(7) == '7'
+    labels = spec.label_map()       # the same rule, for a frame's many lookups
+    assert [labels[c] for c in (0, 1, 7, -1)] == ['person', 'car', '7', '-1']
     assert spec.input_spec.mean == (1, 2, 3) and spec.input_spec.height == 32
     dec = spec.make_decoder(score_threshold=0.9)
     assert dec.score_threshold == 0.9 and dec.nms_iou == 0.6 and dec.num_classes == 2
