@@ -49,6 +49,9 @@ class BufferProvider:
         """Return the device-side address of ``arr`` (None: host only)."""
         return None
 
+    def release(self, arr: np.ndarray) -> None:
+        """Forget ``arr`` (from :meth:`empty`): its memory goes with its last reference."""
+
 
 class CudaMappedBuffers(BufferProvider):
     """Page-locked, device-mapped host memory through pycuda (Jetson unified memory)."""
@@ -102,6 +105,10 @@ class CudaMappedBuffers(BufferProvider):
         """Return the GPU address of a mapped array."""
         base: Any = arr.base
         return int(base.get_device_pointer()) if hasattr(base, 'get_device_pointer') else None
+
+    def release(self, arr: np.ndarray) -> None:
+        """Forget ``arr``: page-locked memory is scarce, and a runner's buffers go with it."""
+        self._owners.pop(arr.ctypes.data, None)
 
 
 class CudaArray:
@@ -181,6 +188,10 @@ class TorchMappedBuffers(BufferProvider):
             if start <= ptr and ptr + arr.nbytes <= start + n:
                 return ptr      # UVA: the same address on both sides
         return None
+
+    def release(self, arr: np.ndarray) -> None:
+        """Forget ``arr``: the pinned tensor is freed with the array's last reference."""
+        self._owners.pop(arr.ctypes.data, None)
 
 
 def providers():

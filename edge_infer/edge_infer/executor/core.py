@@ -44,7 +44,8 @@ import numpy as np
 
 from .devices import device_buffers
 from .partition import partition, Segment
-from .segment_runners import open_segment_runner, SegmentError, SegmentLibrary
+from .segment_runners import (open_segment_runner, release_buffers, SegmentError,
+                              SegmentLibrary)
 from ..core.backend import Backend, Session
 
 POLICIES = ('accelerator-only', 'by-layer-type', 'cost-model')
@@ -226,8 +227,11 @@ class SharedExecutor:
         return {d: [r.library.name for r in rs] for d, rs in self.models[name]['runners'].items()}
 
     def remove_model(self, name: str) -> None:
-        """Forget a model (its sessions are freed with it)."""
-        self.models.pop(name, None)
+        """Forget a model: its sessions are freed with it, its buffers handed back."""
+        m = self.models.pop(name, None)
+        for runners in (m or {}).get('runners', {}).values():
+            for r in runners:
+                release_buffers(r)
 
     def measure_costs(self, name: str, runs: int = 5) -> Dict[str, List[float]]:
         """Time every segment alone on every device (median ms): the cost model's input.
@@ -255,6 +259,9 @@ class SharedExecutor:
                 medians = [statistics.median(t) for t in times]
                 best = min(range(len(opts)), key=medians.__getitem__)
                 m['runners'][dev][i] = opts[best]
+                for k, r in enumerate(opts):
+                    if k != best:       # closed: its buffers go back
+                        release_buffers(r)
                 m['cost'][dev][i] = medians[best]
                 env = {**env, **{k: v.copy() for k, v in out.items()}}
         return m['cost']

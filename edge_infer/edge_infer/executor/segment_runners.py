@@ -195,6 +195,21 @@ def _staged(runner, name: str, arr: np.ndarray) -> Optional[int]:
     return runner.buffers.device_pointer(stage)
 
 
+def release_buffers(runner) -> None:
+    """Hand a runner's output and staging buffers back to its provider (it runs no more).
+
+    Pinned, device-mapped memory is kept by its provider (to find a buffer's
+    device address): a runner dropped without this would hold it for the
+    process's life.
+    """
+    buffers = getattr(runner, 'buffers', None)
+    if buffers is None:
+        return
+    for arr in [a for slot in runner.slots for a in slot] + list(runner._staging.values()):
+        buffers.release(arr)
+    runner._staging.clear()
+
+
 def _checked(segment, name: str, arr: np.ndarray) -> np.ndarray:
     if not arr.flags.c_contiguous or arr.dtype != np.float32:
         raise SegmentError(f'{segment.name}: input {name} must be C-contiguous float32 (got '

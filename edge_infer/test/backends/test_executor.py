@@ -310,3 +310,57 @@ def test_a_library_measured_slower_on_a_segment_is_not_kept(models, monkeypatch)
             assert names == ['onnxruntime/t1'] * len(names), (dev, names)
     finally:
         ex.close()
+
+
+class _CountingBuffers:
+    """A buffer provider that keeps what it gave out, as the pinned-memory ones do."""
+
+    name = 'counting'
+
+    def __init__(self):
+        from edge_infer.executor.buffers import BufferProvider
+        self._host = BufferProvider()
+        self.kept = {}
+
+    def empty(self, shape, dtype=np.float32):
+        arr = self._host.empty(shape, dtype)
+        self.kept[arr.ctypes.data] = arr
+        return arr
+
+    def device_pointer(self, arr):
+        return None
+
+    def release(self, arr):
+        self.kept.pop(arr.ctypes.data, None)
+
+
+def test_buffers_of_runners_not_kept_and_of_removed_models_go_back(models):
+    """Measured-out runners and a removed model hand back their (pinned) buffers."""
+    from edge_infer.executor.segment_runners import SegmentLibrary
+    ex = SharedExecutor('by-layer-type', log=lambda s: None)
+    counting = _CountingBuffers()
+    ex._buffers = {'accelerator': counting}     # as a CUDA device's mapped memory
+    try:
+        for _ in range(2):
+            ex.add_model('mobilenet_v2', models['mobilenet_v2'],
+                         [SegmentLibrary('onnxruntime', 1), SegmentLibrary('onnxruntime', 2)])
+            kept = {id(a) for rs in ex.models['mobilenet_v2']['runners'].values()
+                    for r in rs for slot in r.slots for a in slot}
+            assert counting.kept and {id(a) for a in counting.kept.values()} <= kept
+            ex.remove_model('mobilenet_v2')
+            assert counting.kept == {}
+    finally:
+        ex.close()
+
+
+def test_pinned_buffers_are_forgotten_when_released():
+    """Pinned buffers: a device address is found only for memory still kept."""
+    from types import SimpleNamespace
+    from edge_infer.executor.buffers import TorchMappedBuffers
+    p = TorchMappedBuffers()
+    p._torch = SimpleNamespace(uint8=np.uint8, empty=lambda n, dtype, pin_memory: SimpleNamespace(
+        numpy=lambda: np.zeros(n, np.uint8)))      # host memory in place of pinned
+    a, b = p.empty((4, 8)), p.empty((2, 2))
+    assert p.device_pointer(a) == a.ctypes.data and p.device_pointer(a[1:]) is not None
+    p.release(a)
+    assert p.device_pointer(a) is None and p.device_pointer(b) == b.ctypes.data
