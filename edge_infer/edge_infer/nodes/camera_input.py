@@ -166,6 +166,7 @@ class FrameThread:
         self.cameras: List[CameraInput] = []
         self.workers: List[threading.Thread] = []
         self.running = False
+        self._generation = 0    # a start's threads; one left inside a frame ends after it
 
     def set_cameras(self, cameras: List[CameraInput]) -> None:
         """Serve ``cameras`` (not while running): one slot each, in their order."""
@@ -182,7 +183,8 @@ class FrameThread:
         for cam in self.cameras:
             cam.running = True
         name = self.node.get_name()
-        self.workers = [threading.Thread(target=self._work, daemon=True,
+        self._generation += 1
+        self.workers = [threading.Thread(target=self._work, args=(self._generation,), daemon=True,
                                          name=f'{name}-infer' + (f'{k}' if k else ''))
                         for k in range(min(WORKERS, len(self.cameras)))]
         for worker in self.workers:
@@ -195,20 +197,26 @@ class FrameThread:
             cam.running = False
         self.slots.close()
 
-    def join(self) -> None:
-        """Wait for the thread; a frame still in a slot counts as dropped on its camera."""
-        deadline = time.monotonic() + 10.0
+    def join(self, timeout: float = 10.0) -> List[str]:
+        """Wait for the threads; a frame still in a slot counts as dropped on its camera.
+
+        Returns the threads still inside a frame after ``timeout`` s (a backend
+        that hangs): each ends after that frame, even if the node starts again.
+        """
+        deadline = time.monotonic() + timeout
         for worker in self.workers:
             worker.join(timeout=max(0.0, deadline - time.monotonic()))
+        left = [w.name for w in self.workers if w.is_alive()]
         self.workers = []
         for i in self.slots.clear():
             if i < len(self.cameras):
                 self.cameras[i].stats.count('dropped')
+        return left
 
-    def _work(self) -> None:
+    def _work(self, generation: int) -> None:
         slots = self.slots
         with self.node.acting():     # a fallback's manager lines are this node's
-            while self.running:
+            while self.running and generation == self._generation:
                 if self.batch_wait_s is None:
                     got = slots.take(timeout=0.5, hold=True)
                     taken = [got] if got is not None else []
@@ -226,8 +234,9 @@ class FrameThread:
                         return
                     for i, _ in taken:
                         self.cameras[i].reject(f'{type(exc).__name__}: {exc}')
-                finally:
-                    slots.done(i for i, _ in taken)
+                finally:    # (after a restart, start() cleared the holds)
+                    if generation == self._generation:
+                        slots.done(i for i, _ in taken)
 
     def _one(self, cam: CameraInput, item) -> bool:
         """Process one frame; False when the ROS context ended under it (stop)."""

@@ -244,8 +244,9 @@ class PerceptionContainer:
             left += n.join_background(max(0.0, stop_by - time.monotonic()))
         if left:
             self.node.get_logger().info(
-                f"stopping without waiting for {', '.join(left)} (inside one measurement; "
-                f'it ends by itself and the process leaves without finalizing it)')
+                f"stopping without waiting for {', '.join(left)} (inside a frame or one "
+                f'measurement; each ends by itself and the process leaves without '
+                f'finalizing it)')
         for n in reversed(self.lifecycle_nodes):
             try:
                 n.trigger_shutdown()

@@ -170,8 +170,8 @@ class PerceptionNode(ManagedNode):
                 cam.tracks_and_depth.deactivate()
         left = self.join_background()
         if left:
-            self.get_logger().info(f"not waiting for {', '.join(left)}: inside one "
-                                   f'measurement, it ends by itself after it')
+            self.get_logger().info(f"not waiting for {', '.join(left)}: each ends by "
+                                   f'itself after the frame or measurement it is inside')
         for cam in self.parts.cameras:
             cam.energy.drain()      # while ~/energy is still active
 
@@ -184,15 +184,14 @@ class PerceptionNode(ManagedNode):
     def join_background(self, timeout: float = BACKGROUND_WAIT_S) -> List[str]:
         """Stop the worker, cancel background work, wait up to ``timeout`` s (no ROS calls).
 
-        Returns the background threads still running: one inside a candidate's
-        measurement ends by itself after it (backends/live/background.py). The
-        container calls this before shutting rclpy down, even when a signal
-        already ended the ROS context.
+        Returns the threads still running, each ending after the measurement
+        (backends/live/background.py) or frame it is inside. The container calls
+        this before shutting rclpy down, even when a signal ended the ROS context.
         """
         self.cancel_background()
-        self.frames.join()
+        left = self.frames.join()
         live = self.parts.live
-        return live.join(timeout=timeout) if live is not None else []
+        return left + (live.join(timeout=timeout) if live is not None else [])
 
     def _release(self) -> None:
         self._stop_diagnostics()
