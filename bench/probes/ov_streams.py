@@ -16,8 +16,9 @@ interleaved rounds with the order rotating:
   frames one at a time (the Server's lock);
 - ``two streams t1 each, 2 callers``: THROUGHPUT with ``NUM_STREAMS`` 2, one
   infer request per caller thread;
-- ``two sessions t1, 2 callers``: two 1-thread sessions, one per caller (the
-  picture of two one-camera nodes, one core each);
+- ``two sessions t1, 2 callers``: two 1-thread sessions, one per caller;
+- ``four sessions t2, 4 callers``: four one-camera nodes' picture (each node
+  its own t2 session, all running at once);
 - ``one stream t1, 1 caller``: one core's figure, for scale.
 
 Random input; the frames per second of each kind per round, then the median,
@@ -93,6 +94,8 @@ def main(argv=None) -> int:
             [s2.create_infer_request(), s2.create_infer_request()], x)
         kinds[(name, 'two sessions t1, 2 callers')] = (
             [compiled(model, 1, 1).create_infer_request() for _ in range(2)], x)
+        kinds[(name, 'four sessions t2, 4 callers')] = (
+            [compiled(model, 1, 2).create_infer_request() for _ in range(4)], x)
         kinds[(name, 'one stream t1, 1 caller')] = ([compiled(model, 1, 1).create_infer_request()],
                                                     x)
     for requests, x in kinds.values():
