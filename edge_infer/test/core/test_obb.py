@@ -83,8 +83,8 @@ def test_edge_infer_messages_carry_the_angle_and_the_drawing_outlines_it(tmp_pat
     spec = load_registry(tmp_path / 'reg.yaml')['obb']
     out = YoloObbDecoder(2)([_output([(50, 40, 60, 20, 1, 0.9, 0.5)], 2)],
                             Transform(1.0, 1.0, 0.0, 0.0, 100, 80))
-    (msg,) = _detections(spec, out)
-    assert msg.class_id == 1 and _same_rectangle(
+    (msg,) = _detections(spec.label_map(), out)
+    assert msg.class_id == 1 and msg.label == spec.label(1) and _same_rectangle(
         (msg.center_x, msg.center_y, msg.size_x, msg.size_y, msg.theta), (50, 40, 60, 20, 0.5))
     img = draw_result(np.zeros((80, 100, 3), np.uint8), spec, out)
     # the outline passes through a corner of the rotated box, not the bounds' corner
