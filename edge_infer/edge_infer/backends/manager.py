@@ -303,6 +303,10 @@ class BackendManager:
                                only=[force] if force else only, progress=progress,
                                cancel=cancel, screen=0.0 if force else screen,
                                others='' if force else 'measured after the likely ones')
+            if force and any(r.backend == force and r.status == 'screened'
+                             for r in run.results):     # a completion's guess, not a measurement
+                run = self.profile(spec, model_path, use_cache=False, min_accuracy=min_accuracy,
+                                   only=[force], progress=progress, cancel=cancel)
         finally:
             self._lock.release()
         if cancel is not None and cancel.is_set():

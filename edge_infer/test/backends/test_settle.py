@@ -221,6 +221,12 @@ def test_a_completion_screens_what_the_board_showed_cannot_win(tmp_path, models)
     assert {r.backend: r.status for r in again.results}[slow] == 'screened'
     chosen, _ = mgr.choose(spec, path)
     assert chosen.name != slow
+    # a backend the user forces is measured, not refused for a completion's guess
+    forced, run = mgr.choose(spec, path, force=slow)
+    res = {r.backend: r for r in run.results}
+    assert forced.name == slow and res[slow].status == 'ok' and res[slow].frame_ms > 0
+    assert {r.backend: r.status for r in mgr.profile(spec, path, measure=False).results
+            }[slow] == 'ok'     # the measurement replaced the guess in the cache
 
 
 def test_a_settle_report_lists_what_the_cache_measured_outside_the_settle_set(tmp_path, models):
