@@ -167,7 +167,8 @@ def test_worker_ends_quietly_when_ctrl_c_ends_the_context_mid_frame():
     node.frames.slots.reopen()
     node.frames.running = True
     node.frames.slots.put(0, (time.perf_counter(), b'frame'))   # (received at, serialized frame)
-    worker = threading.Thread(target=node.frames._work, daemon=True)
+    worker = threading.Thread(target=node.frames._work, args=(node.frames._generation,),
+                              daemon=True)
     worker.start()
     worker.join(5)
     node.frames.running = False
