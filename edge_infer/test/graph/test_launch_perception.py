@@ -66,27 +66,40 @@ else:
     DOMAIN = procs.free_domain_id(os.getpid())
     ACTIVE = re.compile(r'autostart: all \d+ nodes active')
     NOT_ACTIVE = re.compile(r'autostart: \d+ of \d+ nodes active')
+    # a profile going on in the background after the start, and its end
+    PROFILING = re.compile(r'profiling in the background|the others follow')
+    PROFILED = re.compile(r'profile completed in')
     START_TIMEOUT_S = 300.0
 
-    def _when_active(player: ExecuteProcess):
-        """Return an OnProcessIO callback that starts ``player`` when the container says so."""
-        state = {'tail': '', 'started': False}
+    def _when_active(player: ExecuteProcess, settled: bool = False):
+        """Return an OnProcessIO callback that starts ``player`` when the container says so.
+
+        ``settled``: also once the background profile of a start (a cache
+        without this board's figures) has completed, where one runs.
+        """
+        state = {'tail': '', 'started': False, 'active': False, 'profiling': False,
+                 'profiled': False}
 
         def on_output(event):
             if state['started']:
                 return None
             text = state['tail'] + event.text.decode(errors='replace')
-            state['tail'] = text[-200:]         # a line may come in two pieces
-            if ACTIVE.search(text):
+            state['tail'] = text[-400:]         # a line may come in two pieces
+            for key, pattern in (('active', ACTIVE), ('profiling', PROFILING),
+                                 ('profiled', PROFILED)):
+                state[key] = state[key] or bool(pattern.search(text))
+            if state['active'] and (not settled or not state['profiling'] or state['profiled']):
                 state['started'] = True
                 return [player]
             return None
         return on_output
 
-    def graph_with_bag(domain: int, bag: pathlib.Path, **arguments: str):
+    def graph_with_bag(domain: int, bag: pathlib.Path, settled: bool = False,
+                       **arguments: str):
         """Return the launch file (autostart, ``arguments``) and a player of ``bag``.
 
-        The player starts once every node is active; the context names it 'player'.
+        The player starts once every node is active (``settled``: and a start's
+        background profile has completed); the context names it 'player'.
         """
         env = procs.ros_env(domain)
         setup = [SetEnvironmentVariable(k, env[k]) for k in
@@ -97,7 +110,7 @@ else:
             launch_arguments={'autostart': 'true', **arguments}.items())
         player = ExecuteProcess(cmd=procs.bag_player_cmd(bag), name='bag_player',
                                 output='screen')
-        started = _when_active(player)
+        started = _when_active(player, settled)
         return launch.LaunchDescription([
             *setup,
             perception,
