@@ -144,6 +144,7 @@ def _manager(cache_dir, **cfg):
     return BackendManager(cache_dir, config=config, log=lambda s: None)
 
 
+@pytest.mark.slow      # the not-slow subset keeps under 3 min (202 s here at 06d0517)
 def test_a_measurement_under_foreign_load_never_becomes_the_boards_profile(tmp_path,
                                                                            mobilenet):
     """The cache-poisoning scenario, with two real processes spinning both cores."""

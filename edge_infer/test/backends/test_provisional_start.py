@@ -244,6 +244,7 @@ def test_a_profile_waiting_for_another_models_profile_can_be_cancelled(tmp_path,
     assert outcome == ["model 'mobilenet_v2': profile cancelled"]
 
 
+@pytest.mark.slow      # the not-slow subset keeps under 3 min (202 s here at 06d0517)
 def test_a_stop_during_a_measurement_does_not_wait_and_a_resume_goes_on(
         tmp_path, mobilenet, frames):
     """A candidate's load cannot be interrupted (ncnn Vulkan on lavapipe: 32 s): never wait."""

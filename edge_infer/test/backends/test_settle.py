@@ -201,6 +201,7 @@ def _manager(cache_dir):
     return BackendManager(cache_dir, config=config, log=lambda s: None)
 
 
+@pytest.mark.slow      # the not-slow subset keeps under 3 min (202 s here at 06d0517)
 def test_a_completion_screens_what_the_board_showed_cannot_win(tmp_path, models):
     """A candidate 3x the best elsewhere is cached as screened: the next start measures nothing."""
     mgr = _manager(tmp_path)

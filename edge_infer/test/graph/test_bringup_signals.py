@@ -92,6 +92,7 @@ def _sigterm(proc, container, lines, seen) -> None:
     assert not _alive(container)
 
 
+@pytest.mark.slow      # the not-slow subset keeps under 3 min (202 s here at 06d0517)
 @pytest.mark.skipif(not sys.platform.startswith('linux'), reason='reads /proc')
 def test_sigterm_stops_the_graph_and_sigkill_leaves_nothing_behind(ros, tmp_path):
     # SIGTERM (systemd, docker stop, a launch shutting down): everything stops, cleanly
