@@ -23,7 +23,8 @@ import math
 import pathlib
 from typing import Callable, Tuple
 
-from .core import ExecutorBackend, SharedExecutor
+from .backend import ExecutorBackend
+from .core import SharedExecutor
 from .segment_runners import libraries_of
 from ..backends.measure.profiling import CandidateResult, ProfileRun
 from ..core.registry import ModelSpec
